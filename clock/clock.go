@@ -1,0 +1,61 @@
+package clock
+
+import (
+	"context"
+	"time"
+)
+
+// Clock is the source of time for limiters, engines and controllers.
+type Clock interface {
+	// Now returns the current time.
+	Now() time.Time
+	// Sleep pauses for d. It returns ctx.Err() if ctx is done first, and nil
+	// otherwise. A d <= 0 returns at once (with ctx.Err() if ctx is already done).
+	Sleep(ctx context.Context, d time.Duration) error
+}
+
+// Monotonic is implemented by clocks that can report elapsed time cheaply.
+// Nanotime returns nanoseconds since a fixed origin chosen by the clock; only
+// differences between two readings of the same clock are meaningful.
+type Monotonic interface {
+	Nanotime() int64
+}
+
+// Nanotime reads c's monotonic time: c.Nanotime() when c implements Monotonic,
+// otherwise c.Now() in Unix nanoseconds. Both Real and Fake implement Monotonic.
+func Nanotime(c Clock) int64 {
+	if m, ok := c.(Monotonic); ok {
+		return m.Nanotime()
+	}
+	return c.Now().UnixNano()
+}
+
+// Real returns the system clock.
+func Real() Clock { return realClock{} }
+
+// origin anchors the real clock's monotonic readings. time.Since on a time that
+// carries a monotonic reading reads only the monotonic counter, which is why
+// Nanotime is cheaper than time.Now.
+var origin = time.Now()
+
+type realClock struct{}
+
+func (realClock) Now() time.Time  { return time.Now() }
+func (realClock) Nanotime() int64 { return int64(time.Since(origin)) }
+
+func (realClock) Sleep(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return ctx.Err()
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}

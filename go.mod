@@ -1,0 +1,3 @@
+module github.com/flowgate/flowgate
+
+go 1.24
