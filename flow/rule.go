@@ -1,0 +1,101 @@
+package flow
+
+import (
+	"fmt"
+	"time"
+)
+
+// Level says whose traffic a rule counts: all callers, one user, or one client IP.
+type Level uint8
+
+// The levels. A call is checked most specific first: IP, then user, then global.
+// LevelSystem appears only in a BlockError raised by the adaptive system guard.
+const (
+	LevelGlobal Level = iota
+	LevelUser
+	LevelIP
+	LevelSystem
+	// NumLevels is the number of levels, for arrays indexed by Level.
+	NumLevels
+)
+
+var levelNames = [NumLevels]string{"global", "user", "ip", "system"}
+
+// String returns the level's JSON name.
+func (l Level) String() string {
+	if l < NumLevels {
+		return levelNames[l]
+	}
+	return fmt.Sprintf("Level(%d)", uint8(l))
+}
+
+// Algorithm names how a rule admits calls.
+type Algorithm uint8
+
+// The algorithms; see the package documentation for when to choose which.
+const (
+	AlgoTokenBucket   Algorithm = iota // Guava SmoothBursty
+	AlgoWarmUp                         // Guava SmoothWarmingUp
+	AlgoLeakyBucket                    // constant spacing; with MaxWait it queues (Sentinel's throttling)
+	AlgoFixedWindow                    // one counter per window; admits up to 2x across a boundary
+	AlgoSlidingWindow                  // sub-window counters, previous window weighted by overlap
+	AlgoSlidingLog                     // exact: never more than Limit in any span of Window
+	AlgoConcurrency                    // at most Limit in flight
+	numAlgorithms
+)
+
+var algorithmNames = [numAlgorithms]string{
+	"token_bucket", "warm_up", "leaky_bucket", "fixed_window", "sliding_window", "sliding_log", "concurrency",
+}
+
+// String returns the algorithm's JSON name.
+func (a Algorithm) String() string {
+	if a < numAlgorithms {
+		return algorithmNames[a]
+	}
+	return fmt.Sprintf("Algorithm(%d)", uint8(a))
+}
+
+// Rule is one limit on one resource at one level. It mirrors the JSON rule
+// document field for field (see package rules).
+type Rule struct {
+	ID       string
+	Resource string
+	Level    Level
+	// Algorithm decides how calls are admitted.
+	Algorithm Algorithm
+	// Limit is the permits per Window; for AlgoConcurrency the maximum in flight.
+	Limit float64
+	// Window is the span Limit is counted over. Default 1s.
+	Window time.Duration
+	// Burst is the most permits a token bucket stores. Default Limit.
+	Burst float64
+	// Warmup is the warm-up period of AlgoWarmUp.
+	Warmup time.Duration
+	// ColdFactor is the cold rate divisor of AlgoWarmUp. Default 3.
+	ColdFactor float64
+	// Buckets is the number of sub-windows of AlgoSlidingWindow. Default 10.
+	Buckets int
+	// MaxWait > 0 lets a call wait this long for its turn instead of being blocked.
+	MaxWait time.Duration
+	// MaxKeys bounds the users or IPs tracked at the user and ip levels
+	// (least recently used evicted first). Default 100000.
+	MaxKeys int
+	// IdleTTL forgets a user or IP idle this long. Default 10m.
+	IdleTTL time.Duration
+	// Adaptive lets the CPU controller scale this rule's limit.
+	Adaptive bool
+	// Cluster, when set, has the rule decided cluster-wide by the token server.
+	Cluster *ClusterSpec
+}
+
+// ClusterSpec makes a rule cluster-wide.
+type ClusterSpec struct {
+	// Threshold is "global" (Limit is for the whole cluster, the default) or
+	// "per_instance" (Limit per live instance).
+	Threshold string
+	// Fallback is what happens when the token server cannot answer: "local"
+	// (the default: a local limiter at Limit divided by the instance count),
+	// "allow" or "deny".
+	Fallback string
+}
