@@ -1,0 +1,33 @@
+# flowgate — the commands a newcomer and CI run. `make demo` needs nothing but Go;
+# `make test` installs what the tests need (redis-server, promtool) when it can.
+
+GO      ?= go
+PKGS    ?= ./...
+export FLOWGATE_REQUIRE_REDIS ?=
+
+.PHONY: all demo test bench lint deps vet fmt examples
+
+all: lint test
+
+## demo: the main show, on virtual time and an embedded default; no Redis needed.
+demo:
+	$(GO) run ./examples/warmup
+
+## test: vet + race-enabled tests with a real redis-server (installed by deps when missing).
+test: deps
+	$(GO) vet $(PKGS)
+	FLOWGATE_REQUIRE_REDIS=1 $(GO) test -race -count=1 -timeout 20m $(PKGS)
+
+## bench: every benchmark, with allocation counts.
+bench:
+	$(GO) test -run '^$$' -bench . -benchmem $(PKGS)
+
+## lint: gofmt must have nothing to say, and go vet must pass.
+lint:
+	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
+	if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
+	$(GO) vet $(PKGS)
+
+## deps: make sure what the tests need is present.
+deps:
+	@sh scripts/deps.sh

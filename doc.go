@@ -1,0 +1,23 @@
+// Package flowgate is an adaptive, multi-level flow-control library for Go in
+// the style of Alibaba Sentinel.
+//
+// A service guards a call with flow.Entry(resource); rules decide whether the
+// call passes, waits for its turn, or is blocked. Rules combine limits at three
+// levels — all callers, one user, one client IP — and each rule picks an
+// algorithm: Guava's SmoothBursty and SmoothWarmingUp token buckets, a leaky
+// bucket, fixed and sliding windows, an exact sliding log, or a concurrency cap.
+//
+// The module is a star around package flow:
+//
+//	clock/     time for everything: the real clock and a virtual one for tests
+//	warmup/    Guava-exact token buckets (SmoothBursty, SmoothWarmingUp)
+//	flow/      the engine: Entry, Exit, Guard, rules, levels, statistics
+//	rules/     JSON rule documents: strict parsing, precise errors, hot reload
+//	adaptive/  CPU-driven scaling of rule rates and system protection
+//	cluster/   cluster-wide quotas decided by Redis Lua scripts
+//	metrics/   Prometheus and OpenTelemetry exporters, Grafana dashboard
+//	alerting/  an alert when the rejection ratio passes a threshold
+//
+// The root package holds no code; it documents the module and hosts the
+// end-to-end tests that cross packages.
+package flowgate
