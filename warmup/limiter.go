@@ -1,0 +1,215 @@
+package warmup
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/flowgate/flowgate/clock"
+)
+
+// ErrInvalidArgument is wrapped by every error about a bad rate, period,
+// factor or permit count.
+var ErrInvalidArgument = errors.New("warmup: invalid argument")
+
+// Limiter is a Guava SmoothRateLimiter: SmoothBursty (NewBursty) or
+// SmoothWarmingUp (NewWarmingUp). It is safe for concurrent use. Most callers
+// want Acquire (wait for permits) or TryAcquire (take them only if they come
+// within a timeout).
+//
+// The struct is small on purpose: the flow engine keeps one per user or IP key.
+type Limiter struct {
+	mu sync.Mutex
+	// nextFree is Guava's nextFreeTicketMicros. It is written only under mu but
+	// read without it, so that a refusal with timeout 0 costs one atomic load.
+	nextFree atomic.Int64
+
+	// Guarded by mu.
+	stored    float64 // storedPermits
+	maxP      float64 // maxPermits
+	stable    float64 // stableIntervalMicros
+	threshold float64 // warming up: thresholdPermits
+	slope     float64 // warming up: slope of the cost line above threshold
+
+	// Fixed at construction.
+	param  float64 // bursty: maxBurstSeconds; warming up: coldFactor
+	warmup int64   // warming up: warmupPeriodMicros; -1 marks a bursty limiter
+	origin int64   // clock.Nanotime at construction: micros count from here
+	clk    clock.Clock
+}
+
+// Option configures a Limiter at construction.
+type Option func(*config)
+
+type config struct {
+	clk          clock.Clock
+	coldFactor   float64
+	burstSeconds float64
+	stored       float64
+	hasStored    bool
+}
+
+// WithClock sets the clock the limiter reads and sleeps on. Default clock.Real().
+func WithClock(c clock.Clock) Option { return func(o *config) { o.clk = c } }
+
+// WithColdFactor sets how much slower than the stable rate a cold warming-up
+// limiter starts (Guava's coldFactor). Default 3; must be finite and >= 1.
+// Ignored by NewBursty.
+func WithColdFactor(f float64) Option { return func(o *config) { o.coldFactor = f } }
+
+// WithMaxBurstSeconds sets how many seconds of work a bursty limiter may store
+// while idle (Guava's maxBurstSeconds). Default 1; must be finite and >= 0.
+// Ignored by NewWarmingUp.
+func WithMaxBurstSeconds(s float64) Option { return func(o *config) { o.burstSeconds = s } }
+
+// WithStoredPermits sets the permits stored at construction (clamped to [0, maxPermits]).
+// Default: Guava's (bursty starts empty, warming-up starts cold = maxPermits).
+func WithStoredPermits(p float64) Option {
+	return func(o *config) { o.stored, o.hasStored = p, true }
+}
+
+func newConfig(opts []Option) config {
+	c := config{coldFactor: 3, burstSeconds: 1}
+	for _, o := range opts {
+		if o != nil {
+			o(&c)
+		}
+	}
+	if c.clk == nil {
+		c.clk = clock.Real()
+	}
+	return c
+}
+
+// NewBursty returns Guava's SmoothBursty: permitsPerSecond spread evenly, and up
+// to maxBurstSeconds (default 1) of unused permits stored for a free burst. It
+// starts with no stored permits. permitsPerSecond must be > 0; +Inf is allowed.
+func NewBursty(permitsPerSecond float64, opts ...Option) (*Limiter, error) {
+	c := newConfig(opts)
+	var errs []error
+	if err := checkRate(permitsPerSecond); err != nil {
+		errs = append(errs, err)
+	}
+	if s := c.burstSeconds; !(s >= 0) || math.IsInf(s, 1) {
+		errs = append(errs, fmt.Errorf("%w: maxBurstSeconds %v must be finite and >= 0", ErrInvalidArgument, s))
+	}
+	if err := checkStored(c); err != nil {
+		errs = append(errs, err)
+	}
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	l := &Limiter{param: c.burstSeconds, warmup: -1, clk: c.clk}
+	l.start(permitsPerSecond, c)
+	return l, nil
+}
+
+// NewWarmingUp returns Guava's SmoothWarmingUp: it starts cold, serving permits
+// coldFactor (default 3) times slower than permitsPerSecond, and ramps up to
+// permitsPerSecond over warmupPeriod of saturated demand; left idle for
+// warmupPeriod it goes cold again. permitsPerSecond must be > 0 (+Inf is
+// allowed) and warmupPeriod >= 0.
+func NewWarmingUp(permitsPerSecond float64, warmupPeriod time.Duration, opts ...Option) (*Limiter, error) {
+	c := newConfig(opts)
+	var errs []error
+	if err := checkRate(permitsPerSecond); err != nil {
+		errs = append(errs, err)
+	}
+	if warmupPeriod < 0 {
+		errs = append(errs, fmt.Errorf("%w: warmupPeriod %v must be >= 0", ErrInvalidArgument, warmupPeriod))
+	}
+	if f := c.coldFactor; !(f >= 1) || math.IsInf(f, 1) {
+		errs = append(errs, fmt.Errorf("%w: coldFactor %v must be finite and >= 1", ErrInvalidArgument, f))
+	}
+	if err := checkStored(c); err != nil {
+		errs = append(errs, err)
+	}
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	l := &Limiter{param: c.coldFactor, warmup: int64(warmupPeriod / time.Microsecond), clk: c.clk}
+	l.start(permitsPerSecond, c)
+	return l, nil
+}
+
+func checkRate(r float64) error {
+	if !(r > 0) { // also refuses NaN
+		return fmt.Errorf("%w: rate %v must be > 0", ErrInvalidArgument, r)
+	}
+	return nil
+}
+
+func checkStored(c config) error {
+	if c.hasStored && math.IsNaN(c.stored) {
+		return fmt.Errorf("%w: stored permits must not be NaN", ErrInvalidArgument)
+	}
+	return nil
+}
+
+// start is Guava's factory: setRate on a fresh limiter (maxPermits 0 marks the
+// initial state), then our optional override of the stored permits.
+func (l *Limiter) start(rate float64, c config) {
+	l.origin = clock.Nanotime(l.clk)
+	l.setRate(rate, 0)
+	if c.hasStored {
+		l.stored = math.Max(0, math.Min(c.stored, l.maxP))
+	}
+}
+
+// SetRate changes the stable rate as Guava's setRate does: time elapsed so far
+// is credited at the old rate, stored permits keep their proportion of
+// maxPermits, and the next request still pays the previous request's cost at the
+// old rate. permitsPerSecond must be > 0; +Inf is allowed.
+func (l *Limiter) SetRate(permitsPerSecond float64) error {
+	if err := checkRate(permitsPerSecond); err != nil {
+		return err
+	}
+	now := l.micros(clock.Nanotime(l.clk))
+	l.mu.Lock()
+	l.setRate(permitsPerSecond, now)
+	l.mu.Unlock()
+	return nil
+}
+
+// Rate reports the stable rate in permits per second.
+func (l *Limiter) Rate() float64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return 1e6 / l.stable
+}
+
+// MaxPermits reports the most permits the limiter can store.
+func (l *Limiter) MaxPermits() float64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.maxP
+}
+
+// StoredPermitsAt reports the permits available at now (after Guava's resync), for
+// "remaining" headers and snapshots. Does not change state.
+func (l *Limiter) StoredPermitsAt(now int64) float64 {
+	m := l.micros(now)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	s := l.stored
+	if next := l.nextFree.Load(); m > next {
+		s = l.capStored(s + float64(m-next)/l.coolDown())
+	}
+	if math.IsNaN(s) { // only after switching to +Inf, where everything is free
+		return l.maxP
+	}
+	return s
+}
+
+// micros turns a clock.Nanotime reading into Guava's nowMicros: whole
+// microseconds since construction. A reading from before construction (the
+// engine reads the clock once, then may create a limiter) counts as 0.
+func (l *Limiter) micros(now int64) int64 {
+	if d := now - l.origin; d > 0 {
+		return d / 1000
+	}
+	return 0
+}
