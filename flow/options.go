@@ -1,0 +1,115 @@
+package flow
+
+import (
+	"context"
+	"log/slog"
+	"time"
+
+	"github.com/flowgate/flowgate/clock"
+)
+
+// Option configures an Engine.
+type Option func(*config)
+
+type config struct {
+	clk          clock.Clock
+	ts           TokenServer
+	log          *slog.Logger
+	statsWindow  time.Duration
+	statsBuckets int
+}
+
+// WithClock sets the engine's clock. Default clock.Real().
+func WithClock(c clock.Clock) Option { return func(cf *config) { cf.clk = c } }
+
+// WithTokenServer has rules with a Cluster spec decided by ts. Without one,
+// cluster rules are decided locally at their full Limit, as if this
+// instance were the whole cluster.
+func WithTokenServer(ts TokenServer) Option { return func(cf *config) { cf.ts = ts } }
+
+// WithLogger sets where the engine logs (token server failures, fallbacks).
+// Default: silent.
+func WithLogger(l *slog.Logger) Option { return func(cf *config) { cf.log = l } }
+
+// WithStatsWindow sets the span of the recent statistics window and the
+// number of buckets it is kept in. Default 1s in 10 buckets. Invalid values
+// (d <= 0, buckets < 1) keep the default.
+func WithStatsWindow(d time.Duration, buckets int) Option {
+	return func(cf *config) {
+		if d > 0 && buckets >= 1 {
+			cf.statsWindow, cf.statsBuckets = d, buckets
+		}
+	}
+}
+
+// EntryOption qualifies one Entry. It is a small value, not a closure, so a
+// handler that builds options per call allocates nothing for them.
+type EntryOption struct {
+	kind entryKind
+	s    string
+	n    int
+	ctx  context.Context
+}
+
+type entryKind uint8
+
+const (
+	optNone entryKind = iota
+	optContext
+	optUser
+	optIP
+	optTokens
+)
+
+// WithContext gives the context that bounds a MaxWait wait (and is passed to
+// the token server). Default context.Background().
+func WithContext(ctx context.Context) EntryOption { return EntryOption{kind: optContext, ctx: ctx} }
+
+// WithUser names the caller for user-level rules. Without it (or with ""),
+// user-level rules do not apply to the call.
+func WithUser(id string) EntryOption { return EntryOption{kind: optUser, s: id} }
+
+// WithIP names the client IP for ip-level rules. Without it (or with ""),
+// ip-level rules do not apply to the call.
+func WithIP(ip string) EntryOption { return EntryOption{kind: optIP, s: ip} }
+
+// WithTokens asks for n permits at every level (default 1; n < 1 counts as 1).
+func WithTokens(n int) EntryOption { return EntryOption{kind: optTokens, n: n} }
+
+// ExitOption qualifies Permit.Exit.
+type ExitOption struct {
+	err error
+}
+
+// WithError records that the guarded call failed with err (nil: success).
+func WithError(err error) ExitOption { return ExitOption{err: err} }
+
+// entryArgs is the parsed form of the EntryOptions of one call.
+type entryArgs struct {
+	ctx    context.Context
+	user   string
+	ip     string
+	tokens int
+}
+
+func parseEntry(ctx context.Context, opts []EntryOption) entryArgs {
+	a := entryArgs{ctx: ctx, tokens: 1}
+	for i := range opts {
+		o := &opts[i]
+		switch o.kind {
+		case optContext:
+			if o.ctx != nil {
+				a.ctx = o.ctx
+			}
+		case optUser:
+			a.user = o.s
+		case optIP:
+			a.ip = o.s
+		case optTokens:
+			if o.n > 1 {
+				a.tokens = o.n
+			}
+		}
+	}
+	return a
+}

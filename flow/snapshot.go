@@ -1,0 +1,61 @@
+package flow
+
+import "time"
+
+// Snapshot is a consistent-enough copy of the engine's statistics: each
+// counter is read atomically, the set is not read under one lock (reading
+// never blocks Entry).
+type Snapshot struct {
+	Time           time.Time
+	Resources      []ResourceStats // sorted by name
+	Rules          []RuleStats     // one per rule in force, in load order
+	AdaptiveFactor float64         // 1 when no controller
+	SystemLimit    int64           // 0 = system guard off
+	Cluster        ClusterStats
+}
+
+// ResourceStats are the statistics of one resource that has (or had) rules.
+type ResourceStats struct {
+	Resource string
+	// Lifetime totals, monotonic since the engine started.
+	Passed    uint64            // includes Waited
+	Waited    uint64            // passed after queueing (MaxWait)
+	Blocked   [NumLevels]uint64 // indexed by Level
+	Completed uint64            // Exit calls
+	Errors    uint64            // Exit(WithError(err)) with err != nil, Guard fn errors
+	InFlight  int64
+	RTSum     time.Duration // sum of response times (Entry to Exit)
+	WaitSum   time.Duration // sum of queueing times of Waited calls
+	RTHist    Histogram     // response times of completed calls
+	WaitHist  Histogram     // queueing times of Waited calls
+	// Recent is the sliding window (WithStatsWindow, default 1s in 10 buckets).
+	Recent WindowStats
+}
+
+// WindowStats are counts over the recent statistics window.
+type WindowStats struct {
+	Passed, Blocked, Completed, Errors uint64
+	RTSum, MinRT, MaxRT                time.Duration // MinRT, MaxRT 0 when nothing completed
+	Span                               time.Duration // the window length
+}
+
+// Histogram is a fixed-bucket histogram. Counts[i] counts values <= Bounds[i]
+// (and > Bounds[i-1]); the last count is for values above every bound.
+// Counts are not cumulative; Bounds are in seconds and shared: do not modify.
+type Histogram struct {
+	Bounds []float64
+	Counts []uint64
+}
+
+// RuleStats describes one rule in force.
+type RuleStats struct {
+	ID, Resource   string
+	Level          Level
+	Algorithm      Algorithm
+	Limit          float64 // as configured
+	EffectiveLimit float64 // after the adaptive factor (and cluster fallback share)
+	Window         time.Duration
+	Keys           int // tracked users or IPs (user/ip levels)
+	Adaptive       bool
+	Cluster        bool
+}

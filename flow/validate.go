@@ -1,0 +1,197 @@
+package flow
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+	"time"
+)
+
+// Defaults filled by Rule.WithDefaults.
+const (
+	DefaultWindow     = time.Second
+	DefaultColdFactor = 3.0
+	DefaultBuckets    = 10
+	DefaultMaxKeys    = 100000
+	DefaultIdleTTL    = 10 * time.Minute
+	// MaxSlidingLogLimit bounds Limit of a sliding_log rule: it keeps Limit
+	// timestamps per key.
+	MaxSlidingLogLimit = 1 << 20
+	maxBuckets         = 3600
+)
+
+// WithDefaults returns a copy of r with the documented defaults filled in:
+// Window 1s; token_bucket Burst = Limit; warm_up ColdFactor 3; sliding_window
+// Buckets 10; user/ip MaxKeys 100000 and IdleTTL 10m; a Cluster spec's
+// Threshold "global" and Fallback "local". Fields that do not apply to the
+// rule's algorithm or level stay zero. r is not modified.
+func (r Rule) WithDefaults() Rule {
+	if r.Window == 0 {
+		r.Window = DefaultWindow
+	}
+	switch r.Algorithm {
+	case AlgoTokenBucket:
+		if r.Burst == 0 {
+			r.Burst = r.Limit
+		}
+	case AlgoWarmUp:
+		if r.ColdFactor == 0 {
+			r.ColdFactor = DefaultColdFactor
+		}
+	case AlgoSlidingWindow:
+		if r.Buckets == 0 {
+			r.Buckets = DefaultBuckets
+		}
+	}
+	if r.Level == LevelUser || r.Level == LevelIP {
+		if r.MaxKeys == 0 {
+			r.MaxKeys = DefaultMaxKeys
+		}
+		if r.IdleTTL == 0 {
+			r.IdleTTL = DefaultIdleTTL
+		}
+	}
+	if r.Cluster != nil {
+		c := *r.Cluster
+		if c.Threshold == "" {
+			c.Threshold = "global"
+		}
+		if c.Fallback == "" {
+			c.Fallback = "local"
+		}
+		r.Cluster = &c
+	}
+	return r
+}
+
+// Validate reports every problem of r, joined, each as "field: message"
+// with the rule document's field names, e.g. "limit: must be > 0".
+// Zero values that have defaults are valid.
+func (r Rule) Validate() error {
+	var errs []error
+	bad := func(field, format string, args ...any) {
+		errs = append(errs, fmt.Errorf("%s: "+format, append([]any{field}, args...)...))
+	}
+	if r.Resource == "" {
+		bad("resource", "must not be empty")
+	}
+	if r.Level > LevelIP {
+		bad("level", "must be global, user or ip, not %v", r.Level)
+	}
+	if r.Algorithm >= numAlgorithms {
+		bad("algorithm", "unknown %v", r.Algorithm)
+	}
+	switch {
+	case math.IsNaN(r.Limit) || math.IsInf(r.Limit, 0):
+		bad("limit", "must be a finite number, not %v", r.Limit)
+	case r.Limit <= 0:
+		bad("limit", "must be > 0, not %v", r.Limit)
+	case r.Algorithm == AlgoConcurrency && r.Limit != math.Trunc(r.Limit):
+		bad("limit", "must be a whole number for concurrency, not %v", r.Limit)
+	case r.Algorithm == AlgoSlidingLog && r.Limit > MaxSlidingLogLimit:
+		bad("limit", "must be <= %d for sliding_log (it keeps limit timestamps per key), not %v", MaxSlidingLogLimit, r.Limit)
+	}
+	if r.Window < 0 {
+		bad("window", "must be >= 0, not %v", r.Window)
+	}
+	if r.Burst != 0 {
+		switch {
+		case r.Algorithm != AlgoTokenBucket:
+			bad("burst", "only for token_bucket rules")
+		case math.IsNaN(r.Burst) || math.IsInf(r.Burst, 0) || r.Burst < 0:
+			bad("burst", "must be a finite number >= 0, not %v", r.Burst)
+		}
+	}
+	if r.Warmup != 0 && r.Algorithm != AlgoWarmUp {
+		bad("warmup", "only for warm_up rules")
+	} else if r.Algorithm == AlgoWarmUp && r.Warmup <= 0 {
+		bad("warmup", "must be > 0 for warm_up rules, not %v", r.Warmup)
+	}
+	if r.ColdFactor != 0 {
+		switch {
+		case r.Algorithm != AlgoWarmUp:
+			bad("coldFactor", "only for warm_up rules")
+		case math.IsNaN(r.ColdFactor) || math.IsInf(r.ColdFactor, 0) || r.ColdFactor <= 1:
+			bad("coldFactor", "must be a finite number > 1, not %v", r.ColdFactor)
+		}
+	}
+	if r.Buckets != 0 {
+		switch {
+		case r.Algorithm != AlgoSlidingWindow:
+			bad("buckets", "only for sliding_window rules")
+		case r.Buckets < 1 || r.Buckets > maxBuckets:
+			bad("buckets", "must be in [1, %d], not %d", maxBuckets, r.Buckets)
+		}
+	}
+	if r.MaxWait < 0 {
+		bad("maxWait", "must be >= 0, not %v", r.MaxWait)
+	} else if r.MaxWait > 0 && r.Algorithm == AlgoConcurrency {
+		bad("maxWait", "not supported for concurrency rules")
+	}
+	keyed := r.Level == LevelUser || r.Level == LevelIP
+	if r.MaxKeys < 0 {
+		bad("maxKeys", "must be >= 0, not %d", r.MaxKeys)
+	} else if r.MaxKeys != 0 && !keyed {
+		bad("maxKeys", "only for user and ip levels")
+	}
+	if r.IdleTTL < 0 {
+		bad("idleTTL", "must be >= 0, not %v", r.IdleTTL)
+	} else if r.IdleTTL != 0 && !keyed {
+		bad("idleTTL", "only for user and ip levels")
+	}
+	if c := r.Cluster; c != nil {
+		switch c.Threshold {
+		case "", "global", "per_instance":
+		default:
+			bad("cluster.threshold", "must be global or per_instance, not %q", c.Threshold)
+		}
+		switch c.Fallback {
+		case "", "local", "allow", "deny":
+		default:
+			bad("cluster.fallback", "must be local, allow or deny, not %q", c.Fallback)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// ValidateRules reports every problem of every rule, and duplicate ids, each
+// prefixed with the rule's place: `rules[3] (id "orders"): limit: must be > 0`
+// (`rules[0]: ` when the id is empty).
+func ValidateRules(rules []Rule) error {
+	var errs []error
+	seen := make(map[string]int, len(rules))
+	for i := range rules {
+		r := &rules[i]
+		prefix := rulePrefix(i, r.ID)
+		if err := r.Validate(); err != nil {
+			for _, e := range unjoin(err) {
+				errs = append(errs, fmt.Errorf("%s%w", prefix, e))
+			}
+		}
+		if r.ID == "" {
+			continue
+		}
+		if j, dup := seen[r.ID]; dup {
+			errs = append(errs, fmt.Errorf("%sid: duplicate of rules[%d]", prefix, j))
+		} else {
+			seen[r.ID] = i
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func rulePrefix(i int, id string) string {
+	if id == "" {
+		return "rules[" + strconv.Itoa(i) + "]: "
+	}
+	return "rules[" + strconv.Itoa(i) + "] (id " + strconv.Quote(id) + "): "
+}
+
+// unjoin splits an errors.Join result so each problem gets its own prefix.
+func unjoin(err error) []error {
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		return j.Unwrap()
+	}
+	return []error{err}
+}
