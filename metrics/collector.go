@@ -1,0 +1,303 @@
+package metrics
+
+import (
+	"maps"
+	"math"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/flowgate/flowgate/flow"
+)
+
+// NewCollector returns a Prometheus collector of eng's statistics. Register
+// it on a registry of your choosing; nothing is registered globally. Each
+// scrape takes one eng.Snapshot() and turns it into constant metrics, so
+// the collector keeps no copy of the counters and adds no work to Entry.
+// It panics if eng is nil.
+func NewCollector(eng *flow.Engine, opts ...Option) prometheus.Collector {
+	if eng == nil {
+		panic("metrics: NewCollector with a nil engine")
+	}
+	c := &collector{eng: eng, cfg: newConfig(opts)}
+	c.d = newDescs()
+	return c
+}
+
+type collector struct {
+	eng *flow.Engine
+	cfg config
+	d   descs
+
+	// alerts seen firing at least once, so a resolved alert reads 0 rather
+	// than disappearing. Bounded by alert names × resources.
+	mu         sync.Mutex
+	seenAlerts map[FiringAlert]bool
+}
+
+type descs struct {
+	requests, errors, inFlight, responseTime, wait         *prometheus.Desc
+	ruleLimit, ruleWindow, ruleKeys, ruleInfo              *prometheus.Desc
+	factor, systemMax, cpu                                 *prometheus.Desc
+	clusterRequests, clusterFallbacks, clusterDur, breaker *prometheus.Desc
+	reloadOK, reloadTime, alertsFiring                     *prometheus.Desc
+}
+
+func newDescs() descs {
+	ruleLabels := []string{"resource", "level", "rule"}
+	return descs{
+		requests: prometheus.NewDesc(NameRequests,
+			"Calls to Entry by outcome: passed at once, passed after waiting, or blocked at the named level. The three results partition the calls.",
+			[]string{"resource", "level", "result"}, nil),
+		errors: prometheus.NewDesc(NameRequestErrors,
+			"Admitted calls that exited with an error.", []string{"resource"}, nil),
+		inFlight: prometheus.NewDesc(NameInFlight,
+			"Calls admitted and not yet exited.", []string{"resource"}, nil),
+		responseTime: prometheus.NewDesc(NameResponseTime,
+			"Time from admission to Exit of admitted calls.", []string{"resource"}, nil),
+		wait: prometheus.NewDesc(NameWait,
+			"Time admitted calls spent queued before passing (0 for calls that did not wait).", []string{"resource"}, nil),
+		ruleLimit: prometheus.NewDesc(NameRuleLimit,
+			"Effective limit of a rule now, after the adaptive factor: permits per window, or calls in flight for concurrency rules.",
+			ruleLabels, nil),
+		ruleWindow: prometheus.NewDesc(NameRuleWindow,
+			"Window a rule's limit is counted over.", ruleLabels, nil),
+		ruleKeys: prometheus.NewDesc(NameRuleKeys,
+			"Users or IPs a rule tracks now (1 for global rules).", ruleLabels, nil),
+		ruleInfo: prometheus.NewDesc(NameRuleInfo,
+			"Constant 1 for each rule in force, labelled with its algorithm and modes.",
+			[]string{"resource", "level", "rule", "algorithm", "adaptive", "cluster"}, nil),
+		factor: prometheus.NewDesc(NameAdaptiveFactor,
+			"Scale applied to the limits of adaptive rules, in (0,1]; 1 when no controller runs.", nil, nil),
+		systemMax: prometheus.NewDesc(NameSystemMaxInFlight,
+			"In-flight calls above which the system guard blocks every call; 0 when it is off.", nil, nil),
+		cpu: prometheus.NewDesc(NameCPU,
+			"CPU utilisation of the CPU this process may use, as the adaptive controller last sampled it.", nil, nil),
+		clusterRequests: prometheus.NewDesc(NameClusterRequests,
+			"Requests to the cluster token server by answer: passed, blocked or error.", []string{"result"}, nil),
+		clusterFallbacks: prometheus.NewDesc(NameClusterFallbacks,
+			"Cluster decisions taken by a rule's fallback policy because the token server could not answer.",
+			[]string{"policy"}, nil),
+		clusterDur: prometheus.NewDesc(NameClusterDuration,
+			"Latency of requests to the cluster token server.", nil, nil),
+		breaker: prometheus.NewDesc(NameClusterBreaker,
+			"1 while the circuit breaker in front of the token server is open, else 0.", nil, nil),
+		reloadOK: prometheus.NewDesc(NameReloadSuccessful,
+			"1 if the last rule reload succeeded, 0 if it failed and the previous rules are kept.", nil, nil),
+		reloadTime: prometheus.NewDesc(NameReloadTimestamp,
+			"Unix time of the last successful rule reload; 0 if none.", nil, nil),
+		alertsFiring: prometheus.NewDesc(NameAlertsFiring,
+			"1 while a flowgate alert fires, 0 after it resolved.", []string{"alert", "resource"}, nil),
+	}
+}
+
+// Describe sends the descriptors of every metric this collector can export
+// with its options.
+func (c *collector) Describe(ch chan<- *prometheus.Desc) {
+	d := &c.d
+	for _, x := range []*prometheus.Desc{
+		d.requests, d.errors, d.inFlight, d.ruleLimit, d.ruleWindow, d.ruleKeys, d.ruleInfo,
+		d.factor, d.systemMax, d.clusterRequests, d.clusterFallbacks,
+	} {
+		ch <- x
+	}
+	if c.cfg.histograms {
+		ch <- d.responseTime
+		ch <- d.wait
+	}
+	if c.cfg.cpu != nil {
+		ch <- d.cpu
+	}
+	if c.cfg.cluster != nil {
+		ch <- d.clusterDur
+		ch <- d.breaker
+	}
+	if c.cfg.reload != nil {
+		ch <- d.reloadOK
+		ch <- d.reloadTime
+	}
+	if c.cfg.alerts != nil {
+		ch <- d.alertsFiring
+	}
+}
+
+// Collect reads one snapshot of the engine (and of the optional sources)
+// and sends it as constant metrics.
+func (c *collector) Collect(ch chan<- prometheus.Metric) {
+	s := c.eng.Snapshot()
+	d := &c.d
+
+	for i := range s.Resources {
+		c.collectResource(ch, &s.Resources[i])
+	}
+	// A resource with rules but no traffic yet still gets its zero series.
+	for _, res := range idleResources(&s) {
+		c.collectResource(ch, &flow.ResourceStats{Resource: res})
+	}
+
+	for i := range s.Rules {
+		r := &s.Rules[i]
+		lv := r.Level.String()
+		ch <- prometheus.MustNewConstMetric(d.ruleLimit, prometheus.GaugeValue, r.EffectiveLimit, r.Resource, lv, r.ID)
+		ch <- prometheus.MustNewConstMetric(d.ruleWindow, prometheus.GaugeValue, r.Window.Seconds(), r.Resource, lv, r.ID)
+		ch <- prometheus.MustNewConstMetric(d.ruleKeys, prometheus.GaugeValue, float64(r.Keys), r.Resource, lv, r.ID)
+		ch <- prometheus.MustNewConstMetric(d.ruleInfo, prometheus.GaugeValue, 1,
+			r.Resource, lv, r.ID, r.Algorithm.String(), boolLabel(r.Adaptive), boolLabel(r.Cluster))
+	}
+
+	ch <- prometheus.MustNewConstMetric(d.factor, prometheus.GaugeValue, s.AdaptiveFactor)
+	ch <- prometheus.MustNewConstMetric(d.systemMax, prometheus.GaugeValue, float64(s.SystemLimit))
+
+	for _, k := range labelKeys(clusterResults, s.Cluster.Requests) {
+		ch <- prometheus.MustNewConstMetric(d.clusterRequests, prometheus.CounterValue, float64(s.Cluster.Requests[k]), k)
+	}
+	for _, k := range labelKeys(fallbackPolicies, s.Cluster.Fallbacks) {
+		ch <- prometheus.MustNewConstMetric(d.clusterFallbacks, prometheus.CounterValue, float64(s.Cluster.Fallbacks[k]), k)
+	}
+
+	if c.cfg.cpu != nil {
+		if v := c.cfg.cpu(); !math.IsNaN(v) {
+			ch <- prometheus.MustNewConstMetric(d.cpu, prometheus.GaugeValue, v)
+		}
+	}
+	if c.cfg.cluster != nil {
+		m := c.cfg.cluster.ClusterMetrics()
+		count, buckets := cumulative(m.Duration)
+		ch <- prometheus.MustNewConstHistogram(d.clusterDur, count, m.DurationSum.Seconds(), buckets)
+		ch <- prometheus.MustNewConstMetric(d.breaker, prometheus.GaugeValue, boolValue(m.BreakerOpen))
+	}
+	if c.cfg.reload != nil {
+		st := c.cfg.reload.ReloadStatus()
+		ch <- prometheus.MustNewConstMetric(d.reloadOK, prometheus.GaugeValue, boolValue(st.Successful))
+		ch <- prometheus.MustNewConstMetric(d.reloadTime, prometheus.GaugeValue, unixSeconds(st.LastSuccess))
+	}
+	if c.cfg.alerts != nil {
+		for a, firing := range c.alertStates() {
+			ch <- prometheus.MustNewConstMetric(d.alertsFiring, prometheus.GaugeValue, boolValue(firing), a.Alert, a.Resource)
+		}
+	}
+}
+
+func (c *collector) collectResource(ch chan<- prometheus.Metric, r *flow.ResourceStats) {
+	d := &c.d
+	res := r.Resource
+	global := flow.LevelGlobal.String()
+	waited := r.Waited
+	passed := r.Passed - min(waited, r.Passed) // Passed includes Waited; never wrap
+	ch <- prometheus.MustNewConstMetric(d.requests, prometheus.CounterValue, float64(passed), res, global, ResultPassed)
+	ch <- prometheus.MustNewConstMetric(d.requests, prometheus.CounterValue, float64(waited), res, global, ResultWaited)
+	for lv := flow.Level(0); lv < flow.NumLevels; lv++ {
+		ch <- prometheus.MustNewConstMetric(d.requests, prometheus.CounterValue, float64(r.Blocked[lv]), res, lv.String(), ResultBlocked)
+	}
+	ch <- prometheus.MustNewConstMetric(d.errors, prometheus.CounterValue, float64(r.Errors), res)
+	ch <- prometheus.MustNewConstMetric(d.inFlight, prometheus.GaugeValue, float64(r.InFlight), res)
+	if c.cfg.histograms {
+		count, buckets := cumulative(r.RTHist)
+		ch <- prometheus.MustNewConstHistogram(d.responseTime, count, r.RTSum.Seconds(), buckets, res)
+		count, buckets = cumulative(r.WaitHist)
+		ch <- prometheus.MustNewConstHistogram(d.wait, count, r.WaitSum.Seconds(), buckets, res)
+	}
+}
+
+// alertStates returns every alert seen firing, true for those firing now.
+func (c *collector) alertStates() map[FiringAlert]bool {
+	firing := c.cfg.alerts.Firing()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.seenAlerts == nil {
+		c.seenAlerts = make(map[FiringAlert]bool)
+	}
+	for a := range c.seenAlerts {
+		c.seenAlerts[a] = false
+	}
+	for _, a := range firing {
+		c.seenAlerts[a] = true
+	}
+	return maps.Clone(c.seenAlerts)
+}
+
+// idleResources returns the resources that have rules but no entry in
+// s.Resources (which is sorted by name), sorted and without repeats.
+func idleResources(s *flow.Snapshot) []string {
+	var out []string
+	for i := range s.Rules {
+		name := s.Rules[i].Resource
+		if _, ok := slices.BinarySearchFunc(s.Resources, name, func(r flow.ResourceStats, n string) int {
+			return cmpString(r.Resource, n)
+		}); !ok {
+			out = append(out, name)
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+func cmpString(a, b string) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// labelKeys returns want followed by any other key of m, sorted, so the
+// expected label values exist from the start and none the engine adds later
+// is dropped.
+func labelKeys(want []string, m map[string]uint64) []string {
+	if len(m) == 0 {
+		return want
+	}
+	var extra []string
+	for k := range m {
+		if !slices.Contains(want, k) {
+			extra = append(extra, k)
+		}
+	}
+	if len(extra) == 0 {
+		return want
+	}
+	slices.Sort(extra)
+	return append(slices.Clip(want), extra...)
+}
+
+// cumulative turns a flow.Histogram (a count per bucket, the last one above
+// every bound) into Prometheus's cumulative upper-bound counts and total.
+func cumulative(h flow.Histogram) (uint64, map[float64]uint64) {
+	buckets := make(map[float64]uint64, len(h.Bounds))
+	var acc uint64
+	for i, b := range h.Bounds {
+		if i < len(h.Counts) {
+			acc += h.Counts[i]
+		}
+		buckets[b] = acc
+	}
+	for i := len(h.Bounds); i < len(h.Counts); i++ {
+		acc += h.Counts[i]
+	}
+	return acc, buckets
+}
+
+func boolValue(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+func boolLabel(b bool) string {
+	if b {
+		return "true"
+	}
+	return "false"
+}
+
+func unixSeconds(t time.Time) float64 {
+	if t.IsZero() {
+		return 0
+	}
+	return float64(t.UnixNano()) / 1e9
+}

@@ -1,0 +1,42 @@
+// Package metrics owns flowgate's exported telemetry: a Prometheus collector,
+// OpenTelemetry observable instruments, the Grafana dashboard
+// (dashboards/flowgate.json) and the Prometheus alert rules
+// (alerts/flowgate.rules.yml).
+//
+// Both exporters read [flow.Engine.Snapshot] when they are scraped or
+// collected, so they add nothing to the Entry hot path and cost nothing
+// between scrapes. Nothing is registered globally: the caller registers
+// the collector on a registry of its choosing,
+//
+//	reg.MustRegister(metrics.NewCollector(eng))
+//
+// or hands RegisterOTel the MeterProvider to observe on.
+//
+// # Requests
+//
+// flowgate_requests_total{resource,level,result} partitions the calls of
+// a resource: result="passed" counts calls admitted without waiting,
+// result="waited" those admitted after queueing (MaxWait), and
+// result="blocked" those refused, with level naming the level that refused
+// (global, user, ip or system). Passed and waited calls carry
+// level="global". Their sum is therefore every call to Entry, and
+//
+//	sum(rate(flowgate_requests_total{result="blocked"}[5m]))
+//	  / sum(rate(flowgate_requests_total[5m]))
+//
+// is the rejection ratio the alert rules and the dashboard use.
+//
+// Every series that can appear for a resource (each result, and blocked at
+// each level) is exported as 0 from the first scrape, so rate() and
+// absent-series alerts see a complete picture. Resources are those with a
+// rule in force or with traffic since the engine started; labels never carry
+// a user id, an IP or a raw path.
+//
+// # Optional sources
+//
+// Some metrics come from packages that sit beside the engine. Each is
+// exported only when its source is given, so a series is never a made-up 0:
+// CPU from [WithCPU] or [WithAdaptive], the cluster's request latency and
+// breaker from [WithCluster], rule reload status from [WithReload], and
+// firing alerts from [WithAlerts].
+package metrics

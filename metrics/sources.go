@@ -1,0 +1,130 @@
+package metrics
+
+import (
+	"time"
+
+	"github.com/flowgate/flowgate/flow"
+)
+
+// Option configures NewCollector and RegisterOTel.
+type Option func(*config)
+
+type config struct {
+	histograms bool
+	cpu        func() float64
+	cluster    ClusterSource
+	reload     ReloadSource
+	alerts     AlertSource
+}
+
+func newConfig(opts []Option) config {
+	c := config{histograms: true}
+	for _, o := range opts {
+		if o != nil {
+			o(&c)
+		}
+	}
+	return c
+}
+
+// WithHistograms turns the per-resource response time and wait histograms
+// (flowgate_response_time_seconds, flowgate_wait_seconds; in OTel
+// flowgate.request.duration and flowgate.request.time_in_queue) on or off.
+// Each costs one series per bucket per resource. Default on.
+func WithHistograms(on bool) Option { return func(c *config) { c.histograms = on } }
+
+// WithCPU exports flowgate_cpu_usage_ratio from cpu, which returns the CPU
+// utilisation in 0..1 (NaN when unknown; the sample is then left out).
+// Without it (or WithAdaptive) the metric is not exported.
+func WithCPU(cpu func() float64) Option { return func(c *config) { c.cpu = cpu } }
+
+// AdaptiveSource is what the adaptive controller offers the exporters: the
+// CPU utilisation (0..1) it last sampled. The adaptive factor itself is read
+// from the engine, which is where it is applied.
+type AdaptiveSource interface {
+	CPU() float64
+}
+
+// WithAdaptive is WithCPU(src.CPU).
+func WithAdaptive(src AdaptiveSource) Option {
+	if src == nil {
+		return nil
+	}
+	return WithCPU(src.CPU)
+}
+
+// ClusterSource is what a token server client offers: the latency of its
+// requests to the token server and whether its circuit breaker is open.
+// Request and fallback counts come from the engine's Snapshot.
+type ClusterSource interface {
+	ClusterMetrics() ClusterMetrics
+}
+
+// ClusterMetrics is a ClusterSource's state at one instant.
+type ClusterMetrics struct {
+	// Duration is the histogram of request latencies in seconds, counted
+	// since start (Counts per bucket, the last one above every bound).
+	Duration flow.Histogram
+	// DurationSum is the total time of the requests counted in Duration.
+	DurationSum time.Duration
+	// BreakerOpen is true while requests are not sent to the token server.
+	BreakerOpen bool
+}
+
+// ClusterFunc adapts a function to ClusterSource.
+type ClusterFunc func() ClusterMetrics
+
+// ClusterMetrics returns f().
+func (f ClusterFunc) ClusterMetrics() ClusterMetrics { return f() }
+
+// WithCluster exports flowgate_cluster_request_duration_seconds and
+// flowgate_cluster_breaker_open from src.
+func WithCluster(src ClusterSource) Option { return func(c *config) { c.cluster = src } }
+
+// ReloadSource reports the outcome of the last rule reload, as a rules
+// watcher knows it.
+type ReloadSource interface {
+	ReloadStatus() ReloadStatus
+}
+
+// ReloadStatus is the outcome of the last reload attempt.
+type ReloadStatus struct {
+	// Successful is false while the last attempt failed (bad, empty or
+	// missing file) and the previous rules are kept.
+	Successful bool
+	// LastSuccess is when rules were last loaded successfully; zero if never.
+	LastSuccess time.Time
+}
+
+// ReloadFunc adapts a function to ReloadSource, e.g. to map a watcher's
+// Status to a ReloadStatus.
+type ReloadFunc func() ReloadStatus
+
+// ReloadStatus returns f().
+func (f ReloadFunc) ReloadStatus() ReloadStatus { return f() }
+
+// WithReload exports flowgate_rules_last_reload_successful and
+// flowgate_rules_last_reload_success_timestamp_seconds from src.
+func WithReload(src ReloadSource) Option { return func(c *config) { c.reload = src } }
+
+// AlertSource lists the alerts firing now.
+type AlertSource interface {
+	Firing() []FiringAlert
+}
+
+// FiringAlert names one firing alert. Resource is "" for an alert on all
+// traffic.
+type FiringAlert struct {
+	Alert, Resource string
+}
+
+// AlertFunc adapts a function to AlertSource.
+type AlertFunc func() []FiringAlert
+
+// Firing returns f().
+func (f AlertFunc) Firing() []FiringAlert { return f() }
+
+// WithAlerts exports flowgate_alerts_firing{alert,resource}: 1 for each
+// firing alert, and 0 for an alert that fired earlier and has resolved (so
+// its series does not vanish while a graph or rule still reads it).
+func WithAlerts(src AlertSource) Option { return func(c *config) { c.alerts = src } }
