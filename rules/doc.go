@@ -1,0 +1,20 @@
+// Package rules owns flowgate's JSON rule documents: strict parsing with
+// every problem reported at its path, the defaults, the normalised form,
+// and the file watcher that hot-reloads an engine's rules while never
+// giving up the last good ones.
+//
+// A document looks like this (every field is described in DESIGN.md and in
+// schema.json, a JSON Schema editors can use while typing):
+//
+//	{
+//	  "rules": [
+//	    {"id": "orders-per-user", "resource": "GET /orders", "level": "user",
+//	     "algorithm": "token_bucket", "limit": 20, "window": "1s", "burst": 40}
+//	  ],
+//	  "adaptive": {"cpuTarget": 0.8},
+//	  "alerting": {"rejectionRatio": 0.3, "window": "1m"}
+//	}
+//
+// Parse and LoadFile read a document; Document.Rules feeds
+// flow.Engine.LoadRules; Watch keeps an engine in step with a file.
+package rules

@@ -1,0 +1,313 @@
+package rules
+
+import (
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/flowgate/flowgate/flow"
+)
+
+// Document is a parsed, validated rules document with its defaults filled
+// in. It is immutable: Rules returns a copy.
+type Document struct {
+	// Schema is the document's "$schema" reference, kept so fmt preserves it.
+	Schema string
+	// Adaptive is the document's "adaptive" section, nil when absent.
+	Adaptive *AdaptiveSection
+	// Alerting is the document's "alerting" section, nil when absent.
+	Alerting *AlertingSection
+
+	rules []flow.Rule
+}
+
+// Rules returns the document's rules, defaults filled, ready for
+// flow.Engine.LoadRules. The slice and its ClusterSpecs are the caller's.
+func (d *Document) Rules() []flow.Rule {
+	out := make([]flow.Rule, len(d.rules))
+	copy(out, d.rules)
+	for i := range out {
+		if c := out[i].Cluster; c != nil {
+			cc := *c
+			out[i].Cluster = &cc
+		}
+	}
+	return out
+}
+
+// LoadFile reads and parses the rules document at path. See Parse.
+func LoadFile(path string) (*Document, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	return Parse(data)
+}
+
+// Parse reads a rules document strictly and validates it. Unknown fields,
+// fields given twice, wrong types, bad duration units, impossible values and
+// wrong combinations are all errors; Parse reports every one it finds,
+// joined, each a *FieldError naming the rule index, id and field:
+//
+//	rules[3] (id "orders"): window: "10x": unknown unit "x" (valid: ns, us, ms, s, m, h)
+//
+// A JSON syntax error stops parsing and names the line and column.
+// The rules' semantic checks are flow.ValidateRules, so a document that
+// parses is one the engine accepts.
+func Parse(data []byte) (*Document, error) {
+	root, err := parseTree(data)
+	if err != nil {
+		fe := &FieldError{Index: -1, Msg: err.Error()}
+		var line, col int
+		if n, _ := fmt.Sscanf(err.Error(), "line %d, column %d:", &line, &col); n == 2 {
+			fe.Line, fe.Column = line, col
+			fe.Msg = err.Error()[strings.Index(err.Error(), ": ")+2:]
+		}
+		return nil, fe
+	}
+	p := &problems{}
+	doc := &Document{}
+	top := &object{p: p, index: -1}
+	var ruleNodes *node
+	ok := top.walk(root, "document", []string{"$schema", "rules", "adaptive", "alerting"}, func(key string, v *node) {
+		switch key {
+		case "$schema":
+			doc.Schema, _ = top.str(key, v)
+		case "rules":
+			if v.kind != kindArray {
+				top.typeError(key, "an array of rules", v)
+				return
+			}
+			ruleNodes = v
+		case "adaptive":
+			doc.Adaptive = readAdaptive(p, v)
+		case "alerting":
+			doc.Alerting = readAlerting(p, v)
+		}
+	})
+	if !ok {
+		return nil, p.err()
+	}
+	top.required("rules")
+	if ruleNodes != nil {
+		doc.rules = readRules(p, ruleNodes)
+	}
+	if err := p.err(); err != nil {
+		return nil, err
+	}
+	return doc, nil
+}
+
+// ruleKeys are a rule's fields in the document's (and fmt's) order.
+var ruleKeys = []string{"id", "resource", "level", "algorithm", "limit", "window", "burst",
+	"warmup", "coldFactor", "buckets", "maxWait", "maxKeys", "idleTTL", "adaptive", "cluster"}
+
+// maxDuration bounds every duration of a rule: anything longer than a year
+// is a typo (a missing unit prefix), not a limit anyone means.
+const maxDuration = 366 * 24 * time.Hour
+
+// maxAmount bounds limit and burst: beyond it a float64 no longer counts
+// single permits exactly.
+const maxAmount = 1e15
+
+// readRules reads every rule, then runs flow.ValidateRules over them all.
+// Problems the JSON reading already reported for a field are not repeated
+// by the engine's checks (a limit that was a string is not also "<= 0").
+func readRules(p *problems, arr *node) []flow.Rule {
+	out := make([]flow.Rule, 0, len(arr.elems))
+	reported := make(map[string]bool) // "index/field"
+	for i, n := range arr.elems {
+		before := len(p.list)
+		r, skip := readRule(p, i, n)
+		for _, f := range skip {
+			reported[fmt.Sprint(i, "/", f)] = true
+		}
+		for _, e := range p.list[before:] {
+			fe := e.(*FieldError)
+			reported[fmt.Sprint(fe.Index, "/", fe.Field)] = true
+			if fe.Field == "" {
+				reported[fmt.Sprint(fe.Index, "/*")] = true
+			}
+		}
+		out = append(out, r)
+	}
+	for _, e := range Problems(flow.ValidateRules(out)) {
+		fe := fromFlow(e)
+		if reported[fmt.Sprint(fe.Index, "/", fe.Field)] || reported[fmt.Sprint(fe.Index, "/*")] {
+			continue
+		}
+		p.add(fe)
+	}
+	for i := range out {
+		out[i] = out[i].WithDefaults()
+	}
+	return out
+}
+
+// readRule reads rule i. skip lists fields whose engine checks would be
+// noise after the problems already reported.
+func readRule(p *problems, i int, n *node) (r flow.Rule, skip []string) {
+	o := &object{p: p, index: i}
+	if n.kind == kindObject { // the id first, so every message can name it
+		for _, m := range n.members {
+			if m.key == "id" && m.val.kind == kindString {
+				o.id = m.val.text
+				break
+			}
+		}
+	}
+	var algoOK, levelOK bool
+	ok := o.walk(n, "", ruleKeys, func(key string, v *node) {
+		switch key {
+		case "id":
+			r.ID, _ = o.str(key, v)
+		case "resource":
+			r.Resource, _ = o.str(key, v)
+		case "level":
+			r.Level, levelOK = enum(o, key, v, levelNames(), flow.ParseLevel)
+		case "algorithm":
+			r.Algorithm, algoOK = enum(o, key, v, algorithmNames(), flow.ParseAlgorithm)
+		case "limit":
+			r.Limit, _ = o.amount(key, v)
+		case "burst":
+			r.Burst, _ = o.amount(key, v)
+		case "coldFactor":
+			r.ColdFactor, _ = o.number(key, v)
+		case "buckets":
+			r.Buckets, _ = o.integer(key, v)
+		case "maxKeys":
+			r.MaxKeys, _ = o.integer(key, v)
+		case "window":
+			r.Window, _ = o.span(key, v)
+		case "warmup":
+			r.Warmup, _ = o.span(key, v)
+		case "maxWait":
+			r.MaxWait, _ = o.span(key, v)
+		case "idleTTL":
+			r.IdleTTL, _ = o.span(key, v)
+		case "adaptive":
+			r.Adaptive, _ = o.boolean(key, v)
+		case "cluster":
+			r.Cluster = readCluster(p, i, o.id, v)
+		}
+	})
+	if !ok {
+		return r, nil
+	}
+	if !o.given["level"] {
+		levelOK = true
+	}
+	o.required("resource", "algorithm", "limit")
+	// Which fields apply depends on the algorithm and level; when those are
+	// wrong, the engine's "only for ..." checks would only add noise.
+	if !algoOK {
+		skip = append(skip, "limit", "burst", "warmup", "coldFactor", "buckets", "maxWait")
+	}
+	if !levelOK {
+		skip = append(skip, "maxKeys", "idleTTL")
+	}
+	// A field explicitly set to zero would silently turn into its default;
+	// say so instead. maxWait "0s" is a real setting (never wait).
+	for _, k := range []string{"window", "burst", "coldFactor", "buckets", "maxKeys", "idleTTL"} {
+		if o.given[k] && isZero(n, k) {
+			o.fail(k, "must be > 0 (leave it out for the default)")
+		}
+	}
+	return r, skip
+}
+
+// isZero reports whether the key's value in obj is a zero number or duration.
+func isZero(obj *node, key string) bool {
+	for _, m := range obj.members {
+		if m.key == key {
+			switch m.val.kind {
+			case kindNumber:
+				var f float64
+				_, err := fmt.Sscan(m.val.text, &f)
+				return err == nil && f == 0
+			case kindString:
+				d, msg := parseDuration(m.val.text)
+				return msg == "" && d == 0
+			}
+		}
+	}
+	return false
+}
+
+// amount reads a limit or burst: a finite number no larger than maxAmount.
+func (o *object) amount(key string, v *node) (float64, bool) {
+	f, ok := o.number(key, v)
+	if ok && f > maxAmount {
+		o.fail(key, "%s: out of range (at most 1e15)", v.text)
+		return 0, false
+	}
+	return f, ok
+}
+
+// span reads a rule duration no longer than maxDuration.
+func (o *object) span(key string, v *node) (time.Duration, bool) {
+	d, ok := o.duration(key, v)
+	if ok && d > maxDuration {
+		o.fail(key, "%q: out of range (at most 8784h, a year)", v.text)
+		return 0, false
+	}
+	return d, ok
+}
+
+// enum reads one of a fixed set of names, listing them when it is not one.
+func enum[T any](o *object, key string, v *node, valid []string, parse func(string) (T, error)) (T, bool) {
+	var zero T
+	s, ok := o.str(key, v)
+	if !ok {
+		return zero, false
+	}
+	t, err := parse(s)
+	if err != nil {
+		o.fail(key, "unknown %q (valid: %s)", s, strings.Join(valid, ", "))
+		return zero, false
+	}
+	return t, true
+}
+
+// oneOf reads a string that must be one of valid.
+func (o *object) oneOf(key string, v *node, valid ...string) (string, bool) {
+	return enum(o, key, v, valid, func(s string) (string, error) {
+		for _, x := range valid {
+			if s == x {
+				return s, nil
+			}
+		}
+		return "", fmt.Errorf("unknown")
+	})
+}
+
+func levelNames() []string {
+	var out []string
+	for _, l := range flow.Levels() {
+		out = append(out, l.String())
+	}
+	return out
+}
+
+func algorithmNames() []string {
+	var out []string
+	for _, a := range flow.Algorithms() {
+		out = append(out, a.String())
+	}
+	return out
+}
+
+func readCluster(p *problems, i int, id string, v *node) *flow.ClusterSpec {
+	c := &flow.ClusterSpec{}
+	o := &object{p: p, index: i, id: id, prefix: "cluster."}
+	o.walk(v, "", []string{"threshold", "fallback"}, func(key string, v *node) {
+		switch key {
+		case "threshold":
+			c.Threshold, _ = o.oneOf(key, v, "global", "per_instance")
+		case "fallback":
+			c.Fallback, _ = o.oneOf(key, v, "local", "allow", "deny")
+		}
+	})
+	return c
+}

@@ -1,0 +1,123 @@
+package rules
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"sort"
+	"regexp"
+	"strconv"
+	"strings"
+)
+
+// FieldError is one problem in a rules document. Parse joins every problem it
+// finds with errors.Join; errors.As finds the first one, and Problems lists
+// them all.
+type FieldError struct {
+	// Index is the rule's position in "rules", or -1 for a problem outside a rule.
+	Index int
+	// ID is the rule's id, when it has one.
+	ID string
+	// Field is the path to the field inside the rule or document, such as
+	// "window", "cluster.fallback" or "alerting.window"; empty for the whole
+	// rule or document.
+	Field string
+	// Line and Column locate a JSON syntax error (1-based); 0 otherwise.
+	Line, Column int
+	// Msg says what is wrong.
+	Msg string
+}
+
+// Path is where the problem is, as printed before the message: for example
+// `rules[3] (id "orders"): window` or `alerting.window`.
+func (e *FieldError) Path() string {
+	var b strings.Builder
+	if e.Line > 0 {
+		fmt.Fprintf(&b, "line %d, column %d", e.Line, e.Column)
+	}
+	if e.Index >= 0 {
+		fmt.Fprintf(&b, "rules[%d]", e.Index)
+		if e.ID != "" {
+			fmt.Fprintf(&b, " (id %q)", e.ID)
+		}
+		if e.Field != "" {
+			b.WriteString(": ")
+		}
+	}
+	b.WriteString(e.Field)
+	return b.String()
+}
+
+func (e *FieldError) Error() string {
+	if p := e.Path(); p != "" {
+		return p + ": " + e.Msg
+	}
+	return e.Msg
+}
+
+// Problems lists the individual problems in an error returned by Parse,
+// LoadFile or flow.ValidateRules, in order. Errors that are not FieldErrors
+// are returned as they are.
+func Problems(err error) []error {
+	if err == nil {
+		return nil
+	}
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		var out []error
+		for _, e := range j.Unwrap() {
+			out = append(out, Problems(e)...)
+		}
+		return out
+	}
+	return []error{err}
+}
+
+// problems collects every problem of one document.
+type problems struct {
+	list []error
+}
+
+func (p *problems) add(e *FieldError) { p.list = append(p.list, e) }
+
+// err joins the problems in reading order: document-level first, then each
+// rule by index (the engine's checks after the file's), then the sections.
+func (p *problems) err() error {
+	rank := func(e error) int {
+		fe, ok := e.(*FieldError)
+		switch {
+		case !ok:
+			return -1
+		case fe.Index >= 0:
+			return fe.Index
+		case strings.HasPrefix(fe.Field, "adaptive") || strings.HasPrefix(fe.Field, "alerting"):
+			return math.MaxInt
+		}
+		return -1
+	}
+	sort.SliceStable(p.list, func(i, j int) bool { return rank(p.list[i]) < rank(p.list[j]) })
+	return errors.Join(p.list...)
+}
+
+// flowPrefix matches the prefix flow.ValidateRules puts on each problem:
+// `rules[3] (id "orders"): ` or `rules[0]: `, then `field: message`.
+var flowPrefix = regexp.MustCompile(`^rules\[(\d+)\](?: \(id ("(?:[^"\\]|\\.)*")\))?: (?:([A-Za-z][A-Za-z.]*): )?`)
+
+// fromFlow turns one problem reported by flow.ValidateRules into a FieldError,
+// so that the engine's own checks and the file's read the same way. A message
+// that does not have flow's shape is kept whole.
+func fromFlow(err error) *FieldError {
+	msg := err.Error()
+	m := flowPrefix.FindStringSubmatchIndex(msg)
+	if m == nil {
+		return &FieldError{Index: -1, Msg: msg}
+	}
+	idx, _ := strconv.Atoi(msg[m[2]:m[3]])
+	fe := &FieldError{Index: idx, Msg: msg[m[1]:]}
+	if m[4] >= 0 {
+		fe.ID, _ = strconv.Unquote(msg[m[4]:m[5]])
+	}
+	if m[6] >= 0 {
+		fe.Field = msg[m[6]:m[7]]
+	}
+	return fe
+}

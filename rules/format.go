@@ -1,0 +1,126 @@
+package rules
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"strings"
+	"time"
+
+	"github.com/flowgate/flowgate/flow"
+)
+
+// The normalised form: fields in the document's order, defaults written
+// out, fields that do not apply to a rule's algorithm or level left out, and
+// durations in their shortest Go form ("1m", not "1m0s").
+type (
+	docJSON struct {
+		Schema   string        `json:"$schema,omitempty"`
+		Rules    []ruleJSON    `json:"rules"`
+		Adaptive *adaptiveJSON `json:"adaptive,omitempty"`
+		Alerting *alertingJSON `json:"alerting,omitempty"`
+	}
+	ruleJSON struct {
+		ID         string       `json:"id,omitempty"`
+		Resource   string       `json:"resource"`
+		Level      string       `json:"level"`
+		Algorithm  string       `json:"algorithm"`
+		Limit      float64      `json:"limit"`
+		Window     string       `json:"window"`
+		Burst      float64      `json:"burst,omitempty"`
+		Warmup     string       `json:"warmup,omitempty"`
+		ColdFactor float64      `json:"coldFactor,omitempty"`
+		Buckets    int          `json:"buckets,omitempty"`
+		MaxWait    string       `json:"maxWait"`
+		MaxKeys    int          `json:"maxKeys,omitempty"`
+		IdleTTL    string       `json:"idleTTL,omitempty"`
+		Adaptive   bool         `json:"adaptive"`
+		Cluster    *clusterJSON `json:"cluster,omitempty"`
+	}
+	clusterJSON struct {
+		Threshold string `json:"threshold"`
+		Fallback  string `json:"fallback"`
+	}
+	adaptiveJSON struct {
+		CPUTarget float64 `json:"cpuTarget"`
+		BandLow   float64 `json:"bandLow"`
+		BandHigh  float64 `json:"bandHigh"`
+		MinFactor float64 `json:"minFactor"`
+		Period    string  `json:"period"`
+	}
+	alertingJSON struct {
+		RejectionRatio float64 `json:"rejectionRatio"`
+		ResolveRatio   float64 `json:"resolveRatio"`
+		Window         string  `json:"window"`
+		For            string  `json:"for"`
+		Interval       string  `json:"interval"`
+		RepeatInterval string  `json:"repeatInterval"`
+		MinRequests    int     `json:"minRequests"`
+		Webhook        string  `json:"webhook,omitempty"`
+	}
+)
+
+// Format returns the document in normalised form: stable field order,
+// defaults filled in, two-space indentation, a final newline. Parsing the
+// result gives an equal Document.
+func (d *Document) Format() []byte {
+	out := docJSON{Schema: d.Schema, Rules: make([]ruleJSON, 0, len(d.rules))}
+	for _, r := range d.rules {
+		out.Rules = append(out.Rules, formatRule(r))
+	}
+	if a := d.Adaptive; a != nil {
+		out.Adaptive = &adaptiveJSON{a.CPUTarget, a.BandLow, a.BandHigh, a.MinFactor, fmtDuration(a.Period)}
+	}
+	if a := d.Alerting; a != nil {
+		out.Alerting = &alertingJSON{a.RejectionRatio, a.ResolveRatio, fmtDuration(a.Window), fmtDuration(a.For),
+			fmtDuration(a.Interval), fmtDuration(a.RepeatInterval), a.MinRequests, a.Webhook}
+	}
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(out); err != nil {
+		panic("rules: formatting a validated document: " + err.Error()) // only plain types above
+	}
+	return buf.Bytes()
+}
+
+func formatRule(r flow.Rule) ruleJSON {
+	j := ruleJSON{
+		ID: r.ID, Resource: r.Resource, Level: r.Level.String(), Algorithm: r.Algorithm.String(),
+		Limit: r.Limit, Window: fmtDuration(r.Window), Burst: r.Burst, ColdFactor: r.ColdFactor,
+		Buckets: r.Buckets, MaxWait: fmtDuration(r.MaxWait), MaxKeys: r.MaxKeys, Adaptive: r.Adaptive,
+	}
+	if r.Warmup != 0 {
+		j.Warmup = fmtDuration(r.Warmup)
+	}
+	if r.IdleTTL != 0 {
+		j.IdleTTL = fmtDuration(r.IdleTTL)
+	}
+	if c := r.Cluster; c != nil {
+		j.Cluster = &clusterJSON{c.Threshold, c.Fallback}
+	}
+	return j
+}
+
+// Version identifies the document's content: the hex SHA-256 of its
+// normalised form, so whitespace, field order and spelled-out defaults do
+// not change it.
+func (d *Document) Version() string {
+	sum := sha256.Sum256(d.Format())
+	return hex.EncodeToString(sum[:])
+}
+
+// fmtDuration writes d in Go's syntax without the zero units Duration.String
+// adds: 1m rather than 1m0s, 1h30m rather than 1h30m0s.
+func fmtDuration(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = s[:len(s)-2]
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = s[:len(s)-2]
+	}
+	return s
+}
