@@ -30,7 +30,7 @@ func (o *object) fail(field, format string, args ...any) {
 // is not an object, after reporting that under self.
 func (o *object) walk(n *node, self string, keys []string, read func(key string, v *node)) bool {
 	if n.kind != kindObject {
-		o.p.add(&FieldError{Index: o.index, ID: o.id, Field: strings.TrimSuffix(o.prefix+self, "."), Msg: "must be an object, got " + n.kind.String()})
+		o.p.add(&FieldError{Index: o.index, ID: o.id, Field: strings.TrimSuffix(o.prefix+self, "."), Msg: "must be an object, got " + describe(n)})
 		return false
 	}
 	o.given = make(map[string]bool, len(n.members))

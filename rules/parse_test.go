@@ -1,0 +1,216 @@
+package rules
+
+import (
+	"bytes"
+	"path/filepath"
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/flowgate/flowgate/flow"
+)
+
+// designDoc is the example document of DESIGN.md.
+const designDoc = `{
+  "rules": [
+    {
+      "id": "orders-per-user",
+      "resource": "GET /orders",
+      "level": "user",
+      "algorithm": "token_bucket",
+      "limit": 20, "window": "1s", "burst": 40,
+      "maxWait": "0s",
+      "maxKeys": 100000, "idleTTL": "10m",
+      "adaptive": true,
+      "cluster": { "threshold": "global", "fallback": "local" }
+    }
+  ],
+  "adaptive": { "cpuTarget": 0.8 },
+  "alerting": { "rejectionRatio": 0.3, "window": "1m", "minRequests": 100, "for": "30s" }
+}`
+
+func TestParseDesignDocument(t *testing.T) {
+	doc, err := Parse([]byte(designDoc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []flow.Rule{{
+		ID: "orders-per-user", Resource: "GET /orders", Level: flow.LevelUser, Algorithm: flow.AlgoTokenBucket,
+		Limit: 20, Window: time.Second, Burst: 40, MaxKeys: 100000, IdleTTL: 10 * time.Minute,
+		Adaptive: true, Cluster: &flow.ClusterSpec{Threshold: "global", Fallback: "local"},
+	}}
+	if got := doc.Rules(); !reflect.DeepEqual(got, want) {
+		t.Errorf("Rules() = %+v\nwant %+v", got, want)
+	}
+	wantA := &AdaptiveSection{CPUTarget: 0.8, BandLow: 0.7, BandHigh: 0.88, MinFactor: 0.1, Period: 250 * time.Millisecond}
+	if !reflect.DeepEqual(doc.Adaptive, wantA) {
+		t.Errorf("Adaptive = %+v, want %+v", doc.Adaptive, wantA)
+	}
+	wantL := &AlertingSection{RejectionRatio: 0.3, ResolveRatio: 0.8 * 0.3, Window: time.Minute, For: 30 * time.Second,
+		Interval: 10 * time.Second, RepeatInterval: 4 * time.Hour, MinRequests: 100}
+	if !reflect.DeepEqual(doc.Alerting, wantL) {
+		t.Errorf("Alerting = %+v, want %+v", doc.Alerting, wantL)
+	}
+	if err := flow.ValidateRules(doc.Rules()); err != nil {
+		t.Errorf("the engine refuses what Parse accepted: %v", err)
+	}
+}
+
+func TestParseDefaults(t *testing.T) {
+	doc, err := Parse([]byte(`{"rules": [
+		{"resource": "a", "algorithm": "token_bucket", "limit": 5},
+		{"resource": "b", "algorithm": "warm_up", "limit": 5, "warmup": "3s", "level": "ip"},
+		{"resource": "c", "algorithm": "sliding_window", "limit": 5, "cluster": {}}
+	]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if doc.Adaptive != nil || doc.Alerting != nil {
+		t.Errorf("absent sections = %v, %v; want nil", doc.Adaptive, doc.Alerting)
+	}
+	got := doc.Rules()
+	want := []flow.Rule{
+		{Resource: "a", Algorithm: flow.AlgoTokenBucket, Limit: 5, Window: time.Second, Burst: 5},
+		{Resource: "b", Level: flow.LevelIP, Algorithm: flow.AlgoWarmUp, Limit: 5, Window: time.Second,
+			Warmup: 3 * time.Second, ColdFactor: 3, MaxKeys: 100000, IdleTTL: 10 * time.Minute},
+		{Resource: "c", Algorithm: flow.AlgoSlidingWindow, Limit: 5, Window: time.Second, Buckets: 10,
+			Cluster: &flow.ClusterSpec{Threshold: "global", Fallback: "local"}},
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("Rules() = %+v\nwant %+v", got, want)
+	}
+	got[2].Cluster.Fallback = "deny" // Rules hands out copies
+	if doc.Rules()[2].Cluster.Fallback != "local" {
+		t.Error("changing a returned ClusterSpec changed the document")
+	}
+}
+
+func TestParseEmptyRuleList(t *testing.T) {
+	doc, err := Parse([]byte(`{"rules": []}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(doc.Rules()); n != 0 {
+		t.Errorf("len(Rules()) = %d, want 0", n)
+	}
+}
+
+// TestExamples parses every examples/rules file, checks that together they
+// use every algorithm and level, and that the normalised form parses back to
+// the same rules.
+func TestExamples(t *testing.T) {
+	files, err := filepath.Glob("../examples/rules/*.json")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no examples found: %v", err)
+	}
+	algos := map[flow.Algorithm]bool{}
+	levels := map[flow.Level]bool{}
+	for _, f := range files {
+		doc, err := LoadFile(f)
+		if err != nil {
+			t.Errorf("%s: %v", f, err)
+			continue
+		}
+		for _, r := range doc.Rules() {
+			algos[r.Algorithm] = true
+			levels[r.Level] = true
+		}
+		checkRoundTrip(t, doc)
+	}
+	for _, a := range flow.Algorithms() {
+		if !algos[a] {
+			t.Errorf("no example uses algorithm %v", a)
+		}
+	}
+	for _, l := range flow.Levels() {
+		if !levels[l] {
+			t.Errorf("no example uses level %v", l)
+		}
+	}
+}
+
+func checkRoundTrip(t *testing.T, doc *Document) {
+	t.Helper()
+	out := doc.Format()
+	again, err := Parse(out)
+	if err != nil {
+		t.Fatalf("the normalised form does not parse: %v\n%s", err, out)
+	}
+	if !bytes.Equal(again.Format(), out) {
+		t.Errorf("Format is not stable:\n%s\nthen\n%s", out, again.Format())
+	}
+	if !reflect.DeepEqual(again.Rules(), doc.Rules()) || !reflect.DeepEqual(again.Adaptive, doc.Adaptive) ||
+		!reflect.DeepEqual(again.Alerting, doc.Alerting) {
+		t.Errorf("round trip changed the document:\n%s", out)
+	}
+}
+
+func TestVersionIgnoresLayout(t *testing.T) {
+	a, err := Parse([]byte(`{"rules": [{"resource": "a", "algorithm": "token_bucket", "limit": 5}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := Parse([]byte("{\n \"rules\": [ {\"limit\": 5, \"window\": \"1000ms\", \"algorithm\": \"token_bucket\",\n \"resource\": \"a\", \"burst\": 5} ]\n}"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := Parse([]byte(`{"rules": [{"resource": "a", "algorithm": "token_bucket", "limit": 6}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.Version() != b.Version() {
+		t.Errorf("same rules, different versions: %s vs %s", a.Version(), b.Version())
+	}
+	if a.Version() == c.Version() {
+		t.Error("different limits, same version")
+	}
+	if len(a.Version()) != 64 {
+		t.Errorf("Version() = %q, want 64 hex digits", a.Version())
+	}
+}
+
+func TestFmtDuration(t *testing.T) {
+	for d, want := range map[time.Duration]string{
+		0: "0s", time.Second: "1s", time.Minute: "1m", 90 * time.Minute: "1h30m", time.Hour: "1h",
+		250 * time.Millisecond: "250ms", 61 * time.Second: "1m1s", 10 * time.Minute: "10m",
+	} {
+		if got := fmtDuration(d); got != want {
+			t.Errorf("fmtDuration(%v) = %q, want %q", d, got, want)
+		}
+		if back, msg := parseDuration(fmtDuration(d)); msg != "" || back != d {
+			t.Errorf("%q parses back to %v (%s)", fmtDuration(d), back, msg)
+		}
+	}
+}
+
+// FuzzParse checks that Parse never panics, that what it accepts the engine
+// accepts too, and that the normalised form of an accepted document parses
+// back to the same thing.
+func FuzzParse(f *testing.F) {
+	f.Add([]byte(designDoc))
+	for _, tc := range badDocs {
+		f.Add([]byte(tc.doc))
+	}
+	if files, _ := filepath.Glob("../examples/rules/*.json"); len(files) > 0 {
+		for _, file := range files {
+			if doc, err := LoadFile(file); err == nil {
+				f.Add(doc.Format())
+			}
+		}
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		doc, err := Parse(data)
+		if err != nil {
+			for _, e := range Problems(err) {
+				if e.Error() == "" {
+					t.Fatal("empty problem message")
+				}
+			}
+			return
+		}
+		if err := flow.ValidateRules(doc.Rules()); err != nil {
+			t.Fatalf("Parse accepted rules the engine refuses: %v", err)
+		}
+		checkRoundTrip(t, doc)
+	})
+}
