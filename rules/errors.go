@@ -4,8 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"sort"
 	"regexp"
+	"sort"
 	"strconv"
 	"strings"
 )
