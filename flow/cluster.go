@@ -44,3 +44,53 @@ type ClusterStats struct {
 	Requests  map[string]uint64 // "passed", "blocked", "error"
 	Fallbacks map[string]uint64 // "local", "allow", "deny"
 }
+
+// clusterLevel asks the token server for the cluster rules of one level, and
+// applies each rule's fallback when it cannot answer.
+func (e *Engine) clusterLevel(a *entryArgs, resource string, rr *resourceRules, lr *levelRules, key string, st *entryState) error {
+	ts := e.cf.ts
+	req := TokenRequest{Resource: resource, Level: lr.level, Key: key, Tokens: st.tokens, Rules: lr.clusterRules, Factor: e.AdaptiveFactor()}
+	res, err := ts.Acquire(a.context(), req)
+	if err == nil {
+		if !res.Allowed {
+			e.cl.blocked.Add(1)
+			i := res.Refused
+			if i < 0 || i >= len(lr.cluster) {
+				i = 0
+			}
+			d := decision{retryAfter: max(0, res.RetryAfter), remaining: res.Remaining}
+			return e.refuse(resource, rr, lr.cluster[i], d, ReasonClusterLimited, st)
+		}
+		e.cl.passed.Add(1)
+		st.grants = append(st.grants, clusterGrant{req: req, res: res, release: lr.clusterConc || res.Lease != ""})
+		st.note(lr.cluster[0], max(0, res.Wait), res.Remaining, 0)
+		return nil
+	}
+	e.cl.errors.Add(1)
+	e.logError("flow: token server acquire", err, lr.cluster[0])
+	n := max(1, ts.Instances())
+	for _, cr := range lr.cluster {
+		switch cr.rule.Cluster.Fallback {
+		case "allow":
+			e.cl.fbAllow.Add(1)
+		case "deny":
+			e.cl.fbDeny.Add(1)
+			return e.refuse(resource, rr, cr, decision{}, ReasonClusterUnavailable, st)
+		default:
+			e.cl.fbLocal.Add(1)
+			cr.recompute(e.AdaptiveFactor(), n)
+			lim, err := cr.limiterFor(key, st.now)
+			if err != nil {
+				e.logError("flow: building limiter", err, cr)
+				continue
+			}
+			d := lim.tryAcquire(st.now, st.tokens, cr.rule.MaxWait)
+			if !d.ok {
+				return e.refuse(resource, rr, cr, d, cr.reason, st)
+			}
+			st.taken = append(st.taken, takenLim{lim: lim, at: st.now + int64(d.wait), conc: cr.rule.Algorithm == AlgoConcurrency})
+			st.note(cr, d.wait, d.remaining, d.reset)
+		}
+	}
+	return nil
+}

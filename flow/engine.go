@@ -1,71 +1,164 @@
 package flow
 
 import (
-	"context"
+	"math"
+	"sync"
+	"sync/atomic"
 	"time"
+
+	"github.com/flowgate/flowgate/clock"
 )
 
 // Engine admits or refuses calls to resources according to the rules it
-// holds. The zero Engine is not usable; build one with NewEngine.
-type Engine struct{ cf config }
+// holds. Build one with NewEngine; it is safe for concurrent use, and needs
+// no Close: it starts no goroutine.
+type Engine struct {
+	cf    config
+	rules atomic.Pointer[ruleSet]
 
-// NewEngine returns an engine with no rules: every call passes.
-func NewEngine(opts ...Option) *Engine { return &Engine{} }
+	mu    sync.Mutex                // serialises LoadRules and SetAdaptiveFactor
+	stats map[string]*resourceStats // under mu; every resource that had rules
 
-// Default returns the process-wide engine used by the package-level Entry.
-func Default() *Engine { return nil }
+	factor   atomic.Uint64 // adaptive factor, float64 bits
+	sysLimit atomic.Int64
+	inFlight atomic.Int64
+	cl       clusterCounters
+	permits  sync.Pool
+}
+
+type clusterCounters struct {
+	passed, blocked, errors  atomic.Uint64
+	fbLocal, fbAllow, fbDeny atomic.Uint64
+}
+
+// NewEngine returns an engine with no rules: every call passes until
+// LoadRules. Defaults: clock.Real(), no token server, silent, statistics
+// over 1s in 10 buckets.
+func NewEngine(opts ...Option) *Engine {
+	e := &Engine{cf: config{clk: clock.Real(), statsWindow: time.Second, statsBuckets: 10}, stats: map[string]*resourceStats{}}
+	for _, o := range opts {
+		o(&e.cf)
+	}
+	if e.cf.clk == nil {
+		e.cf.clk = clock.Real()
+	}
+	e.factor.Store(math.Float64bits(1))
+	e.rules.Store(&ruleSet{byResource: map[string]*resourceRules{}})
+	return e
+}
+
+var defaultEngine = sync.OnceValue(func() *Engine { return NewEngine() })
+
+// Default returns the process-wide engine (real clock, no token server)
+// used by the package-level Entry. It is created on first use.
+func Default() *Engine { return defaultEngine() }
 
 // Entry is shorthand for Default().Entry(resource, opts...).
 func Entry(resource string, opts ...EntryOption) (*Permit, error) {
-	return Default().Entry(resource, opts...)
+	return Default().entry(nil, resource, opts)
 }
 
-// Entry asks to enter resource.
-func (e *Engine) Entry(resource string, opts ...EntryOption) (*Permit, error) { return nil, nil }
-
-// Guard runs fn under a permit.
-func (e *Engine) Guard(ctx context.Context, resource string, fn func(context.Context) error, opts ...EntryOption) error {
+// LoadRules validates every rule (see ValidateRules) and then replaces the
+// rules in force with them in one atomic step; when any rule is bad it
+// returns every problem and nothing changes. A rule whose id and
+// configuration are unchanged keeps its limiter state (and tracked keys),
+// so a reload does not hand every client a fresh burst; a changed rule
+// starts afresh. Statistics of a resource survive reloads.
+func (e *Engine) LoadRules(rules []Rule) error {
+	if err := ValidateRules(rules); err != nil {
+		return err
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	rs, stats, err := e.compile(rules, e.rules.Load(), clock.Nanotime(e.cf.clk))
+	if err != nil {
+		return err
+	}
+	e.stats = stats
+	e.rules.Store(rs)
 	return nil
 }
 
-// LoadRules validates every rule, then replaces the rules in force.
-func (e *Engine) LoadRules(rules []Rule) error { return ValidateRules(rules) }
+// Rules returns a copy of the rules in force, as loaded.
+func (e *Engine) Rules() []Rule {
+	rs := e.rules.Load().rules
+	out := make([]Rule, len(rs))
+	for i, r := range rs {
+		if r.Cluster != nil {
+			c := *r.Cluster
+			r.Cluster = &c
+		}
+		out[i] = r
+	}
+	return out
+}
 
-// Rules returns a copy of the rules in force.
-func (e *Engine) Rules() []Rule { return nil }
+// SetAdaptiveFactor scales the limit of every rule with Adaptive set by f,
+// clamped to (0, 1] (NaN and f <= 0 are ignored): token buckets change rate
+// with Guava's SetRate semantics, the other algorithms scale Limit and keep
+// their counts. Limiters pick the change up lazily, at their next use.
+func (e *Engine) SetAdaptiveFactor(f float64) {
+	if !(f > 0) {
+		return
+	}
+	f = math.Min(f, 1)
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.factor.Store(math.Float64bits(f))
+	for _, cr := range e.rules.Load().compiled {
+		if cr.rule.Adaptive {
+			cr.recompute(f, 0)
+		}
+	}
+}
 
-// Snapshot returns the engine's statistics.
-func (e *Engine) Snapshot() Snapshot { return Snapshot{} }
+// AdaptiveFactor returns the factor applied to adaptive rules (1 at start).
+func (e *Engine) AdaptiveFactor() float64 { return math.Float64frombits(e.factor.Load()) }
 
-// SetAdaptiveFactor scales adaptive rules.
-func (e *Engine) SetAdaptiveFactor(f float64) {}
+// SetSystemLimit turns on the system guard: while InFlight() >= maxInFlight,
+// Entry refuses every call (Level LevelSystem, Reason ReasonSystemOverload).
+// 0 (or less) turns it off.
+func (e *Engine) SetSystemLimit(maxInFlight int64) { e.sysLimit.Store(max(0, maxInFlight)) }
 
-// AdaptiveFactor returns the factor in force.
-func (e *Engine) AdaptiveFactor() float64 { return 1 }
+// InFlight reports the calls admitted and not yet exited: calls to
+// resources with rules, and, while the system guard is on, every call.
+func (e *Engine) InFlight() int64 { return e.inFlight.Load() }
 
-// SetSystemLimit sets the system guard.
-func (e *Engine) SetSystemLimit(maxInFlight int64) {}
+// Sweep forgets, now, every user and IP idle past its rule's IdleTTL. Entry
+// does this lazily; Sweep is for callers who want memory back sooner.
+func (e *Engine) Sweep() {
+	now := clock.Nanotime(e.cf.clk)
+	for _, cr := range e.rules.Load().compiled {
+		if cr.keys != nil {
+			cr.keys.sweepAll(now)
+		}
+	}
+}
 
-// InFlight reports calls in flight.
-func (e *Engine) InFlight() int64 { return 0 }
-
-// Permit is a call admitted by Entry.
-type Permit struct{}
-
-// Exit ends the call.
-func (p *Permit) Exit(opts ...ExitOption) {}
-
-// Quota reports the most restrictive rule that applied.
-func (p *Permit) Quota() (Quota, bool) { return Quota{}, false }
-
-// Waited reports how long Entry queued.
-func (p *Permit) Waited() time.Duration { return 0 }
-
-// Quota describes the rule that most restricted a call, for headers.
-type Quota struct {
-	RuleID    string
-	Limit     float64
-	Window    time.Duration
-	Remaining float64
-	Reset     time.Duration
+// Snapshot returns the engine's statistics. It reads atomics only and never
+// blocks Entry (tracked key counts lock each key shard briefly).
+func (e *Engine) Snapshot() Snapshot {
+	now := clock.Nanotime(e.cf.clk)
+	rs := e.rules.Load()
+	s := Snapshot{
+		Time:           e.cf.clk.Now(),
+		AdaptiveFactor: e.AdaptiveFactor(),
+		SystemLimit:    e.sysLimit.Load(),
+		Resources:      make([]ResourceStats, 0, len(rs.stats)),
+		Rules:          make([]RuleStats, 0, len(rs.compiled)),
+		Cluster: ClusterStats{
+			Requests: map[string]uint64{"passed": e.cl.passed.Load(), "blocked": e.cl.blocked.Load(), "error": e.cl.errors.Load()},
+			Fallbacks: map[string]uint64{"local": e.cl.fbLocal.Load(), "allow": e.cl.fbAllow.Load(), "deny": e.cl.fbDeny.Load()},
+		},
+	}
+	for _, st := range rs.stats {
+		s.Resources = append(s.Resources, st.read(now))
+	}
+	for _, cr := range rs.compiled {
+		r := &cr.rule
+		s.Rules = append(s.Rules, RuleStats{ID: r.ID, Resource: r.Resource, Level: r.Level, Algorithm: r.Algorithm,
+			Limit: r.Limit, EffectiveLimit: cr.limit(), Window: r.Window, Keys: cr.keyCount(),
+			Adaptive: r.Adaptive, Cluster: r.Cluster != nil})
+	}
+	return s
 }

@@ -1,0 +1,208 @@
+package flow
+
+import (
+	"context"
+	"log/slog"
+	"time"
+
+	"github.com/flowgate/flowgate/clock"
+)
+
+// Entry asks to enter resource. It returns a Permit to Exit when the call is
+// done, or a *BlockError (errors.Is(err, ErrBlocked)) naming the level and
+// rule that refused.
+//
+// Levels are checked IP, then user, then global; at each level every rule
+// must pass. Permits taken at one level are given back when a later level
+// or rule refuses, so a refused call consumes nothing. A call without
+// WithUser (WithIP) is not checked by user (ip) rules. A resource with no
+// rule always passes.
+//
+// When rules grant a queued slot (MaxWait > 0), Entry waits on the engine's
+// clock for the longest slot granted, honouring WithContext's context: if it
+// is done first, everything taken is given back and Entry returns a
+// *BlockError with Reason ReasonWaitCancelled whose Unwrap is ctx.Err(), so
+// both errors.Is(err, ErrBlocked) and errors.Is(err, context.Canceled) hold.
+//
+// The clock is read once per Entry. The pass path allocates nothing
+// (Permits are pooled, see Permit.Exit); a refusal allocates the *BlockError.
+func (e *Engine) Entry(resource string, opts ...EntryOption) (*Permit, error) {
+	return e.entry(nil, resource, opts)
+}
+
+// takenLim is a local limiter a call took permits from.
+type takenLim struct {
+	lim  limiter
+	at   int64 // the moment the permits were taken for: now, or now+wait when queued
+	conc bool  // concurrency: released on Exit
+}
+
+// clusterGrant is a token server answer to give back or release.
+type clusterGrant struct {
+	req     TokenRequest
+	res     TokenResult
+	release bool // Release on Exit (concurrency or a lease)
+}
+
+// entryState is what one Entry has taken so far; it lives on the stack.
+type entryState struct {
+	now      int64
+	tokens   int
+	taken    []takenLim
+	grants   []clusterGrant
+	wait     time.Duration
+	waitRule *compiledRule
+	quota    Quota
+	hasQuota bool
+}
+
+func (st *entryState) note(cr *compiledRule, wait time.Duration, remaining float64, reset time.Duration) {
+	if wait > st.wait {
+		st.wait, st.waitRule = wait, cr
+	}
+	if !st.hasQuota || remaining < st.quota.Remaining {
+		st.quota = Quota{RuleID: cr.rule.ID, Limit: cr.limit(), Window: cr.rule.Window, Remaining: remaining, Reset: reset}
+		st.hasQuota = true
+	}
+}
+
+func (a *entryArgs) context() context.Context {
+	if a.ctx == nil {
+		return context.Background()
+	}
+	return a.ctx
+}
+
+func (e *Engine) entry(ctx context.Context, resource string, opts []EntryOption) (*Permit, error) {
+	a := parseEntry(ctx, opts)
+	rr := e.rules.Load().byResource[resource]
+	sys := e.sysLimit.Load()
+	if rr == nil && sys <= 0 {
+		return noopPermit, nil
+	}
+	now := clock.Nanotime(e.cf.clk)
+	if sys > 0 && e.inFlight.Load() >= sys {
+		if rr != nil {
+			rr.stats.block(now, LevelSystem)
+		}
+		return nil, &BlockError{Resource: resource, Level: LevelSystem, Reason: ReasonSystemOverload}
+	}
+	if rr == nil {
+		p := e.getPermit(now, a.ctx)
+		e.inFlight.Add(1)
+		return p, nil
+	}
+	var buf [8]takenLim
+	st := entryState{now: now, tokens: a.tokens, taken: buf[:0]}
+	if err := e.admit(&a, resource, rr, &st); err != nil {
+		return nil, err
+	}
+	if st.wait > 0 {
+		if err := e.cf.clk.Sleep(a.context(), st.wait); err != nil {
+			e.undo(&st)
+			cr := st.waitRule
+			rr.stats.block(now, cr.rule.Level)
+			return nil, &BlockError{Resource: resource, Level: cr.rule.Level, RuleID: cr.rule.ID,
+				Reason: ReasonWaitCancelled, Limit: cr.limit(), Window: cr.rule.Window, Err: err}
+		}
+	}
+	p := e.getPermit(now+int64(st.wait), a.ctx)
+	p.stats = rr.stats
+	p.tokens = st.tokens
+	p.waited = st.wait
+	p.quota, p.hasQuota = st.quota, st.hasQuota
+	for _, t := range st.taken {
+		if t.conc {
+			p.held = append(p.held, t.lim)
+		}
+	}
+	for _, g := range st.grants {
+		if g.release {
+			p.grants = append(p.grants, g)
+		}
+	}
+	rr.stats.pass(now, st.wait)
+	e.inFlight.Add(1)
+	return p, nil
+}
+
+// admit takes permits at every level that applies, or gives back what it
+// took and returns the *BlockError of the first rule that refused.
+func (e *Engine) admit(a *entryArgs, resource string, rr *resourceRules, st *entryState) error {
+	for i := range rr.levels {
+		lr := &rr.levels[i]
+		if lr.empty() {
+			continue
+		}
+		var key string
+		switch lr.level {
+		case LevelIP:
+			if key = a.ip; key == "" {
+				continue
+			}
+		case LevelUser:
+			if key = a.user; key == "" {
+				continue
+			}
+		}
+		for _, cr := range lr.local {
+			lim, err := cr.limiterFor(key, st.now)
+			if err != nil {
+				// Unreachable for validated rules (LoadRules built one);
+				// fail open rather than refuse every call.
+				e.logError("flow: building limiter", err, cr)
+				continue
+			}
+			d := lim.tryAcquire(st.now, st.tokens, cr.rule.MaxWait)
+			if !d.ok {
+				return e.refuse(resource, rr, cr, d, cr.reason, st)
+			}
+			st.taken = append(st.taken, takenLim{lim: lim, at: st.now + int64(d.wait), conc: cr.rule.Algorithm == AlgoConcurrency})
+			st.note(cr, d.wait, d.remaining, d.reset)
+		}
+		if len(lr.cluster) > 0 {
+			if err := e.clusterLevel(a, resource, rr, lr, key, st); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// refuse gives back everything st took, counts the block and builds the
+// error (the one allocation of a refused call).
+func (e *Engine) refuse(resource string, rr *resourceRules, cr *compiledRule, d decision, reason string, st *entryState) error {
+	e.undo(st)
+	rr.stats.block(st.now, cr.rule.Level)
+	be := &BlockError{Resource: resource, Level: cr.rule.Level, RuleID: cr.rule.ID, Reason: reason,
+		RetryAfter: d.retryAfter, Never: d.never, Limit: cr.limit(), Window: cr.rule.Window, Remaining: d.remaining}
+	if d.never {
+		be.RetryAfter = Never
+	}
+	return be
+}
+
+// undo gives back every permit st took, local and cluster. Each limiter is
+// told the moment its permits were taken for (see newLimiter).
+func (e *Engine) undo(st *entryState) {
+	for _, t := range st.taken {
+		t.lim.refund(t.at, st.tokens)
+	}
+	for i := range st.grants {
+		g := &st.grants[i]
+		if err := e.cf.ts.Release(context.Background(), g.req, g.res); err != nil {
+			e.logError("flow: token server release", err, nil)
+		}
+	}
+}
+
+func (e *Engine) logError(msg string, err error, cr *compiledRule) {
+	if e.cf.log == nil {
+		return
+	}
+	if cr != nil {
+		e.cf.log.Warn(msg, slog.String("rule", cr.rule.ID), slog.String("resource", cr.rule.Resource), slog.Any("error", err))
+		return
+	}
+	e.cf.log.Warn(msg, slog.Any("error", err))
+}

@@ -1,0 +1,145 @@
+package flow
+
+import (
+	"context"
+	"sync/atomic"
+	"time"
+
+	"github.com/flowgate/flowgate/clock"
+)
+
+// Permit is a call admitted by Entry. Call Exit exactly when the call ends.
+//
+// Permits are pooled so the pass path allocates nothing. Exit is idempotent
+// until the Permit is handed out again: a second Exit (or one on a nil
+// Permit) is a no-op, but after Exit the Permit may be reused by another
+// Entry, so do not keep or use it after Exit. The usual
+// `p, err := eng.Entry(r); if err != nil {...}; defer p.Exit()` is safe.
+type Permit struct {
+	state  atomic.Uint32
+	eng    *Engine
+	stats  *resourceStats
+	ctx    context.Context
+	start  int64
+	tokens int
+	waited time.Duration
+	quota  Quota
+	// hasQuota: quota is set (some rule applied)
+	hasQuota bool
+	held     []limiter      // concurrency limiters to release
+	grants   []clusterGrant // token server grants to release
+}
+
+const (
+	permitFree   = iota // in the pool or exited
+	permitActive        // handed out by Entry
+	permitStatic        // the shared permit of a resource with no rule
+)
+
+// noopPermit is returned for resources with no rule: Exit does nothing.
+var noopPermit = newStaticPermit()
+
+func newStaticPermit() *Permit {
+	p := new(Permit)
+	p.state.Store(permitStatic)
+	return p
+}
+
+func (e *Engine) getPermit(start int64, ctx context.Context) *Permit {
+	p, _ := e.permits.Get().(*Permit)
+	if p == nil {
+		p = &Permit{eng: e}
+	}
+	p.start, p.ctx = start, ctx
+	p.state.Store(permitActive)
+	return p
+}
+
+// Exit ends the call: it releases concurrency permits, records completion,
+// response time (since Entry returned) and, with WithError(err) and a
+// non-nil err, a failure. See Permit for what idempotent means here.
+func (p *Permit) Exit(opts ...ExitOption) {
+	if p == nil || !p.state.CompareAndSwap(permitActive, permitFree) {
+		return
+	}
+	var failed bool
+	for i := range opts {
+		failed = failed || opts[i].err != nil
+	}
+	e := p.eng
+	now := clock.Nanotime(e.cf.clk)
+	for i, l := range p.held {
+		l.release(p.tokens)
+		p.held[i] = nil
+	}
+	for i := range p.grants {
+		g := &p.grants[i]
+		if err := e.cf.ts.Release(context.Background(), g.req, g.res); err != nil {
+			e.logError("flow: token server release", err, nil)
+		}
+		*g = clusterGrant{}
+	}
+	if p.stats != nil {
+		p.stats.exit(now, now-p.start, failed)
+	}
+	e.inFlight.Add(-1)
+	p.held, p.grants = p.held[:0], p.grants[:0]
+	p.stats, p.ctx, p.quota, p.hasQuota, p.waited, p.tokens = nil, nil, Quota{}, false, 0, 0
+	e.permits.Put(p)
+}
+
+// Quota reports the most restrictive rule that admitted the call (the one
+// with the fewest permits left), for rate-limit headers; false when no rule
+// applied.
+func (p *Permit) Quota() (Quota, bool) {
+	if p == nil {
+		return Quota{}, false
+	}
+	return p.quota, p.hasQuota
+}
+
+// Waited reports how long Entry queued for a MaxWait slot.
+func (p *Permit) Waited() time.Duration {
+	if p == nil {
+		return 0
+	}
+	return p.waited
+}
+
+// Quota describes the rule that most restricted a call, for headers.
+type Quota struct {
+	RuleID    string
+	Limit     float64       // permits per Window, after the adaptive factor
+	Window    time.Duration // for concurrency rules, Limit is in flight
+	Remaining float64       // permits left at that rule just after this call
+	Reset     time.Duration // time until the quota is fully restored or the window resets
+}
+
+// Guard runs fn under a permit for resource: it returns the *BlockError
+// when the call is refused (fn does not run), and otherwise fn's error,
+// recording it and fn's latency at Exit. A panicking fn still exits the
+// permit (recorded as a failure) and the panic goes on. ctx bounds any
+// MaxWait wait and is passed to fn; a WithContext option overrides it for
+// the wait only.
+func (e *Engine) Guard(ctx context.Context, resource string, fn func(context.Context) error, opts ...EntryOption) error {
+	p, err := e.entry(ctx, resource, opts)
+	if err != nil {
+		return err
+	}
+	done := false
+	defer func() {
+		if !done { // fn panicked or called runtime.Goexit
+			p.Exit(WithError(errPanicked))
+		}
+	}()
+	err = fn(ctx)
+	done = true
+	p.Exit(WithError(err))
+	return err
+}
+
+var errPanicked = errorString("flow: guarded function panicked")
+
+type errorString string
+
+func (s errorString) Error() string { return string(s) }

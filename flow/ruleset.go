@@ -1,0 +1,237 @@
+package flow
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"sort"
+	"sync"
+	"sync/atomic"
+
+	"github.com/flowgate/flowgate/clock"
+)
+
+// ruleSet is an immutable snapshot of the rules in force, published with an
+// atomic.Pointer: Entry loads it once and never locks.
+type ruleSet struct {
+	rules      []Rule // as loaded (a copy)
+	compiled   []*compiledRule
+	byResource map[string]*resourceRules
+	stats      []*resourceStats // every resource that has or had rules, by name
+}
+
+// checkOrder is the order levels are checked in: most specific first, so a
+// flood from one client is refused before it touches the shared quota.
+var checkOrder = [3]Level{LevelIP, LevelUser, LevelGlobal}
+
+type resourceRules struct {
+	stats  *resourceStats
+	levels [3]levelRules // in checkOrder
+}
+
+type levelRules struct {
+	level        Level
+	local        []*compiledRule // decided here
+	cluster      []*compiledRule // decided by the token server
+	clusterRules []*Rule         // the same, as TokenRequest.Rules
+	clusterConc  bool            // a cluster concurrency rule: Release on Exit
+}
+
+func (l *levelRules) empty() bool { return len(l.local) == 0 && len(l.cluster) == 0 }
+
+// compiledRule is one rule with its limiter state. It survives a reload that
+// leaves the rule unchanged, so clients keep their state.
+type compiledRule struct {
+	rule    Rule // defaults applied
+	clk     clock.Clock
+	keyed   bool
+	cluster bool   // decided by a token server (one is configured)
+	reason  string // BlockError.Reason when this rule refuses
+	// gen counts changes of the effective limit; a limiter whose recorded
+	// generation differs is set to limit() before use. One atomic load per
+	// rule on the hot path; the change itself is applied lazily.
+	gen       atomic.Uint64
+	limitBits atomic.Uint64 // effective local limit, float64 bits
+	dynamic   bool          // the limit can change: adaptive or cluster share
+
+	mu        sync.Mutex // serialises limit changes
+	instances int        // instance count the cluster share was computed for
+
+	global    limiter // LevelGlobal
+	globalGen atomic.Uint64
+	keys      *keyTable // LevelUser, LevelIP
+}
+
+func (cr *compiledRule) limit() float64 { return math.Float64frombits(cr.limitBits.Load()) }
+
+func (cr *compiledRule) newLimiter(now int64) (limiter, error) {
+	return newLimiter(&cr.rule, cr.limit(), cr.clk, now)
+}
+
+// recompute sets the effective limit from the factor and the instance count.
+func (cr *compiledRule) recompute(factor float64, instances int) {
+	cr.mu.Lock()
+	defer cr.mu.Unlock()
+	if instances > 0 {
+		cr.instances = instances
+	}
+	l := cr.rule.Limit
+	if cr.cluster && cr.rule.Cluster.Threshold == "global" && cr.instances > 1 {
+		l /= float64(cr.instances)
+	}
+	if cr.rule.Adaptive {
+		l *= factor
+	}
+	if cr.rule.Algorithm == AlgoConcurrency {
+		l = math.Max(1, math.Floor(l)) // a scaled cap stays a whole number >= 1
+	}
+	if math.Float64bits(l) != cr.limitBits.Load() {
+		cr.limitBits.Store(math.Float64bits(l))
+		cr.gen.Add(1)
+	}
+}
+
+// limiterFor returns the limiter for key ("" at the global level).
+func (cr *compiledRule) limiterFor(key string, now int64) (limiter, error) {
+	if cr.keys != nil {
+		return cr.keys.get(cr, key, now)
+	}
+	if cr.dynamic {
+		if g := cr.gen.Load(); cr.globalGen.Load() != g {
+			cr.global.setLimit(now, cr.limit())
+			cr.globalGen.Store(g)
+		}
+	}
+	return cr.global, nil
+}
+
+func (cr *compiledRule) keyCount() int {
+	if cr.keys == nil {
+		return 0
+	}
+	return cr.keys.len()
+}
+
+func ruleEqual(a, b *Rule) bool {
+	x, y := *a, *b
+	x.Cluster, y.Cluster = nil, nil
+	if x != y || (a.Cluster == nil) != (b.Cluster == nil) {
+		return false
+	}
+	return a.Cluster == nil || *a.Cluster == *b.Cluster
+}
+
+// compile builds the snapshot for rules (already validated), reusing the
+// compiled state of every rule of old whose configuration is unchanged.
+// stats is the engine's per-resource statistics; compile adds to a copy.
+func (e *Engine) compile(rules []Rule, old *ruleSet, now int64) (*ruleSet, map[string]*resourceStats, error) {
+	reuse := map[string][]*compiledRule{}
+	if old != nil {
+		for _, cr := range old.compiled {
+			reuse[cr.rule.ID] = append(reuse[cr.rule.ID], cr)
+		}
+	}
+	stats := make(map[string]*resourceStats, len(e.stats)+1)
+	for k, v := range e.stats {
+		stats[k] = v
+	}
+	rs := &ruleSet{rules: append([]Rule(nil), rules...), byResource: map[string]*resourceRules{}}
+	factor := e.AdaptiveFactor()
+	var errs []error
+	for i := range rules {
+		r := rules[i].WithDefaults()
+		cr := takeReusable(reuse, &r)
+		if cr == nil {
+			var err error
+			if cr, err = e.newCompiled(r, factor, now); err != nil {
+				errs = append(errs, fmt.Errorf("%s%w", rulePrefix(i, r.ID), err))
+				continue
+			}
+		}
+		rs.compiled = append(rs.compiled, cr)
+		rr := rs.byResource[r.Resource]
+		if rr == nil {
+			st := stats[r.Resource]
+			if st == nil {
+				st = newResourceStats(r.Resource, e.cf.statsWindow, e.cf.statsBuckets)
+				stats[r.Resource] = st
+			}
+			rr = &resourceRules{stats: st}
+			for j, l := range checkOrder {
+				rr.levels[j].level = l
+			}
+			rs.byResource[r.Resource] = rr
+		}
+		lr := &rr.levels[levelSlot(r.Level)]
+		if cr.cluster {
+			lr.cluster = append(lr.cluster, cr)
+			lr.clusterRules = append(lr.clusterRules, &cr.rule)
+			lr.clusterConc = lr.clusterConc || r.Algorithm == AlgoConcurrency
+		} else {
+			lr.local = append(lr.local, cr)
+		}
+	}
+	if len(errs) > 0 {
+		return nil, nil, errors.Join(errs...)
+	}
+	for _, st := range stats {
+		rs.stats = append(rs.stats, st)
+	}
+	sort.Slice(rs.stats, func(i, j int) bool { return rs.stats[i].name < rs.stats[j].name })
+	return rs, stats, nil
+}
+
+func levelSlot(l Level) int {
+	for i, c := range checkOrder {
+		if c == l {
+			return i
+		}
+	}
+	panic("flow: no slot for level " + l.String())
+}
+
+// takeReusable removes and returns a compiled rule of the old snapshot with
+// the same id and configuration, or nil.
+func takeReusable(reuse map[string][]*compiledRule, r *Rule) *compiledRule {
+	list := reuse[r.ID]
+	for i, cr := range list {
+		if ruleEqual(&cr.rule, r) {
+			reuse[r.ID] = append(list[:i:i], list[i+1:]...)
+			return cr
+		}
+	}
+	return nil
+}
+
+func (e *Engine) newCompiled(r Rule, factor float64, now int64) (*compiledRule, error) {
+	cr := &compiledRule{
+		rule:    r,
+		clk:     e.cf.clk,
+		keyed:   r.Level == LevelUser || r.Level == LevelIP,
+		cluster: r.Cluster != nil && e.cf.ts != nil,
+		reason:  ReasonRateLimited,
+	}
+	if r.Algorithm == AlgoConcurrency {
+		cr.reason = ReasonConcurrency
+	}
+	cr.dynamic = r.Adaptive || cr.cluster
+	instances := 1
+	if cr.cluster {
+		instances = max(1, e.cf.ts.Instances())
+	}
+	cr.limitBits.Store(math.Float64bits(math.NaN())) // so recompute always sets it
+	cr.recompute(factor, instances)
+	cr.gen.Store(0)
+	// Build one limiter even for keyed rules: it proves the configuration
+	// is accepted now, not at a client's first call.
+	lim, err := cr.newLimiter(now)
+	if err != nil {
+		return nil, err
+	}
+	if cr.keyed {
+		cr.keys = newKeyTable(r.MaxKeys, int64(r.IdleTTL))
+	} else {
+		cr.global = lim
+	}
+	return cr, nil
+}
