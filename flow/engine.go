@@ -147,7 +147,7 @@ func (e *Engine) Snapshot() Snapshot {
 		Resources:      make([]ResourceStats, 0, len(rs.stats)),
 		Rules:          make([]RuleStats, 0, len(rs.compiled)),
 		Cluster: ClusterStats{
-			Requests: map[string]uint64{"passed": e.cl.passed.Load(), "blocked": e.cl.blocked.Load(), "error": e.cl.errors.Load()},
+			Requests:  map[string]uint64{"passed": e.cl.passed.Load(), "blocked": e.cl.blocked.Load(), "error": e.cl.errors.Load()},
 			Fallbacks: map[string]uint64{"local": e.cl.fbLocal.Load(), "allow": e.cl.fbAllow.Load(), "deny": e.cl.fbDeny.Load()},
 		},
 	}
