@@ -1,0 +1,184 @@
+package flow
+
+import (
+	"fmt"
+	"math"
+	"sync"
+	"time"
+)
+
+// slidingWindow estimates the permits taken in the last Window from Buckets
+// sub-window counters, without keeping one timestamp per call.
+//
+// The estimator. Sub-windows are width w = Window/Buckets long, aligned to
+// multiples of w since the clock's origin; k is the one now falls in and
+// f = (now - k*w)/w how far into it now is. The window (now-Window, now]
+// covers sub-windows k-B+1..k whole and the oldest one, k-B, for its last
+// (1-f) part. Its count is taken in proportion, assuming its calls were
+// spread evenly:
+//
+//	estimate = sum(count[k-B+1..k]) + count[k-B] * (1-f)
+//
+// With Buckets = 1 this is the classic two-counter sliding window (current
+// window plus the previous one weighted by overlap); more buckets confine
+// the even-spread guess to one small sub-window. A call of n passes when
+// estimate + n <= capacity(limit). It is an estimate: it can over- or
+// under-count by at most the guessed part, count[k-B]. Use sliding_log when
+// the limit must be exact.
+//
+// With maxWait > 0 a call may wait until the estimate, with nothing else
+// admitted, lets it pass. The estimator has no future sub-windows, so a
+// queued call is counted at once in the current one: concurrent callers see
+// it and cannot overbook the moment it was promised. The price is that it
+// leaves the window that much earlier than a count taken when it runs would,
+// an error of the same kind the estimator already makes.
+type slidingWindow struct {
+	mu     sync.Mutex
+	width  int64   // sub-window length, ns
+	head   int64   // index of the newest sub-window counted
+	cap    int64   // capacity(limit)
+	counts []int32 // ring of B+1 counters: sub-window i lives at i % (B+1)
+}
+
+var _ limiter = (*slidingWindow)(nil)
+
+// maxSlidingWindowLimit keeps int32 counters, queued calls included, far
+// from overflow.
+const maxSlidingWindowLimit = 1 << 29
+
+func newSlidingWindow(window time.Duration, buckets int, limit float64, now int64) (*slidingWindow, error) {
+	if buckets < 1 {
+		return nil, fmt.Errorf("flow: sliding_window: buckets %d must be >= 1", buckets)
+	}
+	if limit > maxSlidingWindowLimit {
+		return nil, fmt.Errorf("flow: sliding_window: limit %v must be <= %d", limit, maxSlidingWindowLimit)
+	}
+	width := int64(window) / int64(buckets)
+	if width < 1 {
+		return nil, fmt.Errorf("flow: sliding_window: window %v is shorter than %d buckets of 1ns", window, buckets)
+	}
+	s := &slidingWindow{width: width, cap: capacity(limit), counts: make([]int32, buckets+1)}
+	s.head = floorDiv(now, width)
+	return s, nil
+}
+
+// at is the counter of sub-window i; valid for head-B <= i <= head.
+func (s *slidingWindow) at(i int64) *int32 {
+	n := int64(len(s.counts))
+	return &s.counts[((i%n)+n)%n]
+}
+
+// roll moves head to now's sub-window, zeroing the ones it passes; mu held.
+// A clock that goes backwards keeps counting in head.
+func (s *slidingWindow) roll(now int64) (k int64, f float64) {
+	k = floorDiv(now, s.width)
+	if k < s.head {
+		return s.head, 0 // as if at the start of head: the most conservative
+	}
+	n := int64(len(s.counts))
+	for i := max(s.head+1, k-n+1); i <= k; i++ {
+		*s.at(i) = 0
+	}
+	s.head = k
+	return k, float64(now-k*s.width) / float64(s.width)
+}
+
+// sums returns the whole part and the oldest, partly covered, sub-window.
+func (s *slidingWindow) sums(k int64) (whole, oldest float64) {
+	b := int64(len(s.counts)) - 1
+	for i := k - b + 1; i <= k; i++ {
+		whole += float64(*s.at(i))
+	}
+	return whole, float64(*s.at(k - b))
+}
+
+func (s *slidingWindow) tryAcquire(now int64, n int, maxWait time.Duration) decision {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if int64(n) > s.cap {
+		return decision{never: true}
+	}
+	k, f := s.roll(now)
+	whole, oldest := s.sums(k)
+	c := float64(s.cap)
+	if est := whole + oldest*(1-f); est+float64(n) <= c {
+		*s.at(k) += int32(n)
+		return decision{ok: true, remaining: math.Max(0, math.Floor(c-est-float64(n))), reset: s.reset(k, now)}
+	}
+	wait := s.until(k, now, float64(n))
+	if wait <= maxWait {
+		*s.at(k) += int32(n)
+		return decision{ok: true, wait: wait, reset: s.reset(k, now)}
+	}
+	return decision{retryAfter: wait, reset: s.reset(k, now)}
+}
+
+// until is how long until a call of n passes if nothing else is admitted:
+// the first moment the estimate drops to cap-n. Sub-window by sub-window, the
+// whole part loses its oldest counter at each boundary, and within one
+// sub-window the partly covered counter fades linearly. mu held.
+func (s *slidingWindow) until(k, now int64, n float64) time.Duration {
+	b := int64(len(s.counts)) - 1
+	room := float64(s.cap) - n
+	whole, _ := s.sums(k)
+	for j := int64(0); j <= b+1; j++ {
+		// Sub-window k+j: counters k+j-b+1..k are still whole, k+j-b fades.
+		if j > 0 {
+			whole -= float64(*s.at(k + j - b))
+		}
+		var oldest float64
+		if j <= b {
+			oldest = float64(*s.at(k + j - b))
+		}
+		if whole > room {
+			continue
+		}
+		start := (k + j) * s.width
+		if oldest == 0 || whole+oldest <= room {
+			return nonNeg(start - now)
+		}
+		// whole + oldest*(1-f) <= room  <=>  f >= 1 - (room-whole)/oldest.
+		f := 1 - (room-whole)/oldest
+		t := start + int64(math.Ceil(f*float64(s.width)))
+		return nonNeg(t - now)
+	}
+	return nonNeg((k+b+1)*s.width - now) // unreachable: everything has left by then
+}
+
+// reset is how long until the estimate is zero: when the newest non-empty
+// sub-window has left the window. mu held.
+func (s *slidingWindow) reset(k, now int64) time.Duration {
+	b := int64(len(s.counts)) - 1
+	for i := k; i >= k-b; i-- {
+		if *s.at(i) != 0 {
+			return nonNeg((i+b+1)*s.width - now)
+		}
+	}
+	return 0
+}
+
+// refund takes permits back from the newest sub-window, where the call was
+// counted (queued calls too); it never takes more than is there.
+func (s *slidingWindow) refund(at int64, n int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c := s.at(s.head)
+	*c = max(*c-int32(n), 0)
+}
+
+func (s *slidingWindow) release(int) {}
+
+// setLimit changes the capacity; the counts stay.
+func (s *slidingWindow) setLimit(_ int64, limit float64) {
+	s.mu.Lock()
+	s.cap = capacity(limit)
+	s.mu.Unlock()
+}
+
+func (s *slidingWindow) remaining(now int64) float64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	k, f := s.roll(now)
+	whole, oldest := s.sums(k)
+	return math.Max(0, math.Floor(float64(s.cap)-whole-oldest*(1-f)))
+}
