@@ -1,0 +1,62 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/flowgate/flowgate/rules"
+)
+
+const validateUsage = "validate FILE...   check rule documents; print every problem; exit 1 on any (- reads stdin)"
+
+var validateCommand = command{
+	name:  "validate",
+	usage: validateUsage,
+	run:   runValidate,
+}
+
+// runValidate checks every file, even after one fails, so one run shows
+// everything to fix. Each problem is printed as FILE: PATH: MESSAGE.
+func runValidate(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("validate", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	quiet := fs.Bool("q", false, "print only problems")
+	if err := fs.Parse(args); err != nil {
+		return exitUsage
+	}
+	if fs.NArg() == 0 {
+		fmt.Fprintln(stderr, "usage: flowgate "+validateUsage)
+		return exitUsage
+	}
+	code := exitOK
+	for _, name := range fs.Args() {
+		data, err := readInput(name, stdin)
+		if err != nil {
+			fmt.Fprintf(stderr, "%s: %v\n", name, err)
+			code = max(code, exitUsage)
+			continue
+		}
+		doc, err := rules.Parse(data)
+		if err != nil {
+			for _, p := range rules.Problems(err) {
+				fmt.Fprintf(stdout, "%s: %v\n", name, p)
+			}
+			code = max(code, exitInvalid)
+			continue
+		}
+		if !*quiet {
+			fmt.Fprintf(stdout, "%s: ok (%d rules, version %.12s)\n", name, len(doc.Rules()), doc.Version())
+		}
+	}
+	return code
+}
+
+// readInput reads a named file, or standard input for "-".
+func readInput(name string, stdin io.Reader) ([]byte, error) {
+	if name == "-" {
+		return io.ReadAll(stdin)
+	}
+	return os.ReadFile(name)
+}
