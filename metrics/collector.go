@@ -1,10 +1,8 @@
 package metrics
 
 import (
-	"maps"
 	"math"
 	"slices"
-	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -31,10 +29,8 @@ type collector struct {
 	cfg config
 	d   descs
 
-	// alerts seen firing at least once, so a resolved alert reads 0 rather
-	// than disappearing. Bounded by alert names × resources.
-	mu         sync.Mutex
-	seenAlerts map[FiringAlert]bool
+	alerts alertTracker
+	guard  passedGuard
 }
 
 type descs struct {
@@ -174,7 +170,7 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(d.reloadTime, prometheus.GaugeValue, unixSeconds(st.LastSuccess))
 	}
 	if c.cfg.alerts != nil {
-		for a, firing := range c.alertStates() {
+		for a, firing := range c.alerts.states(c.cfg.alerts) {
 			ch <- prometheus.MustNewConstMetric(d.alertsFiring, prometheus.GaugeValue, boolValue(firing), a.Alert, a.Resource)
 		}
 	}
@@ -185,7 +181,7 @@ func (c *collector) collectResource(ch chan<- prometheus.Metric, r *flow.Resourc
 	res := r.Resource
 	global := flow.LevelGlobal.String()
 	waited := r.Waited
-	passed := r.Passed - min(waited, r.Passed) // Passed includes Waited; never wrap
+	passed := c.guard.passed(res, r.Passed, waited)
 	ch <- prometheus.MustNewConstMetric(d.requests, prometheus.CounterValue, float64(passed), res, global, ResultPassed)
 	ch <- prometheus.MustNewConstMetric(d.requests, prometheus.CounterValue, float64(waited), res, global, ResultWaited)
 	for lv := flow.Level(0); lv < flow.NumLevels; lv++ {
@@ -199,23 +195,6 @@ func (c *collector) collectResource(ch chan<- prometheus.Metric, r *flow.Resourc
 		count, buckets = cumulative(r.WaitHist)
 		ch <- prometheus.MustNewConstHistogram(d.wait, count, r.WaitSum.Seconds(), buckets, res)
 	}
-}
-
-// alertStates returns every alert seen firing, true for those firing now.
-func (c *collector) alertStates() map[FiringAlert]bool {
-	firing := c.cfg.alerts.Firing()
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.seenAlerts == nil {
-		c.seenAlerts = make(map[FiringAlert]bool)
-	}
-	for a := range c.seenAlerts {
-		c.seenAlerts[a] = false
-	}
-	for _, a := range firing {
-		c.seenAlerts[a] = true
-	}
-	return maps.Clone(c.seenAlerts)
 }
 
 // idleResources returns the resources that have rules but no entry in

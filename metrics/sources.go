@@ -1,6 +1,8 @@
 package metrics
 
 import (
+	"maps"
+	"sync"
 	"time"
 
 	"github.com/flowgate/flowgate/flow"
@@ -128,3 +130,29 @@ func (f AlertFunc) Firing() []FiringAlert { return f() }
 // firing alert, and 0 for an alert that fired earlier and has resolved (so
 // its series does not vanish while a graph or rule still reads it).
 func WithAlerts(src AlertSource) Option { return func(c *config) { c.alerts = src } }
+
+// alertTracker remembers every alert seen firing, so that a resolved alert
+// reads 0 instead of its series disappearing. It holds at most alert names
+// × resources entries.
+type alertTracker struct {
+	mu   sync.Mutex
+	seen map[FiringAlert]bool
+}
+
+// states asks src what fires now and returns every alert seen so far, true
+// for those firing.
+func (t *alertTracker) states(src AlertSource) map[FiringAlert]bool {
+	firing := src.Firing()
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.seen == nil {
+		t.seen = make(map[FiringAlert]bool)
+	}
+	for a := range t.seen {
+		t.seen[a] = false
+	}
+	for _, a := range firing {
+		t.seen[a] = true
+	}
+	return maps.Clone(t.seen)
+}
