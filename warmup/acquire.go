@@ -25,18 +25,18 @@ func (l *Limiter) Acquire(ctx context.Context, permits int) (time.Duration, erro
 	if err := ctx.Err(); err != nil {
 		return 0, err
 	}
-	now := clock.Nanotime(l.clk)
-	m := l.micros(now)
-	l.mu.Lock()
+	m := l.micros(clock.Nanotime(l.clk))
+	deadline, hasDeadline := ctx.Deadline()
+	st := l.lock()
 	// The wait is known before reserving: max(nextFree-now, 0), since resync
 	// moves nextFree only up to now.
-	wait := microsToDuration(max(l.nextFree.Load()-m, 0))
-	if d, ok := ctx.Deadline(); ok && wait > 0 && time.Until(d) < wait {
-		l.mu.Unlock()
+	wait := microsToDuration(max(st.next-m, 0))
+	if hasDeadline && wait > 0 && time.Until(deadline) < wait {
+		l.unlock(&st)
 		return 0, ErrWouldPassDeadline
 	}
-	l.reserveEarliestAvailable(permits, m)
-	l.mu.Unlock()
+	l.reserveEarliestAvailable(&st, permits, m)
+	l.unlock(&st)
 	return wait, l.sleep(ctx, permits, wait)
 }
 
@@ -72,9 +72,9 @@ func (l *Limiter) Reserve(permits int) (time.Duration, error) {
 		return 0, errPermits(permits)
 	}
 	m := l.micros(clock.Nanotime(l.clk))
-	l.mu.Lock()
-	at := l.reserveEarliestAvailable(permits, m)
-	l.mu.Unlock()
+	st := l.lock()
+	at := l.reserveEarliestAvailable(&st, permits, m)
+	l.unlock(&st)
 	return microsToDuration(max(at-m, 0)), nil
 }
 

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -22,12 +21,13 @@ var ErrInvalidArgument = errors.New("warmup: invalid argument")
 //
 // The struct is small on purpose: the flow engine keeps one per user or IP key.
 type Limiter struct {
-	mu sync.Mutex
-	// nextFree is Guava's nextFreeTicketMicros. It is written only under mu but
-	// read without it, so that a refusal with timeout 0 costs one atomic load.
-	nextFree atomic.Int64
+	// word holds nextFree (Guava's nextFreeTicketMicros) and doubles as the
+	// lock on the fields below: a writer swaps it for the value locked and
+	// stores the new nextFree to release it (see state.go). A refusal reads
+	// the word and writes nothing.
+	word atomic.Int64
 
-	// Guarded by mu.
+	// Guarded by word.
 	stored    float64 // storedPermits
 	maxP      float64 // maxPermits
 	stable    float64 // stableIntervalMicros
@@ -153,10 +153,12 @@ func checkStored(c config) error {
 // initial state), then our optional override of the stored permits.
 func (l *Limiter) start(rate float64, c config) {
 	l.origin = clock.Nanotime(l.clk)
-	l.setRate(rate, 0)
+	var st state
+	l.setRate(&st, rate, 0)
 	if c.hasStored {
-		l.stored = math.Max(0, math.Min(c.stored, l.maxP))
+		st.stored = max(0, min(c.stored, st.maxP))
 	}
+	l.unlock(&st)
 }
 
 // SetRate changes the stable rate as Guava's setRate does: time elapsed so far
@@ -168,40 +170,36 @@ func (l *Limiter) SetRate(permitsPerSecond float64) error {
 		return err
 	}
 	now := l.micros(clock.Nanotime(l.clk))
-	l.mu.Lock()
-	l.setRate(permitsPerSecond, now)
-	l.mu.Unlock()
+	st := l.lock()
+	l.setRate(&st, permitsPerSecond, now)
+	l.unlock(&st)
 	return nil
 }
 
 // Rate reports the stable rate in permits per second.
 func (l *Limiter) Rate() float64 {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return 1e6 / l.stable
+	st := l.lock()
+	defer l.unlock(&st)
+	return 1e6 / st.stable
 }
 
 // MaxPermits reports the most permits the limiter can store.
 func (l *Limiter) MaxPermits() float64 {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.maxP
+	st := l.lock()
+	defer l.unlock(&st)
+	return st.maxP
 }
 
 // StoredPermitsAt reports the permits available at now (after Guava's resync), for
 // "remaining" headers and snapshots. Does not change state.
 func (l *Limiter) StoredPermitsAt(now int64) float64 {
-	m := l.micros(now)
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	s := l.stored
-	if next := l.nextFree.Load(); m > next {
-		s = l.capStored(s + float64(m-next)/l.coolDown())
+	st := l.lock()
+	l.unlock(&st) // the copy is ours: resync it without writing back
+	l.resync(&st, l.micros(now))
+	if math.IsNaN(st.stored) { // only after switching to +Inf, where everything is free
+		return st.maxP
 	}
-	if math.IsNaN(s) { // only after switching to +Inf, where everything is free
-		return l.maxP
-	}
-	return s
+	return st.stored
 }
 
 // micros turns a clock.Nanotime reading into Guava's nowMicros: whole

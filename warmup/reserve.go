@@ -24,21 +24,27 @@ func (l *Limiter) TryReserveAt(now int64, permits int, maxWait time.Duration) (R
 	}
 	m := l.micros(now)
 	timeout := max(int64(maxWait/time.Microsecond), 0)
-	// Guava's canAcquire: nextFree - timeout <= now. nextFree >= 0 and
-	// timeout >= 0, so the subtraction cannot overflow. A refusal decided on
-	// this lock-free load is as right as one decided under the lock: the load
-	// is a moment when nextFree had this value, and the caller's now is older.
-	if next := l.nextFree.Load(); next-timeout > m {
-		return Reservation{Wait: microsToDuration(next - m)}, nil
+	for spins := 0; ; spins++ {
+		// Guava's canAcquire: nextFree - timeout <= now (nextFree >= 0 and
+		// timeout >= 0: no overflow). A refusal needs only this load: the
+		// word held nextFree at a moment later than the caller's now.
+		next := l.word.Load()
+		if next == locked {
+			backoff(spins)
+			continue
+		}
+		if next-timeout > m {
+			return Reservation{Wait: microsToDuration(next - m)}, nil
+		}
+		st, ok := l.tryLock(next)
+		if !ok {
+			backoff(spins)
+			continue
+		}
+		at := l.reserveEarliestAvailable(&st, permits, m)
+		l.unlock(&st)
+		return Reservation{OK: true, Wait: microsToDuration(max(at-m, 0))}, nil
 	}
-	l.mu.Lock()
-	if next := l.nextFree.Load(); next-timeout > m {
-		l.mu.Unlock()
-		return Reservation{Wait: microsToDuration(next - m)}, nil
-	}
-	at := l.reserveEarliestAvailable(permits, m)
-	l.mu.Unlock()
-	return Reservation{OK: true, Wait: microsToDuration(max(at-m, 0))}, nil
 }
 
 // Refund gives back permits reserved by a TryReserveAt whose call did not go ahead (a later
@@ -46,136 +52,132 @@ func (l *Limiter) TryReserveAt(now int64, permits int, maxWait time.Duration) (R
 // next-free moment back by the fresh part, never before now; returns the stored part, never
 // above maxPermits). Safe under concurrency; never creates more than maxPermits.
 //
-// Refund right after the reservation, with nothing in between, restores the
-// limiter exactly; later it is a best effort, since the reservation's split
-// between stored and fresh permits is not kept.
+// With no other reservation in between, Refund leaves the limiter as it would
+// be had the reservation never been made (exactly, right after it; for a
+// bursty limiter, later too). Otherwise it is a best effort: the split of a
+// reservation between stored and fresh permits is not kept.
 func (l *Limiter) Refund(now int64, permits int) {
 	if permits <= 0 {
 		return
 	}
 	m := l.micros(now)
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.resync(m)
-	next := l.nextFree.Load()
+	st := l.lock()
+	defer l.unlock(&st)
+	l.resync(&st, m)
 	left := float64(permits)
 	// A reservation takes fresh permits only once the stored ones are gone, so
 	// fresh permits are undone first, and only while nothing is stored.
-	if l.stored == 0 && next > m && l.stable > 0 {
-		fresh := math.Min(left, float64(next-m)/l.stable)
-		next = max(next-javaLong(fresh*l.stable), m)
+	if st.stored == 0 && st.next > m && st.stable > 0 {
+		fresh := min(left, float64(st.next-m)/st.stable)
+		st.next = max(st.next-javaLong(fresh*st.stable), m)
 		left -= fresh
 	}
-	if left > 0 && l.maxP > 0 {
-		back := math.Min(left, l.maxP-l.stored)
-		if back > 0 {
-			// Undo the stored part's cost too (non-zero only when warming up).
-			cost := l.storedPermitsToWaitTime(l.stored+back, back)
-			next = max(next-cost, m)
-			l.stored += back
-		}
+	if back := min(left, st.maxP-st.stored); back > 0 {
+		// Undo the stored part's cost too (non-zero only when warming up).
+		cost := l.storedPermitsToWaitTime(&st, st.stored+back, back)
+		st.next = max(st.next-cost, m)
+		st.stored += back
 	}
-	l.nextFree.Store(next)
 }
 
-// setRate is Guava's doSetRate on both levels; mu held (or construction).
-func (l *Limiter) setRate(rate float64, now int64) {
-	l.resync(now)
-	l.stable = 1e6 / rate
-	old := l.maxP
+// setRate is Guava's doSetRate on both levels.
+func (l *Limiter) setRate(st *state, rate float64, now int64) {
+	l.resync(st, now)
+	st.stable = 1e6 / rate
+	old := st.maxP
 	if l.warmup < 0 {
-		l.maxP = 0 // a zero burst stays zero even at +Inf (0*Inf would be NaN)
+		st.maxP = 0 // a zero burst stays zero even at +Inf (0*Inf would be NaN)
 		if l.param > 0 {
-			l.maxP = l.param * rate
+			st.maxP = l.param * rate
 		}
 		switch {
 		case old == math.Inf(1): // stored would be NaN below
-			l.stored = l.maxP
+			st.stored = st.maxP
 		case old == 0: // initial state: empty
-			l.stored = 0
+			st.stored = 0
 		default:
-			l.stored = l.stored * l.maxP / old
+			st.stored = st.stored * st.maxP / old
 		}
 		return
 	}
 	if l.warmup == 0 {
 		// No warm-up: nothing is ever stored. Guava divides 0 by 0 here and
 		// can end up with NaN stored permits, which would wait for nothing.
-		l.threshold, l.maxP, l.slope, l.stored = 0, 0, 0, 0
+		st.threshold, st.maxP, st.slope, st.stored = 0, 0, 0, 0
 		return
 	}
 	w := float64(l.warmup)
-	cold := l.stable * l.param
-	l.threshold = 0.5 * w / l.stable
-	l.maxP = l.threshold + 2.0*w/(l.stable+cold)
-	l.slope = (cold - l.stable) / (l.maxP - l.threshold)
+	cold := st.stable * l.param
+	st.threshold = 0.5 * w / st.stable
+	st.maxP = st.threshold + 2.0*w/(st.stable+cold)
+	st.slope = (cold - st.stable) / (st.maxP - st.threshold)
 	switch {
 	case old == math.Inf(1): // stored would be NaN below
-		l.stored = 0
+		st.stored = 0
 	case old == 0: // initial state: cold
-		l.stored = l.maxP
+		st.stored = st.maxP
 	default:
-		l.stored = l.stored * l.maxP / old
+		st.stored = st.stored * st.maxP / old
 	}
 }
 
-// resync credits the idle time since nextFree as stored permits; mu held.
-func (l *Limiter) resync(now int64) {
-	if next := l.nextFree.Load(); now > next {
-		l.stored = l.capStored(l.stored + float64(now-next)/l.coolDown())
-		l.nextFree.Store(now)
+// resync credits the idle time since nextFree as stored permits.
+func (l *Limiter) resync(st *state, now int64) {
+	if now > st.next {
+		st.stored = capStored(st, st.stored+float64(now-st.next)/l.coolDown(st))
+		st.next = now
 	}
 }
 
 // capStored is Guava's min(maxPermits, s), except that a limiter that can
 // store nothing stores nothing even when s is NaN.
-func (l *Limiter) capStored(s float64) float64 {
-	if l.maxP == 0 {
+func capStored(st *state, s float64) float64 {
+	if st.maxP == 0 {
 		return 0
 	}
-	return math.Min(l.maxP, s)
+	return min(st.maxP, s) // like Java's Math.min, NaN wins
 }
 
 // coolDown is the micros it takes an idle limiter to store one permit.
-func (l *Limiter) coolDown() float64 {
+func (l *Limiter) coolDown(st *state) float64 {
 	if l.warmup < 0 {
-		return l.stable
+		return st.stable
 	}
-	return float64(l.warmup) / l.maxP
+	return float64(l.warmup) / st.maxP
 }
 
 // reserveEarliestAvailable is Guava's: the request goes at the current
-// nextFree and pushes it by its own cost, which the next request pays. mu held.
-func (l *Limiter) reserveEarliestAvailable(permits int, now int64) int64 {
-	l.resync(now)
-	at := l.nextFree.Load()
+// nextFree and pushes it by its own cost, which the next request pays.
+func (l *Limiter) reserveEarliestAvailable(st *state, permits int, now int64) int64 {
+	l.resync(st, now)
+	at := st.next
 	n := float64(permits)
-	spend := math.Min(n, l.stored)
+	spend := min(n, st.stored)
 	fresh := n - spend
-	wait := saturatedAdd(l.storedPermitsToWaitTime(l.stored, spend), javaLong(fresh*l.stable))
-	l.nextFree.Store(saturatedAdd(at, wait))
-	l.stored -= spend
+	wait := saturatedAdd(l.storedPermitsToWaitTime(st, st.stored, spend), javaLong(fresh*st.stable))
+	st.next = saturatedAdd(at, wait)
+	st.stored -= spend
 	return at
 }
 
 // storedPermitsToWaitTime is the integral of the cost line over
 // [stored-take, stored]: zero for a bursty limiter; for a warming-up one a
 // trapezoid above thresholdPermits plus the stable interval below it.
-func (l *Limiter) storedPermitsToWaitTime(stored, take float64) int64 {
+func (l *Limiter) storedPermitsToWaitTime(st *state, stored, take float64) int64 {
 	if l.warmup < 0 {
 		return 0
 	}
 	var micros int64
-	if above := stored - l.threshold; above > 0 {
-		t := math.Min(above, take)
-		length := l.permitsToTime(above) + l.permitsToTime(above-t)
+	if above := stored - st.threshold; above > 0 {
+		t := min(above, take)
+		length := st.permitsToTime(above) + st.permitsToTime(above-t)
 		micros = javaLong(t * length / 2.0)
 		take -= t
 	}
-	return saturatedAdd(micros, javaLong(l.stable*take))
+	return saturatedAdd(micros, javaLong(st.stable*take))
 }
 
-func (l *Limiter) permitsToTime(p float64) float64 { return l.stable + p*l.slope }
+func (st *state) permitsToTime(p float64) float64 { return st.stable + p*st.slope }
 
 // javaLong converts as Java's (long) cast does: toward zero, saturating at the
 // int64 bounds, NaN to 0. Go's int64(f) is undefined out of range.
