@@ -1,0 +1,164 @@
+package flowhttp
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/netip"
+	"strconv"
+
+	"github.com/flowgate/flowgate/flow"
+)
+
+// StatusClientClosedRequest is written (for logs only: nobody reads it) when
+// the client went away while its request was queued. The number is nginx's.
+const StatusClientClosedRequest = 499
+
+// ErrHandlerPanicked is recorded on the permit of a handler that panicked (or
+// called runtime.Goexit); the panic itself goes on unchanged.
+var ErrHandlerPanicked = errors.New("flowhttp: handler panicked")
+
+// StatusError is recorded on the permit of a handler that answered 5xx.
+type StatusError int
+
+func (e StatusError) Error() string {
+	return "flowhttp: handler answered " + strconv.Itoa(int(e)) + " " + http.StatusText(int(e))
+}
+
+// Middleware guards handlers with eng (flow.Default() when nil). Each request
+// enters the resource named by its route pattern with the user and client IP
+// the options resolve, waits if a rule allows queueing (giving up when the
+// client hangs up), and is refused with 429 and rate-limit headers
+// otherwise. The permit exits when the handler returns, panics included; a
+// panic or a 5xx is recorded as an error.
+//
+// r.Pattern is set by http.ServeMux only once it has routed, so wrap each
+// route's handler (mux.Handle("GET /orders/{id}", mw(h))) or use ServeMux;
+// a middleware around the whole mux sees no pattern and names resources
+// "METHOD /path", which is one resource per distinct path.
+func Middleware(eng *flow.Engine, opts ...Option) func(http.Handler) http.Handler {
+	if eng == nil {
+		eng = flow.Default()
+	}
+	cf := newConfig(opts)
+	return func(next http.Handler) http.Handler {
+		return &handler{eng: eng, cf: cf, next: next}
+	}
+}
+
+type handler struct {
+	eng  *flow.Engine
+	cf   *config
+	next http.Handler
+}
+
+func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	var arr [3]flow.EntryOption
+	opts := append(arr[:0], flow.WithContext(r.Context()))
+	if h.cf.user != nil {
+		if u := h.cf.user(r); u != "" {
+			opts = append(opts, flow.WithUser(u))
+		}
+	}
+	if ip := h.clientIP(r); ip != "" {
+		opts = append(opts, flow.WithIP(ip))
+	}
+	p, err := h.eng.Entry(h.resource(r), opts...)
+	if err != nil {
+		h.refuse(w, r, err)
+		return
+	}
+	if h.cf.quotaHeaders {
+		if q, ok := p.Quota(); ok {
+			SetQuotaHeaders(w.Header(), q)
+		}
+	}
+	sw := &statusWriter{ResponseWriter: w}
+	returned := false
+	defer func() {
+		// Without recover, so a panic keeps its original stack for the
+		// server's log; the permit exits on the way out all the same.
+		if !returned {
+			p.Exit(flow.WithError(ErrHandlerPanicked))
+		}
+	}()
+	h.next.ServeHTTP(sw, r)
+	returned = true
+	if sw.status >= 500 {
+		p.Exit(flow.WithError(StatusError(sw.status)))
+		return
+	}
+	p.Exit()
+}
+
+func (h *handler) resource(r *http.Request) string {
+	switch {
+	case h.cf.resource != nil:
+		return h.cf.resource(r)
+	case r.Pattern != "":
+		return r.Pattern
+	}
+	return r.Method + " " + r.URL.Path
+}
+
+func (h *handler) clientIP(r *http.Request) string {
+	if h.cf.ip != nil {
+		return h.cf.ip(r)
+	}
+	return addrString(ClientIP(r, h.cf.trusted, h.cf.proxyHeaders), r.RemoteAddr)
+}
+
+// addrString formats a, reusing the host part of remote when it already is
+// that text (the common case), so that no string is allocated.
+func addrString(a netip.Addr, remote string) string {
+	if !a.IsValid() {
+		return ""
+	}
+	var buf [64]byte
+	b := a.AppendTo(buf[:0])
+	if host := hostOf(remote); host == string(b) {
+		return host
+	}
+	return string(b)
+}
+
+// hostOf strips the port and brackets of "host:port" without allocating.
+func hostOf(s string) string {
+	if len(s) > 0 && s[0] == '[' {
+		for i := 1; i < len(s); i++ {
+			if s[i] == ']' {
+				return s[1:i]
+			}
+		}
+		return s
+	}
+	colon := -1
+	for i := 0; i < len(s); i++ {
+		if s[i] == ':' {
+			if colon >= 0 {
+				return s // bare IPv6
+			}
+			colon = i
+		}
+	}
+	if colon >= 0 {
+		return s[:colon]
+	}
+	return s
+}
+
+func (h *handler) refuse(w http.ResponseWriter, r *http.Request, err error) {
+	be, ok := err.(*flow.BlockError)
+	if !ok && !errors.As(err, &be) {
+		// Not a refusal: the engine could not decide. Say so rather than
+		// serve a call no rule admitted.
+		http.Error(w, http.StatusText(http.StatusInternalServerError), http.StatusInternalServerError)
+		return
+	}
+	if errors.Is(be.Err, context.Canceled) && r.Context().Err() != nil {
+		w.WriteHeader(StatusClientClosedRequest)
+		return
+	}
+	SetBlockedHeaders(w.Header(), be)
+	h.cf.blocked(w, r, be)
+}

@@ -1,0 +1,87 @@
+package flowhttp
+
+import (
+	"net/http"
+	"net/netip"
+)
+
+// Option configures Middleware.
+type Option func(*config)
+
+type config struct {
+	resource     func(*http.Request) string
+	user         func(*http.Request) string
+	ip           func(*http.Request) string
+	trusted      []netip.Prefix
+	proxyHeaders []string
+	blocked      BlockedHandler
+	quotaHeaders bool
+}
+
+func newConfig(opts []Option) *config {
+	cf := &config{blocked: WriteProblem}
+	for _, o := range opts {
+		o(cf)
+	}
+	return cf
+}
+
+// WithResource names the resource of a request. Default: the ServeMux
+// pattern that matched (r.Pattern, e.g. "GET /orders/{id}"), or "METHOD
+// /path" when the request was not routed by a Go 1.22+ ServeMux. Keep the
+// names few: every distinct name is a resource with its own statistics.
+func WithResource(f func(*http.Request) string) Option {
+	return func(cf *config) { cf.resource = f }
+}
+
+// WithUser names the user of a request for user-level rules (a header, a JWT
+// subject, a session). "" means no user. Default: none.
+func WithUser(f func(*http.Request) string) Option {
+	return func(cf *config) { cf.user = f }
+}
+
+// WithIP replaces the client IP resolution (ClientIP with the trusted proxies)
+// by f. "" means no IP.
+func WithIP(f func(*http.Request) string) Option {
+	return func(cf *config) { cf.ip = f }
+}
+
+// WithTrustedProxies lists the proxies whose forwarding headers are believed
+// (see ClientIP). Default: none, so the client is always the connection's
+// peer. ParseTrustedProxies builds the list from strings.
+func WithTrustedProxies(prefixes ...netip.Prefix) Option {
+	return func(cf *config) {
+		cf.trusted = make([]netip.Prefix, len(prefixes))
+		for i, p := range prefixes {
+			cf.trusted[i] = normalPrefix(p)
+		}
+	}
+}
+
+// WithProxyHeaders sets which forwarding headers a trusted peer may use, in
+// order of preference. Default DefaultProxyHeaders.
+func WithProxyHeaders(names ...string) Option {
+	return func(cf *config) {
+		cf.proxyHeaders = make([]string, len(names))
+		for i, n := range names {
+			cf.proxyHeaders[i] = http.CanonicalHeaderKey(n)
+		}
+	}
+}
+
+// WithBlockedHandler replaces the response to a refused request. Default
+// WriteProblem (429 with an RFC 9457 problem body).
+func WithBlockedHandler(h BlockedHandler) Option {
+	return func(cf *config) {
+		if h != nil {
+			cf.blocked = h
+		}
+	}
+}
+
+// WithQuotaHeaders(true) adds RateLimit-Policy, RateLimit and X-RateLimit-*
+// to responses that passed, from the permit's Quota. Default false: they cost
+// a few allocations per request.
+func WithQuotaHeaders(on bool) Option {
+	return func(cf *config) { cf.quotaHeaders = on }
+}
