@@ -1,0 +1,276 @@
+package rules
+
+import (
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/fsnotify/fsnotify"
+
+	"github.com/flowgate/flowgate/clock"
+	"github.com/flowgate/flowgate/flow"
+)
+
+// Status is what a Watcher knows about its file and the rules in force.
+type Status struct {
+	// Path is the watched file.
+	Path string
+	// Version is the Version of the document in force.
+	Version string
+	// LastGoodLoad is when a document was last read and accepted.
+	LastGoodLoad time.Time
+	// LastError is why the last refused file was refused, and LastErrorTime
+	// when; they are kept after a later good load, for the record. OK says
+	// whether the most recent attempt succeeded.
+	LastError     error
+	LastErrorTime time.Time
+	OK            bool
+	// Reloads counts loads that changed the engine's rules (the first
+	// included); Failures counts refused files.
+	Reloads, Failures uint64
+}
+
+// Watcher keeps an engine's rules in step with a rules file; see Watch.
+type Watcher struct {
+	path, dir, base string
+	eng             *flow.Engine
+	cfg             watchConfig
+	fsw             *fsnotify.Watcher
+
+	mu       sync.Mutex
+	st       Status
+	lastSeen [sha256.Size]byte // hash of the last bytes (or read error) tried
+
+	reload    chan chan error
+	stop      chan struct{}
+	done      chan struct{}
+	closeOnce sync.Once
+}
+
+// Watch loads the rules document at path into eng, then keeps eng in step
+// with the file until ctx ends or Close is called.
+//
+// It watches the file's directory, not the file: editors save by writing a
+// new file and renaming it over the old one, and Kubernetes ConfigMap
+// volumes swap a "..data" symlink; both replace the inode a file watch
+// would follow. Bursts of events are debounced, then the whole file is read,
+// parsed and validated, and applied with one eng.LoadRules. A bad, empty,
+// half-written or missing file never takes protection away: the last good
+// rules stay in force, and the reason is logged, passed to the callbacks
+// and kept in Status. The file is also re-read periodically, for file
+// systems without events.
+//
+// If the first load fails, Watch returns its error and watches nothing.
+func Watch(ctx context.Context, path string, eng *flow.Engine, opts ...WatchOption) (*Watcher, error) {
+	cfg := watchConfig{debounce: DefaultDebounce, poll: DefaultPollInterval, clk: clock.Real()}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	if cfg.log == nil {
+		cfg.log = slog.New(slog.DiscardHandler)
+	}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, err
+	}
+	w := &Watcher{
+		path: abs, dir: filepath.Dir(abs), base: filepath.Base(abs), eng: eng, cfg: cfg,
+		reload: make(chan chan error), stop: make(chan struct{}), done: make(chan struct{}),
+	}
+	w.st.Path = abs
+	if err := w.check(true); err != nil {
+		return nil, err
+	}
+	if w.fsw, err = fsnotify.NewWatcher(); err != nil {
+		return nil, err
+	}
+	if err := w.fsw.Add(w.dir); err != nil {
+		w.fsw.Close()
+		return nil, fmt.Errorf("rules: watch %s: %w", w.dir, err)
+	}
+	go w.loop(ctx)
+	return w, nil
+}
+
+// Status returns the watcher's state now.
+func (w *Watcher) Status() Status {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.st
+}
+
+// Reload reads the file now, as if it had changed, and returns why it was
+// refused (nil when it was applied or already in force). Useful on SIGHUP.
+func (w *Watcher) Reload() error {
+	reply := make(chan error, 1)
+	select {
+	case w.reload <- reply:
+		return <-reply
+	case <-w.done:
+		return errors.New("rules: watcher closed")
+	}
+}
+
+// Close stops watching and waits for the watcher's goroutine to end. The
+// rules in force stay. Close is idempotent.
+func (w *Watcher) Close() error {
+	w.closeOnce.Do(func() { close(w.stop) })
+	<-w.done
+	return nil
+}
+
+// maxDebounceDelay bounds how long a steady stream of events can hold off a
+// reload, as a multiple of the debounce time.
+const maxDebounceDelay = 10
+
+func (w *Watcher) loop(ctx context.Context) {
+	defer close(w.done)
+	defer w.fsw.Close()
+
+	debounce := time.NewTimer(time.Hour)
+	debounce.Stop()
+	defer debounce.Stop()
+	var pending bool
+	var burstStart time.Time
+
+	var pollC <-chan time.Time
+	if w.cfg.poll > 0 {
+		t := time.NewTicker(w.cfg.poll)
+		defer t.Stop()
+		pollC = t.C
+	}
+	for {
+		select {
+		case <-w.stop:
+			return
+		case <-ctx.Done():
+			return
+		case ev, ok := <-w.fsw.Events:
+			if !ok {
+				return
+			}
+			if !w.relevant(ev) {
+				continue
+			}
+			// Wait for the burst to settle, but not forever.
+			now := time.Now()
+			if !pending {
+				pending, burstStart = true, now
+			}
+			wait := w.cfg.debounce
+			if limit := burstStart.Add(maxDebounceDelay * w.cfg.debounce); now.Add(wait).After(limit) {
+				wait = max(0, limit.Sub(now))
+			}
+			debounce.Reset(wait)
+		case err, ok := <-w.fsw.Errors:
+			if !ok {
+				return
+			}
+			w.cfg.log.Warn("rules: file watch error", slog.String("path", w.path), slog.Any("error", err))
+		case <-debounce.C:
+			pending = false
+			w.check(false)
+		case <-pollC:
+			w.rewatch()
+			w.check(false)
+		case reply := <-w.reload:
+			reply <- w.check(true)
+		}
+	}
+}
+
+// relevant reports whether ev may have changed the file: an event on its
+// name, or on a Kubernetes-style "..data" link or "..2024_..." directory.
+func (w *Watcher) relevant(ev fsnotify.Event) bool {
+	if ev.Op == fsnotify.Chmod {
+		return false
+	}
+	name := filepath.Base(ev.Name)
+	return name == w.base || strings.HasPrefix(name, "..")
+}
+
+// rewatch adds the directory watch again when it was lost (the directory
+// was removed and re-created); polling keeps reading meanwhile.
+func (w *Watcher) rewatch() {
+	if len(w.fsw.WatchList()) == 0 {
+		if err := w.fsw.Add(w.dir); err == nil {
+			w.cfg.log.Info("rules: watching directory again", slog.String("dir", w.dir))
+		}
+	}
+}
+
+// check reads the file and applies it if it changed since the last
+// attempt (or always, when force). It returns why the file was refused.
+func (w *Watcher) check(force bool) error {
+	data, readErr := os.ReadFile(w.path)
+	var sum [sha256.Size]byte
+	if readErr != nil {
+		sum = sha256.Sum256([]byte("\x00read error: " + readErr.Error()))
+	} else {
+		sum = sha256.Sum256(data)
+	}
+	w.mu.Lock()
+	same := sum == w.lastSeen
+	w.lastSeen = sum
+	w.mu.Unlock()
+	if same && !force {
+		return nil
+	}
+	if readErr != nil {
+		return w.fail(fmt.Errorf("rules: %w", readErr))
+	}
+	doc, err := Parse(data)
+	if err != nil {
+		return w.fail(fmt.Errorf("rules: %s: %w", w.path, err))
+	}
+	version := doc.Version()
+	w.mu.Lock()
+	changed := version != w.st.Version
+	w.mu.Unlock()
+	if changed {
+		if err := w.eng.LoadRules(doc.Rules()); err != nil {
+			return w.fail(fmt.Errorf("rules: %s: engine refused the rules: %w", w.path, err))
+		}
+	}
+	now := w.cfg.clk.Now()
+	w.mu.Lock()
+	w.st.Version, w.st.LastGoodLoad, w.st.OK = version, now, true
+	if changed {
+		w.st.Reloads++
+	}
+	w.mu.Unlock()
+	if changed {
+		w.cfg.log.Info("rules: loaded", slog.String("path", w.path), slog.Int("rules", len(doc.rules)),
+			slog.String("version", version[:12]))
+	}
+	if w.cfg.onReload != nil {
+		w.cfg.onReload(Event{Time: now, Doc: doc, Version: version, Changed: changed})
+	}
+	return nil
+}
+
+// fail records a refused file; the rules in force do not change.
+func (w *Watcher) fail(err error) error {
+	now := w.cfg.clk.Now()
+	w.mu.Lock()
+	w.st.LastError, w.st.LastErrorTime, w.st.OK = err, now, false
+	w.st.Failures++
+	version := w.st.Version
+	w.mu.Unlock()
+	w.cfg.log.Warn("rules: file refused, keeping the rules in force", slog.String("path", w.path),
+		slog.Any("error", err))
+	if w.cfg.onError != nil {
+		w.cfg.onError(err)
+	}
+	if w.cfg.onReload != nil {
+		w.cfg.onReload(Event{Time: now, Err: err, Version: version})
+	}
+	return err
+}
