@@ -88,7 +88,7 @@ func (e *Engine) clusterLevel(a *entryArgs, resource string, rr *resourceRules, 
 			if !d.ok {
 				return e.refuse(resource, rr, cr, d, cr.reason, st)
 			}
-			st.taken = append(st.taken, takenLim{lim: lim, at: st.now + int64(d.wait), conc: cr.rule.Algorithm == AlgoConcurrency})
+			st.take(takenLim{lim: lim, at: st.now + int64(d.wait), conc: cr.rule.Algorithm == AlgoConcurrency})
 			st.note(cr, d.wait, d.remaining, d.reset)
 		}
 	}

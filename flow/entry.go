@@ -44,16 +44,30 @@ type clusterGrant struct {
 	release bool // Release on Exit (concurrency or a lease)
 }
 
-// entryState is what one Entry has taken so far; it lives on the stack.
+// entryState is what one Entry has taken so far; it lives on the stack. The
+// taken limiters sit in an array inside it (a slice over a local array would
+// escape through the limiter interface calls); past its size they spill to
+// the heap.
 type entryState struct {
 	now      int64
 	tokens   int
-	taken    []takenLim
+	nTaken   int
+	taken    [8]takenLim
+	more     []takenLim
 	grants   []clusterGrant
 	wait     time.Duration
 	waitRule *compiledRule
 	quota    Quota
 	hasQuota bool
+}
+
+func (st *entryState) take(t takenLim) {
+	if st.nTaken < len(st.taken) {
+		st.taken[st.nTaken] = t
+		st.nTaken++
+		return
+	}
+	st.more = append(st.more, t)
 }
 
 func (st *entryState) note(cr *compiledRule, wait time.Duration, remaining float64, reset time.Duration) {
@@ -92,8 +106,7 @@ func (e *Engine) entry(ctx context.Context, resource string, opts []EntryOption)
 		e.inFlight.Add(1)
 		return p, nil
 	}
-	var buf [8]takenLim
-	st := entryState{now: now, tokens: a.tokens, taken: buf[:0]}
+	st := entryState{now: now, tokens: a.tokens}
 	if err := e.admit(&a, resource, rr, &st); err != nil {
 		return nil, err
 	}
@@ -111,7 +124,12 @@ func (e *Engine) entry(ctx context.Context, resource string, opts []EntryOption)
 	p.tokens = st.tokens
 	p.waited = st.wait
 	p.quota, p.hasQuota = st.quota, st.hasQuota
-	for _, t := range st.taken {
+	for _, t := range st.taken[:st.nTaken] {
+		if t.conc {
+			p.held = append(p.held, t.lim)
+		}
+	}
+	for _, t := range st.more {
 		if t.conc {
 			p.held = append(p.held, t.lim)
 		}
@@ -157,7 +175,7 @@ func (e *Engine) admit(a *entryArgs, resource string, rr *resourceRules, st *ent
 			if !d.ok {
 				return e.refuse(resource, rr, cr, d, cr.reason, st)
 			}
-			st.taken = append(st.taken, takenLim{lim: lim, at: st.now + int64(d.wait), conc: cr.rule.Algorithm == AlgoConcurrency})
+			st.take(takenLim{lim: lim, at: st.now + int64(d.wait), conc: cr.rule.Algorithm == AlgoConcurrency})
 			st.note(cr, d.wait, d.remaining, d.reset)
 		}
 		if len(lr.cluster) > 0 {
@@ -185,7 +203,10 @@ func (e *Engine) refuse(resource string, rr *resourceRules, cr *compiledRule, d 
 // undo gives back every permit st took, local and cluster. Each limiter is
 // told the moment its permits were taken for (see newLimiter).
 func (e *Engine) undo(st *entryState) {
-	for _, t := range st.taken {
+	for _, t := range st.taken[:st.nTaken] {
+		t.lim.refund(t.at, st.tokens)
+	}
+	for _, t := range st.more {
 		t.lim.refund(t.at, st.tokens)
 	}
 	for i := range st.grants {

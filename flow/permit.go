@@ -59,7 +59,9 @@ func (e *Engine) getPermit(start int64, ctx context.Context) *Permit {
 // response time (since Entry returned) and, with WithError(err) and a
 // non-nil err, a failure. See Permit for what idempotent means here.
 func (p *Permit) Exit(opts ...ExitOption) {
-	if p == nil || !p.state.CompareAndSwap(permitActive, permitFree) {
+	// The plain load first keeps the shared no-rule permit's cache line
+	// clean across cores.
+	if p == nil || p.state.Load() != permitActive || !p.state.CompareAndSwap(permitActive, permitFree) {
 		return
 	}
 	var failed bool
