@@ -61,7 +61,7 @@ func newDescs() descs {
 		ruleWindow: prometheus.NewDesc(NameRuleWindow,
 			"Window a rule's limit is counted over.", ruleLabels, nil),
 		ruleKeys: prometheus.NewDesc(NameRuleKeys,
-			"Users or IPs a rule tracks now (1 for global rules).", ruleLabels, nil),
+			"Users or IPs a rule tracks now (0 for global rules).", ruleLabels, nil),
 		ruleInfo: prometheus.NewDesc(NameRuleInfo,
 			"Constant 1 for each rule in force, labelled with its algorithm and modes.",
 			[]string{"resource", "level", "rule", "algorithm", "adaptive", "cluster"}, nil),

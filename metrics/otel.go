@@ -91,7 +91,7 @@ func RegisterOTel(eng *flow.Engine, mp metric.MeterProvider, opts ...Option) (un
 	o.ruleLimit = f64g(OTelRuleLimit, "{request}",
 		"Effective limit of a rule now, after the adaptive factor: requests per window, or in flight for concurrency rules.")
 	o.ruleWindow = f64g(OTelRuleWindow, "s", "Window a rule's limit is counted over.")
-	o.ruleKeys = i64g(OTelRuleKeys, "{key}", "Users or IPs a rule tracks now.")
+	o.ruleKeys = i64g(OTelRuleKeys, "{key}", "Users or IPs a rule tracks now (0 for global rules).")
 	o.factor = f64g(OTelAdaptiveFactor, "1", "Scale applied to the limits of adaptive rules, in (0,1].")
 	o.systemMax = i64g(OTelSystemLimit, "{request}", "In-flight calls above which the system guard blocks; 0 when off.")
 	o.clusterReqs = i64c(OTelClusterRequests, "{request}", "Requests to the cluster token server by answer.")
