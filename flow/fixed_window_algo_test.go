@@ -1,0 +1,121 @@
+package flow
+
+import (
+	"sync"
+	"testing"
+	"time"
+)
+
+func fixedRule() Rule {
+	return Rule{ID: "fw", Resource: "r", Algorithm: AlgoFixedWindow, Limit: 10}.WithDefaults()
+}
+
+func TestFixedWindowAlignedToClockOrigin(t *testing.T) {
+	l, clk := newTestLimiter(t, fixedRule(), 10) // 250ms after the clock's origin
+	now := clk.Nanotime()
+	d := l.tryAcquire(now, 1, 0)
+	if !d.ok || d.remaining != 9 || d.reset != 750*time.Millisecond {
+		t.Fatalf("first call = %+v, want remaining 9, reset 750ms (window [0s, 1s))", d)
+	}
+	if _, d := drain(t, l, now); d.retryAfter != 750*time.Millisecond {
+		t.Fatalf("retryAfter %v, want 750ms: the window's end", d.retryAfter)
+	}
+}
+
+// TestFixedWindowAdmitsTwiceTheLimitAcrossABoundary asserts the documented
+// flaw: limit at the end of one window and limit at the start of the next.
+func TestFixedWindowAdmitsTwiceTheLimitAcrossABoundary(t *testing.T) {
+	l, clk := newTestLimiter(t, fixedRule(), 10)
+	clk.Advance(749 * time.Millisecond) // 999ms
+	first, _ := drain(t, l, clk.Nanotime())
+	clk.Advance(time.Millisecond) // 1000ms: a new window
+	second, _ := drain(t, l, clk.Nanotime())
+	if first+second != 20 {
+		t.Fatalf("admitted %d+%d within 1ms, want 20: twice the limit across the boundary", first, second)
+	}
+}
+
+func TestFixedWindowMaxWaitReservesTheNextWindow(t *testing.T) {
+	l, clk := newTestLimiter(t, fixedRule(), 10)
+	now := clk.Nanotime()
+	drain(t, l, now)
+	for i := range 10 {
+		if d := l.tryAcquire(now, 1, time.Second); !d.ok || d.wait != 750*time.Millisecond {
+			t.Fatalf("queued call %d = %+v, want wait 750ms for the next window", i, d)
+		}
+	}
+	// The next window is booked up: the one after is the honest answer.
+	if d := l.tryAcquire(now, 1, time.Second); d.ok || d.retryAfter != 1750*time.Millisecond {
+		t.Fatalf("11th queued call = %+v, want refused, retryAfter 1.75s", d)
+	}
+	// A refund at the queued moment frees a reservation.
+	l.refund(now+int64(750*time.Millisecond), 1)
+	if d := l.tryAcquire(now, 1, time.Second); !d.ok || d.wait != 750*time.Millisecond {
+		t.Fatalf("after a refund = %+v, want the freed reservation", d)
+	}
+	// A refund in the current window while calls are queued is ambiguous: kept.
+	l.refund(now, 1)
+	if d := l.tryAcquire(now, 1, 0); d.ok {
+		t.Fatalf("ambiguous refund was applied: %+v", d)
+	}
+	// In the next window the reservations count.
+	clk.Advance(750 * time.Millisecond)
+	if got, d := drain(t, l, clk.Nanotime()); got != 0 || d.retryAfter != time.Second {
+		t.Fatalf("next window admitted %d, retryAfter %v; want 0 and 1s (all reserved)", got, d.retryAfter)
+	}
+}
+
+func TestFixedWindowSetLimitKeepsCount(t *testing.T) {
+	l, clk := newTestLimiter(t, fixedRule(), 10)
+	now := clk.Nanotime()
+	for range 6 {
+		l.tryAcquire(now, 1, 0)
+	}
+	l.setLimit(now, 5)
+	if d := l.tryAcquire(now, 1, 0); d.ok || l.remaining(now) != 0 {
+		t.Fatalf("6 taken, limit lowered to 5: %+v, remaining %v; want refused, 0", d, l.remaining(now))
+	}
+	l.setLimit(now, 20)
+	if got, _ := drain(t, l, now); got != 14 {
+		t.Fatalf("limit raised to 20 with 6 taken: admitted %d more, want 14", got)
+	}
+}
+
+// TestFixedWindowConcurrentExact: 16 goroutines while the clock moves; every
+// window admits at most the limit, and a window in which a call was
+// refused at a current reading admitted exactly the limit.
+func TestFixedWindowConcurrentExact(t *testing.T) {
+	l, clk := newTestLimiter(t, fixedRule(), 10)
+	var mu sync.Mutex
+	perWindow := map[int64]int{}
+	var wg sync.WaitGroup
+	for w := range 16 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range 500 {
+				now := clk.Nanotime()
+				if d := l.tryAcquire(now, 1, 0); d.ok {
+					// The window the limiter counted it in: a reading that
+					// went stale while another goroutine moved to the next
+					// window is counted there, as the limiter documents.
+					mu.Lock()
+					perWindow[floorDiv(now+int64(d.reset)-1, int64(time.Second))]++
+					mu.Unlock()
+				}
+				if w == 0 {
+					clk.Advance(5 * time.Millisecond)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if len(perWindow) < 2 {
+		t.Fatalf("only %d windows seen", len(perWindow))
+	}
+	for k, n := range perWindow {
+		if n != 10 {
+			t.Errorf("window %d admitted %d, want exactly 10 (16 goroutines kept it saturated)", k, n)
+		}
+	}
+}

@@ -1,0 +1,103 @@
+package flow
+
+import (
+	"testing"
+	"time"
+)
+
+func leakyRule(maxWait time.Duration) Rule {
+	return Rule{ID: "lb", Resource: "r", Algorithm: AlgoLeakyBucket, Limit: 10, MaxWait: maxWait}.WithDefaults()
+}
+
+func TestLeakyBucketSpacingExact(t *testing.T) {
+	l, clk := newTestLimiter(t, leakyRule(0), 10)
+	var admitted []int64
+	for range 2000 { // a call every millisecond for 2s
+		now := clk.Nanotime()
+		if d := l.tryAcquire(now, 1, 0); d.ok {
+			admitted = append(admitted, now)
+		} else if d.retryAfter <= 0 || d.retryAfter > 100*time.Millisecond {
+			t.Fatalf("retryAfter %v, want in (0, 100ms]", d.retryAfter)
+		}
+		clk.Advance(time.Millisecond)
+	}
+	if len(admitted) != 20 {
+		t.Fatalf("admitted %d in 2s, want 20 at 10/s", len(admitted))
+	}
+	for i := 1; i < len(admitted); i++ {
+		if gap := time.Duration(admitted[i] - admitted[i-1]); gap != 100*time.Millisecond {
+			t.Fatalf("gap %d = %v, want exactly 100ms", i, gap)
+		}
+	}
+}
+
+func TestLeakyBucketNoBurstAfterIdle(t *testing.T) {
+	l, clk := newTestLimiter(t, leakyRule(0), 10)
+	clk.Advance(time.Hour)
+	if got, _ := drain(t, l, clk.Nanotime()); got != 1 {
+		t.Fatalf("after an idle hour admitted %d at once, want 1: idle time is not banked", got)
+	}
+}
+
+func TestLeakyBucketTokensAreSpacings(t *testing.T) {
+	l, clk := newTestLimiter(t, leakyRule(0), 10)
+	now := clk.Nanotime()
+	l.tryAcquire(now, 1, 0)
+	d := l.tryAcquire(now, 3, 0)
+	if d.ok || d.retryAfter != 300*time.Millisecond {
+		t.Fatalf("3 permits right after 1 = %+v, want refused for 3 spacings (300ms)", d)
+	}
+	now += int64(d.retryAfter)
+	if d := l.tryAcquire(now, 3, 0); !d.ok {
+		t.Fatalf("3 permits at retryAfter refused: %+v", d)
+	}
+}
+
+func TestLeakyBucketQueuesWithinMaxWait(t *testing.T) {
+	const maxWait = 250 * time.Millisecond
+	l, clk := newTestLimiter(t, leakyRule(maxWait), 10)
+	now := clk.Nanotime()
+	for i, want := range []time.Duration{0, 100 * time.Millisecond, 200 * time.Millisecond} {
+		if d := l.tryAcquire(now, 1, maxWait); !d.ok || d.wait != want {
+			t.Fatalf("call %d = %+v, want queued for %v", i, d, want)
+		}
+	}
+	d := l.tryAcquire(now, 1, maxWait)
+	if d.ok || d.retryAfter != 300*time.Millisecond {
+		t.Fatalf("4th call = %+v, want refused: its slot is 300ms away", d)
+	}
+	// Refunding the latest slot gives it back.
+	l.refund(now+int64(200*time.Millisecond), 1)
+	if d := l.tryAcquire(now, 1, maxWait); !d.ok || d.wait != 200*time.Millisecond {
+		t.Fatalf("after refunding the latest slot = %+v, want the 200ms slot", d)
+	}
+	// A slot with a later one queued behind it is kept: no double booking.
+	l.refund(now+int64(100*time.Millisecond), 1)
+	if d := l.tryAcquire(now, 1, time.Second); !d.ok || d.wait != 300*time.Millisecond {
+		t.Fatalf("after refunding a middle slot = %+v, want the next free slot, 300ms", d)
+	}
+}
+
+func TestLeakyBucketNeverWithoutQueue(t *testing.T) {
+	l, clk := newTestLimiter(t, leakyRule(0), 10)
+	now := clk.Nanotime()
+	if d := l.tryAcquire(now, 11, 0); !d.never {
+		t.Fatalf("11 permits at limit 10 without a queue = %+v, want never", d)
+	}
+	// With a queue the call waits its 11 spacings instead.
+	l.tryAcquire(now, 1, 0)
+	if d := l.tryAcquire(now, 11, 2*time.Second); !d.ok || d.wait != 1100*time.Millisecond {
+		t.Fatalf("11 permits with maxWait 2s = %+v, want queued 1.1s", d)
+	}
+}
+
+func TestLeakyBucketSetLimitKeepsQueue(t *testing.T) {
+	l, clk := newTestLimiter(t, leakyRule(time.Second), 10)
+	now := clk.Nanotime()
+	l.tryAcquire(now, 1, time.Second)
+	l.tryAcquire(now, 1, time.Second) // slot at +100ms
+	l.setLimit(now, 5)                // 200ms spacing from now on
+	if d := l.tryAcquire(now, 1, time.Second); !d.ok || d.wait != 300*time.Millisecond {
+		t.Fatalf("after halving = %+v, want the slot 200ms after the queued one (300ms)", d)
+	}
+}
