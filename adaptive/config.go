@@ -136,7 +136,9 @@ func (c Config) Validate() error {
 	okT := open01("cpuTarget", c.CPUTarget)
 	okL := open01("bandLow", c.BandLow)
 	okH := open01("bandHigh", c.BandHigh)
-	if okT && okL && c.BandLow >= c.CPUTarget {
+	if okL && okH && c.BandLow >= c.BandHigh {
+		bad("bandLow", "must be below bandHigh %v, got %v", c.BandHigh, c.BandLow)
+	} else if okT && okL && c.BandLow >= c.CPUTarget {
 		bad("bandLow", "must be below cpuTarget %v, got %v", c.CPUTarget, c.BandLow)
 	}
 	if okT && okH && c.BandHigh <= c.CPUTarget {

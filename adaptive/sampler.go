@@ -222,3 +222,9 @@ func (s *ProcessSampler) CPU() (float64, error) {
 	}
 	return s.next(int64(secs*1e9), now, float64(s.cfg.numCPU))
 }
+
+// SamplerFunc adapts a function to Sampler, for injecting a CPU signal.
+type SamplerFunc func() (float64, error)
+
+// CPU returns f().
+func (f SamplerFunc) CPU() (float64, error) { return f() }

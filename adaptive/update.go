@@ -56,6 +56,10 @@ type State struct {
 	At       time.Time // when the last step ran
 	Changed  time.Time // when the factor last changed
 
+	// Set by Controller.State, not by Next.
+	Published   float64 // the factor the engine applies now
+	SystemLimit int64   // the system guard's in-flight limit; 0 = off
+
 	// hist[n % Settle] is the factor in force after sample n: a cut is sized
 	// against the largest factor of the last Settle samples, a raise against
 	// the smallest, because the CPU seen now may still be their effect.
