@@ -1,0 +1,96 @@
+package flowhttp
+
+import (
+	"net/http"
+	"testing"
+
+	"github.com/flowgate/flowgate/clock"
+	"github.com/flowgate/flowgate/flow"
+)
+
+// perIPEngine allows one request per IP per second on "GET /x".
+func perIPEngine(t *testing.T) *flow.Engine {
+	return newEngine(t, clock.NewFake(epoch), flow.Rule{ID: "per-ip", Resource: "GET /x", Level: flow.LevelIP,
+		Algorithm: flow.AlgoFixedWindow, Limit: 1})
+}
+
+func TestSpoofedForwardedForIgnoredFromUntrustedPeer(t *testing.T) {
+	h := Middleware(perIPEngine(t), WithTrustedProxies(mustPrefixes(t, "10.0.0.0/8")...))(&okHandler{})
+	// An attacker rotates X-Forwarded-For to look like many clients.
+	for i, xff := range []string{"1.1.1.1", "2.2.2.2", "10.0.0.5", "3.3.3.3, 4.4.4.4"} {
+		want := http.StatusTooManyRequests
+		if i == 0 {
+			want = http.StatusOK
+		}
+		if w := serve(h, "GET", "/x", "203.0.113.9:4000", http.Header{"X-Forwarded-For": {xff}}); w.Code != want {
+			t.Errorf("spoof %q: %d, want %d (the peer is the identity)", xff, w.Code, want)
+		}
+	}
+}
+
+func TestForwardedForHonouredFromTrustedPeer(t *testing.T) {
+	h := Middleware(perIPEngine(t), WithTrustedProxies(mustPrefixes(t, "10.0.0.0/8")...))(&okHandler{})
+	for i, tc := range []struct {
+		remote, xff string
+		want        int
+	}{
+		{"10.0.0.1:4000", "198.51.100.4", 200},
+		{"10.0.0.2:4000", "198.51.100.5", 200},                    // another client, another quota
+		{"10.0.0.1:4000", "198.51.100.4", 429},                    // the first client again
+		{"10.0.0.3:4000", "6.6.6.6, 198.51.100.4, 10.7.7.7", 429}, // same client through two proxies
+		{"10.0.0.1:4000", "", 200},                                // no header: the proxy itself
+	} {
+		var hd http.Header
+		if tc.xff != "" {
+			hd = http.Header{"X-Forwarded-For": {tc.xff}}
+		}
+		if w := serve(h, "GET", "/x", tc.remote, hd); w.Code != tc.want {
+			t.Errorf("request %d from %s for %q: %d, want %d", i, tc.remote, tc.xff, w.Code, tc.want)
+		}
+	}
+}
+
+// A malformed header from a trusted proxy never becomes the identity: each
+// request below counts against the proxy's own address, whose quota the
+// first (header-less) request has used up.
+func TestMalformedForwardingHeadersFallBackToProxy(t *testing.T) {
+	for _, tc := range []struct {
+		name, header, value string
+	}{
+		{"xff garbage", "X-Forwarded-For", "garbage"},
+		{"xff empty", "X-Forwarded-For", ""},
+		{"xff hostname", "X-Forwarded-For", "client.example"},
+		{"xff zone", "X-Forwarded-For", "fe80::1%25eth0"},
+		{"xff trailing junk", "X-Forwarded-For", "198.51.100.4, junk"},
+		{"xff bad port", "X-Forwarded-For", "198.51.100.4:http"},
+		{"x-real-ip list", "X-Real-Ip", "198.51.100.4, 198.51.100.5"},
+		{"forwarded unknown", "Forwarded", "for=unknown"},
+		{"forwarded obfuscated", "Forwarded", "for=_secret"},
+		{"forwarded bare ipv6", "Forwarded", `for="2001:db8::1"`},
+		{"forwarded unterminated", "Forwarded", `for="198.51.100.4`},
+		{"forwarded no for", "Forwarded", "proto=https"},
+		{"forwarded duplicate for", "Forwarded", "for=198.51.100.4;for=198.51.100.5"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := Middleware(perIPEngine(t), WithTrustedProxies(mustPrefixes(t, "10.0.0.0/8")...))(&okHandler{})
+			if w := serve(h, "GET", "/x", "10.0.0.1:4000", nil); w.Code != 200 {
+				t.Fatalf("proxy's own request: %d", w.Code)
+			}
+			if w := serve(h, "GET", "/x", "10.0.0.1:4000", http.Header{tc.header: {tc.value}}); w.Code != 429 {
+				t.Errorf("%s: %q: %d, want 429 (counted as the proxy 10.0.0.1)", tc.header, tc.value, w.Code)
+			}
+		})
+	}
+}
+
+func TestIPOption(t *testing.T) {
+	h := Middleware(perIPEngine(t), WithIP(func(r *http.Request) string { return r.Header.Get("X-Test-IP") }))(&okHandler{})
+	for i, tc := range []struct {
+		ip   string
+		want int
+	}{{"a", 200}, {"b", 200}, {"a", 429}, {"", 200}, {"", 200}} {
+		if w := serve(h, "GET", "/x", peerAddr, http.Header{"X-Test-Ip": {tc.ip}}); w.Code != tc.want {
+			t.Errorf("request %d (%q): %d, want %d", i, tc.ip, w.Code, tc.want)
+		}
+	}
+}
