@@ -313,3 +313,5 @@ func TestMaxWaitQueuesAndCancelRefunds(t *testing.T) {
 		t.Fatalf("stats: waited %d waitSum %v blocked %v", st.Waited, st.WaitSum, st.Blocked)
 	}
 }
+
+func nan() float64 { z := 0.0; return z / z }
