@@ -138,8 +138,19 @@ func (s *slidingWindow) until(k, now int64, n float64) time.Duration {
 			return nonNeg(start - now)
 		}
 		// whole + oldest*(1-f) <= room  <=>  f >= 1 - (room-whole)/oldest.
-		f := 1 - (room-whole)/oldest
-		t := start + int64(math.Ceil(f*float64(s.width)))
+		// Rounding may miss by a nanosecond either way: settle it with the
+		// very expression tryAcquire will evaluate.
+		fits := func(t int64) bool {
+			f := float64(t-start) / float64(s.width)
+			return whole+oldest*(1-f)+n <= float64(s.cap)
+		}
+		t := start + int64(math.Ceil((1-(room-whole)/oldest)*float64(s.width)))
+		for t > start && t > now && fits(t-1) {
+			t--
+		}
+		for !fits(t) {
+			t++
+		}
 		return nonNeg(t - now)
 	}
 	return nonNeg((k+b+1)*s.width - now) // unreachable: everything has left by then

@@ -1,0 +1,59 @@
+package flow
+
+import (
+	"testing"
+	"time"
+)
+
+func concRule() Rule {
+	return Rule{ID: "c", Resource: "r", Algorithm: AlgoConcurrency, Limit: 3}.WithDefaults()
+}
+
+func TestConcurrencyCapsAndReleases(t *testing.T) {
+	l, clk := newTestLimiter(t, concRule(), 3)
+	now := clk.Nanotime()
+	for i := range 3 {
+		if d := l.tryAcquire(now, 1, 0); !d.ok || d.remaining != float64(2-i) {
+			t.Fatalf("call %d = %+v, want ok with remaining %d", i, d, 2-i)
+		}
+	}
+	// maxWait is ignored: in-flight calls end when they end.
+	if d := l.tryAcquire(now, 1, time.Hour); d.ok || d.never || d.retryAfter != 0 || d.wait != 0 {
+		t.Fatalf("4th call = %+v, want refused, retryAfter 0 (unknown)", d)
+	}
+	l.release(1)
+	if d := l.tryAcquire(now, 1, 0); !d.ok {
+		t.Fatalf("after a release = %+v, want ok", d)
+	}
+	l.release(3)
+	if got := l.remaining(now); got != 3 {
+		t.Fatalf("remaining after releasing all = %v, want 3", got)
+	}
+	if d := l.tryAcquire(now, 4, 0); !d.never {
+		t.Fatalf("4 permits at cap 3 = %+v, want never", d)
+	}
+	if d := l.tryAcquire(now, 3, 0); !d.ok {
+		t.Fatalf("3 permits at cap 3 = %+v, want ok", d)
+	}
+}
+
+func TestConcurrencySetLimit(t *testing.T) {
+	l, clk := newTestLimiter(t, concRule(), 3)
+	now := clk.Nanotime()
+	drain(t, l, now)
+	l.setLimit(now, 1) // three in flight stay; nobody new until below 1
+	l.release(2)
+	if d := l.tryAcquire(now, 1, 0); d.ok {
+		t.Fatalf("one in flight at cap 1: %+v, want refused", d)
+	}
+	l.setLimit(now, 5)
+	if got, _ := drain(t, l, now); got != 4 {
+		t.Fatalf("cap raised to 5 with 1 in flight: admitted %d, want 4", got)
+	}
+	// An adaptive factor below 1/limit still leaves one permit.
+	l.release(5)
+	l.setLimit(now, 0.4)
+	if got, _ := drain(t, l, now); got != 1 {
+		t.Fatalf("limit 0.4: admitted %d, want 1 (capacity is at least 1)", got)
+	}
+}

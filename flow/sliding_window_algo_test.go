@@ -1,0 +1,98 @@
+package flow
+
+import (
+	"testing"
+	"time"
+)
+
+func slidingRule(buckets int) Rule {
+	return Rule{ID: "sw", Resource: "r", Algorithm: AlgoSlidingWindow, Limit: 10, Buckets: buckets}.WithDefaults()
+}
+
+// TestSlidingWindowEstimator checks the documented estimate on known counts.
+func TestSlidingWindowEstimator(t *testing.T) {
+	for _, tc := range []struct {
+		buckets   int
+		admitted  int           // at 1.25s, after 10 at 0.25s
+		retry     time.Duration // then
+		remaining float64       // at 1.25s before any call
+	}{
+		// One bucket, the classic two counters: 10*(1-0.25) = 7.5 counted.
+		{1, 2, 50 * time.Millisecond, 2},
+		// Ten buckets: the 10 sit in [200ms, 300ms), half covered at 1.25s.
+		{10, 5, 10 * time.Millisecond, 5},
+	} {
+		l, clk := newTestLimiter(t, slidingRule(tc.buckets), 10)
+		if got, _ := drain(t, l, clk.Nanotime()); got != 10 {
+			t.Fatalf("buckets %d: admitted %d at once, want 10", tc.buckets, got)
+		}
+		clk.Advance(time.Second)
+		now := clk.Nanotime()
+		if got := l.remaining(now); got != tc.remaining {
+			t.Errorf("buckets %d: remaining %v, want %v", tc.buckets, got, tc.remaining)
+		}
+		got, d := drain(t, l, now)
+		if got != tc.admitted || d.retryAfter != tc.retry {
+			t.Errorf("buckets %d: admitted %d then retryAfter %v, want %d then %v",
+				tc.buckets, got, d.retryAfter, tc.admitted, tc.retry)
+		}
+		// Honest: on time it passes.
+		if e := l.tryAcquire(now+int64(d.retryAfter), 1, 0); !e.ok {
+			t.Errorf("buckets %d: refused at retryAfter: %+v", tc.buckets, e)
+		}
+	}
+}
+
+// TestSlidingWindowSmoothsTheBoundary: unlike fixed_window, a burst at the
+// end of one window does not buy a second full burst at the next boundary.
+func TestSlidingWindowSmoothsTheBoundary(t *testing.T) {
+	l, clk := newTestLimiter(t, slidingRule(10), 10)
+	clk.Advance(749 * time.Millisecond) // 999ms
+	first, _ := drain(t, l, clk.Nanotime())
+	clk.Advance(time.Millisecond)
+	if second, _ := drain(t, l, clk.Nanotime()); first != 10 || second != 0 {
+		t.Fatalf("admitted %d then %d across a boundary, want 10 then 0", first, second)
+	}
+}
+
+func TestSlidingWindowMaxWaitCountsAtOnce(t *testing.T) {
+	l, clk := newTestLimiter(t, slidingRule(10), 10)
+	now := clk.Nanotime()
+	drain(t, l, now)
+	d := l.tryAcquire(now, 1, 2*time.Second)
+	if !d.ok || d.wait <= 0 {
+		t.Fatalf("queued call = %+v, want admitted with a wait", d)
+	}
+	// Counted at once: a second queued call must wait longer.
+	if e := l.tryAcquire(now, 1, 2*time.Second); !e.ok || e.wait <= d.wait {
+		t.Fatalf("second queued call = %+v, want a longer wait than %v", e, d.wait)
+	}
+	if e := l.tryAcquire(now, 1, d.wait); e.ok {
+		t.Fatalf("a call that may wait only %v was admitted: %+v", d.wait, e)
+	}
+}
+
+func TestSlidingWindowHonestRetryAfterEverywhere(t *testing.T) {
+	for _, b := range []int{1, 3, 10} {
+		l, clk := newTestLimiter(t, slidingRule(b), 10)
+		for i := range 3000 { // a 3-permit call every 7ms: always some refusals
+			now := clk.Nanotime()
+			d := l.tryAcquire(now, 3, 0)
+			if !d.ok && !d.never {
+				if d.retryAfter <= 0 {
+					t.Fatalf("buckets %d, call %d: retryAfter %v", b, i, d.retryAfter)
+				}
+				// Probe without changing state: a copy of the limiter.
+				sw := l.(*slidingWindow)
+				probe := &slidingWindow{width: sw.width, head: sw.head, cap: sw.cap, counts: append([]int32(nil), sw.counts...)}
+				if e := probe.tryAcquire(now+int64(d.retryAfter)-1000, 3, 0); e.ok {
+					t.Fatalf("buckets %d, call %d: admitted 1µs before retryAfter %v", b, i, d.retryAfter)
+				}
+				if e := probe.tryAcquire(now+int64(d.retryAfter), 3, 0); !e.ok {
+					t.Fatalf("buckets %d, call %d: refused at retryAfter %v", b, i, d.retryAfter)
+				}
+			}
+			clk.Advance(7 * time.Millisecond)
+		}
+	}
+}
