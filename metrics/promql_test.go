@@ -110,11 +110,11 @@ func TestCheckQueryCatchesMistakes(t *testing.T) {
 	}{
 		{`sum by (resource) (rate(flowgate_requests_total{result="blocked"}[5m]))`, false},
 		{`histogram_quantile(0.9, sum by (le) (rate(flowgate_wait_seconds_bucket[5m])))`, false},
-		{`rate(flowgate_requests_count[5m])`, true},                  // no such metric
-		{`flowgate_in_flight{result="passed"}`, true},                // no such label
-		{`sum by (user) (flowgate_requests_total)`, true},            // never a user label
-		{`rate(flowgate_response_time_seconds[5m])`, true},           // a histogram's base name
-		{`up == 0`, true},                                            // no flowgate metric
+		{`rate(flowgate_requests_count[5m])`, true},        // no such metric
+		{`flowgate_in_flight{result="passed"}`, true},      // no such label
+		{`sum by (user) (flowgate_requests_total)`, true},  // never a user label
+		{`rate(flowgate_response_time_seconds[5m])`, true}, // a histogram's base name
+		{`up == 0`, true}, // no flowgate metric
 		{`sum by (job, instance) (flowgate_adaptive_factor)`, false}, // target labels
 	} {
 		if got := len(checkQuery(exp, tc.query)) > 0; got != tc.bad {
