@@ -1,0 +1,18 @@
+//go:build linux
+
+package redistest
+
+import "syscall"
+
+// sysProcAttr makes the kernel SIGKILL redis-server when the thread that
+// started it exits. The Go runtime only retires a thread when a goroutine
+// locked to it ends, which the test framework does not do, so in practice this
+// fires when the test binary dies (a -timeout panic skips t.Cleanup).
+func sysProcAttr() *syscall.SysProcAttr {
+	return &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+}
+
+const (
+	stopSignal = syscall.SIGSTOP
+	contSignal = syscall.SIGCONT
+)

@@ -1,0 +1,162 @@
+package redistest
+
+import (
+	"context"
+	"errors"
+	"io/fs"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestLocate(t *testing.T) {
+	installed := func(name string) (string, error) { return "/usr/bin/" + filepath.Base(name), nil }
+	absent := func(name string) (string, error) { return "", fs.ErrNotExist }
+	tests := []struct {
+		name      string
+		env       map[string]string
+		lookPath  func(string) (string, error)
+		wantPath  string
+		wantFatal bool
+		wantMsg   string
+	}{
+		{name: "on PATH", lookPath: installed, wantPath: "/usr/bin/redis-server"},
+		{name: "missing skips", lookPath: absent, wantMsg: missingMessage},
+		{name: "missing but required fails", env: map[string]string{"FLOWGATE_REQUIRE_REDIS": "1"},
+			lookPath: absent, wantFatal: true, wantMsg: missingMessage},
+		{name: "REDIS_SERVER wins", env: map[string]string{"REDIS_SERVER": "/opt/r/redis-server7"},
+			lookPath: installed, wantPath: "/usr/bin/redis-server7"},
+		{name: "REDIS_SERVER wrong fails", env: map[string]string{"REDIS_SERVER": "/nope"},
+			lookPath: absent, wantFatal: true, wantMsg: "REDIS_SERVER=/nope"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			getenv := func(k string) string { return tc.env[k] }
+			path, msg, fatal := locate(getenv, tc.lookPath)
+			if path != tc.wantPath || fatal != tc.wantFatal || !strings.Contains(msg, tc.wantMsg) {
+				t.Fatalf("locate = %q, %q, %v; want %q, containing %q, %v",
+					path, msg, fatal, tc.wantPath, tc.wantMsg, tc.wantFatal)
+			}
+		})
+	}
+}
+
+// TestStartRetriesLostPort hands Start a port someone else holds first, as
+// when a parallel test binary wins the race, and expects a retry on a new one.
+func TestStartRetriesLostPort(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	held := l.Addr().(*net.TCPAddr).Port
+	var picks []int
+	pick := func(bus bool) (int, error) {
+		if len(picks) == 0 {
+			picks = append(picks, held)
+			return held, nil
+		}
+		p, err := freePort(bus)
+		picks = append(picks, p)
+		return p, err
+	}
+	s := Start(t, withPortPicker(pick))
+	if len(picks) != 2 || s.Port == held || s.Port != picks[1] {
+		t.Fatalf("picked %v, serving on %d; want a second pick after the held port %d", picks, s.Port, held)
+	}
+	if !strings.Contains(s.Log(100), "Address already in use") {
+		t.Fatalf("log does not show the lost bind:\n%s", s.Log(100))
+	}
+}
+
+// fakeServer writes a shell script standing in for redis-server.
+func fakeServer(t *testing.T, body string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "fake-redis-server")
+	if err := os.WriteFile(p, []byte("#!/bin/sh\n"+body+"\n"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func TestLaunchReportsEarlyExitWithLog(t *testing.T) {
+	bin := fakeServer(t, `echo "fatal: bad config line 7"; exit 3`)
+	port, err := freePort(false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = launch(bin, t.TempDir(), port, newConfig(nil))
+	if err == nil || errors.Is(err, errPortTaken) ||
+		!strings.Contains(err.Error(), "exited before answering") ||
+		!strings.Contains(err.Error(), "fatal: bad config line 7") {
+		t.Fatalf("launch = %v; want an exit error quoting the log", err)
+	}
+}
+
+func TestLaunchTimesOutAndKills(t *testing.T) {
+	bin := fakeServer(t, `echo "stuck"; exec sleep 30`)
+	port, err := freePort(false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	_, err = launch(bin, t.TempDir(), port, newConfig([]Option{WithStartTimeout(100 * time.Millisecond)}))
+	if err == nil || !strings.Contains(err.Error(), "did not answer within 100ms") || !strings.Contains(err.Error(), "stuck") {
+		t.Fatalf("launch = %v; want a timeout error quoting the log", err)
+	}
+	// launch kills and reaps the process before returning, so it does not
+	// take the 30s the fake would sleep.
+	if d := time.Since(start); d > 5*time.Second {
+		t.Fatalf("launch returned after %v", d)
+	}
+}
+
+func TestRenderQuotesArguments(t *testing.T) {
+	got := newConfig([]Option{WithConfig("rename-command", "FLUSHALL", "")}).render(6400, "/tmp/a b")
+	for _, want := range []string{"port 6400\n", "save \"\"\n", "dir \"/tmp/a b\"\n", "rename-command FLUSHALL \"\"\n"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("redis.conf lacks %q:\n%s", want, got)
+		}
+	}
+	if strings.Contains(got, "cluster-enabled") {
+		t.Errorf("plain server config enables cluster:\n%s", got)
+	}
+}
+
+func TestCRC16CheckValue(t *testing.T) {
+	// The Redis Cluster specification's check value for its CRC16 variant.
+	if got := crc16("123456789"); got != 0x31C3 {
+		t.Fatalf("crc16(\"123456789\") = %#x, want 0x31c3", got)
+	}
+}
+
+// TestWaitReadyRejoinsIsolatedNode leaves node 2 out of the first MEETs, as
+// when its half of a handshake is dropped on a loaded machine, and expects
+// waitReady to bring it in with fresh MEETs.
+func TestWaitReadyRejoinsIsolatedNode(t *testing.T) {
+	t.Parallel()
+	cfg := newConfig(nil)
+	cfg.bus = true
+	c := startNodes(t, cfg)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := c.assignSlots(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Nodes[0].Client().ClusterMeet(ctx, "127.0.0.1", strconv.Itoa(c.Nodes[1].Port)).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.waitReady(ctx); err != nil {
+		t.Fatalf("waitReady: %v\n%s", err, c.nodesReport())
+	}
+	for _, n := range c.Nodes {
+		info, err := n.Client().ClusterInfo(ctx).Result()
+		if got := parseInfo(info)["cluster_known_nodes"]; err != nil || got != "3" {
+			t.Fatalf("node %s knows %q nodes (%v), want 3", n.Addr, got, err)
+		}
+	}
+}
