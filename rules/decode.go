@@ -153,6 +153,10 @@ func (o *object) duration(key string, v *node) (time.Duration, bool) {
 		o.fail(key, "%q: %s", v.text, err)
 		return 0, false
 	}
+	if strings.HasPrefix(v.text, "-") { // even "-0s": no duration here is signed
+		o.fail(key, "%q: must not be negative", v.text)
+		return 0, false
+	}
 	return d, true
 }
 
