@@ -6,7 +6,8 @@
 // toward Idle + (1-Idle) × admitted/Capacity with a first-order lag, after a
 // dead time of one or two samples (chosen at random every sample), and every
 // reading carries uniform noise of ±Noise. The rule in front of it admits
-// min(offered, Capacity × Headroom × factor).
+// min(offered, Capacity × Headroom × factor); refused calls may cost CPU too
+// (RejectCost).
 package simulate
 
 import (
@@ -20,6 +21,10 @@ type Model struct {
 	Capacity float64       // requests/s at 100% CPU; default 1000
 	Idle     float64       // CPU with no load; default 0.1
 	Headroom float64       // the adaptive rule's limit over Capacity; default 1
+	// RejectCost is the CPU of refusing a call relative to serving it;
+	// default 0, as in the model. Above 0 the offered load matters
+	// even when the limit caps what is admitted.
+	RejectCost float64
 	Lag      time.Duration // time constant of the CPU's response; default 500ms
 	DeadMin  int           // least dead time in samples; default 1
 	DeadMax  int           // largest dead time in samples; default 2
@@ -85,7 +90,7 @@ func (m Model) Run(d time.Duration, load func(t time.Duration) float64, p Policy
 		t := time.Duration(k) * m.Period
 		l := load(t)
 		adm := min(l, m.Headroom*f)
-		drive = append(drive, m.Idle+(1-m.Idle)*min(adm, 1))
+		drive = append(drive, m.Idle+(1-m.Idle)*min(adm+m.RejectCost*(l-adm), 1))
 		dead := m.DeadMin + rng.IntN(m.DeadMax-m.DeadMin+1)
 		in := m.Idle
 		if j := k - dead; j >= 0 {
