@@ -22,13 +22,12 @@ type tokenBucket struct {
 	l *warmup.Limiter
 	// window is the rule's Window in seconds: rate = limit / window.
 	window float64
-	// coolNs is how long an idle bucket takes to store one permit, kept
-	// beside the limiter (it changes only in setLimit) so a decision can
-	// say when the bucket is full again without another lock.
+	// coolNs is how long an idle bursty bucket takes to store one permit,
+	// kept beside the limiter with maxP (both change only in setLimit) so a
+	// decision can say when the bucket is full again without another lock.
+	// -1 marks a warming-up bucket, which reports neither (see remaining).
 	coolNs atomic.Int64
 	maxP   atomic.Uint64 // float64 bits of the limiter's MaxPermits
-	warmNs int64         // warm_up: warm-up period
-	warm   bool          // warm_up: stored permits measure coldness, not room
 }
 
 var _ limiter = (*tokenBucket)(nil)
@@ -55,20 +54,16 @@ func newTokenBucket(r *Rule, limit float64, clk clock.Clock) (limiter, error) {
 	return b, nil
 }
 
-// sync refreshes the cached maxPermits and cool-down interval after a
+// sync refreshes the cached maxPermits and stable interval after a
 // construction or a rate change.
 func (b *tokenBucket) sync() {
-	maxP := b.l.MaxPermits()
-	var cool float64
-	switch {
-	case b.warmNs > 0 && maxP > 0:
-		cool = float64(b.warmNs) / maxP // Guava's warming-up coolDownInterval
-	default:
-		cool = 1e9 / b.l.Rate() // the stable interval
+	b.maxP.Store(math.Float64bits(b.l.MaxPermits()))
+	if !b.warm() {
+		b.coolNs.Store(int64(1e9 / b.l.Rate()))
 	}
-	b.maxP.Store(math.Float64bits(maxP))
-	b.coolNs.Store(int64(cool))
 }
+
+func (b *tokenBucket) warm() bool { return b.coolNs.Load() < 0 }
 
 func (b *tokenBucket) tryAcquire(now int64, n int, maxWait time.Duration) decision {
 	res, err := b.l.TryReserveAt(now, n, maxWait)
@@ -86,7 +81,7 @@ func (b *tokenBucket) tryAcquire(now int64, n int, maxWait time.Duration) decisi
 // reset is how long the bucket needs to fill up from stored permits.
 func (b *tokenBucket) reset(stored float64) time.Duration {
 	missing := math.Float64frombits(b.maxP.Load()) - stored
-	if missing <= 0 || b.warm {
+	if missing <= 0 || b.warm() {
 		return 0
 	}
 	return time.Duration(missing * float64(b.coolNs.Load()))
@@ -110,7 +105,7 @@ func (b *tokenBucket) setLimit(_ int64, limit float64) {
 // A warming-up bucket reports 0: its stored permits measure how cold it is,
 // and each of them costs more than a fresh one, so none is spare room.
 func (b *tokenBucket) remaining(now int64) float64 {
-	if b.warm {
+	if b.warm() {
 		return 0
 	}
 	return b.l.StoredPermitsAt(now)

@@ -17,7 +17,8 @@ func newWarmUp(r *Rule, limit float64, clk clock.Clock) (limiter, error) {
 	if err != nil {
 		return nil, err
 	}
-	b := &tokenBucket{l: l, window: window, warmNs: int64(r.Warmup), warm: true}
+	b := &tokenBucket{l: l, window: window}
+	b.coolNs.Store(-1)
 	b.sync()
 	return b, nil
 }

@@ -1,0 +1,116 @@
+package flow
+
+import (
+	"runtime"
+	"testing"
+	"time"
+
+	"github.com/flowgate/flowgate/clock"
+)
+
+// benchLimiter builds one algorithm at limit per second on clk.
+func benchLimiter(b testing.TB, a Algorithm, limit float64, clk clock.Clock) limiter {
+	r := testRule(a)
+	r.Limit = limit
+	if a == AlgoTokenBucket {
+		r.Burst = limit
+	}
+	l, err := newLimiter(&r, limit, clk, clock.Nanotime(clk))
+	if err != nil {
+		b.Fatal(err)
+	}
+	return l
+}
+
+// BenchmarkAlgorithms/<algo>/fixed-now: tryAcquire at one instant, so after
+// the first calls every call is a refusal (the blocked path).
+// /real-clock: the clock read per call and a limit high enough that calls
+// pass (the pass path); concurrency releases each permit.
+// /real-clock-parallel: the same from GOMAXPROCS goroutines on one limiter.
+func BenchmarkAlgorithms(b *testing.B) {
+	for _, c := range algoCases() {
+		b.Run(c.algo.String()+"/fixed-now", func(b *testing.B) {
+			clk := clock.NewFake(algoEpoch)
+			l := benchLimiter(b, c.algo, 10, clk)
+			now := clk.Nanotime()
+			b.ReportAllocs()
+			for b.Loop() {
+				l.tryAcquire(now, 1, 0)
+			}
+		})
+		b.Run(c.algo.String()+"/real-clock", func(b *testing.B) {
+			clk := clock.Real()
+			l := benchLimiter(b, c.algo, 1e8, clk)
+			conc := c.algo == AlgoConcurrency
+			b.ReportAllocs()
+			for b.Loop() {
+				if d := l.tryAcquire(clock.Nanotime(clk), 1, 0); d.ok && conc {
+					l.release(1)
+				}
+			}
+		})
+		b.Run(c.algo.String()+"/real-clock-parallel", func(b *testing.B) {
+			clk := clock.Real()
+			l := benchLimiter(b, c.algo, 1e8, clk)
+			conc := c.algo == AlgoConcurrency
+			b.ReportAllocs()
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					if d := l.tryAcquire(clock.Nanotime(clk), 1, 0); d.ok && conc {
+						l.release(1)
+					}
+				}
+			})
+		})
+	}
+}
+
+// TestLimiterMemory measures the heap each limiter holds (its struct plus
+// what it owns) at limit 10 per second, the per-key cost at the user and ip
+// levels, and holds it to the 200-byte budget per key.
+func TestLimiterMemory(t *testing.T) {
+	if testing.Short() {
+		t.Skip("allocates 10000 limiters per algorithm")
+	}
+	clk := clock.NewFake(algoEpoch)
+	const n = 10000
+	for _, c := range algoCases() {
+		keep := make([]limiter, n)
+		var before, after runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		for i := range keep {
+			keep[i] = benchLimiter(t, c.algo, 10, clk)
+		}
+		runtime.GC()
+		runtime.ReadMemStats(&after)
+		per := float64(after.HeapAlloc-before.HeapAlloc) / n
+		runtime.KeepAlive(keep)
+		t.Logf("%-14s %6.1f bytes per limiter", c.algo, per)
+		if per > 200 {
+			t.Errorf("%v: %.1f bytes per limiter, budget 200", c.algo, per)
+		}
+	}
+}
+
+// TestAlgorithmsZeroAlloc holds the hot path to zero allocations, passing,
+// refusing and queueing.
+func TestAlgorithmsZeroAlloc(t *testing.T) {
+	for _, c := range algoCases() {
+		clk := clock.NewFake(algoEpoch)
+		l := benchLimiter(t, c.algo, 10, clk)
+		allocs := testing.AllocsPerRun(1000, func() {
+			now := clk.Nanotime()
+			if d := l.tryAcquire(now, 1, 50*time.Millisecond); d.ok {
+				l.refund(now+int64(d.wait), 1)
+			}
+			l.tryAcquire(now, 2, 0)
+			l.release(1)
+			_ = l.remaining(now)
+			clk.Advance(7 * time.Millisecond)
+		})
+		if allocs != 0 {
+			t.Errorf("%v: %v allocs per call, want 0", c.algo, allocs)
+		}
+	}
+}
