@@ -3,7 +3,6 @@ package flow
 import (
 	"hash/maphash"
 	"math"
-	"strings"
 	"sync"
 )
 
@@ -20,12 +19,17 @@ import (
 // Idle keys are forgotten lazily, with no goroutine: a key found idle past
 // the TTL starts afresh, and a shard that admits a key sweeps out all its
 // idle keys at most every sweepDiv-th of the TTL.
+//
+// Memory: a key is tracked by its 64-bit seeded hash, not its string (two
+// keys sharing a limiter needs a 64-bit collision: about 3e-10 for 100 000
+// keys, and the seed is per process, so it cannot be aimed at), and an
+// entry is 24 bytes: last use and limit generation are 32-bit.
 type keyTable struct {
 	shards     []keyShard
 	mask       uint64
 	seed       maphash.Seed
-	ttl        int64
-	sweepEvery int64
+	ttl        int64 // ticks
+	sweepEvery int64 // ns
 }
 
 const (
@@ -37,38 +41,48 @@ const (
 
 type keyShard struct {
 	mu        sync.Mutex
-	m         map[string]*keyEntry
+	m         map[uint64]*keyEntry
 	capacity  int
 	lastSweep int64
 	_         [24]byte // keep hot shard locks on separate cache lines
 }
 
-// keyEntry is one tracked key: its limiter, when it was last used, and the
-// limit generation the limiter was last set to (see compiledRule.gen).
-// Guarded by the shard's mutex.
+// keyEntry is one tracked key: its limiter, when it was last used (in
+// tick units, modulo 2^32), and the limit generation (modulo 2^32) the
+// limiter was last set to (see compiledRule.gen). Guarded by the shard's mutex.
 type keyEntry struct {
 	lim  limiter
-	last int64
-	gen  uint64
+	last uint32
+	gen  uint32
 }
+
+// tickShift turns nanoseconds into ticks of 2^20 ns (~1.05 ms): 32-bit ages
+// then span 26 days, the longest IdleTTL honoured (longer ones are clamped).
+const tickShift = 20
+
+func tick(now int64) uint32 { return uint32(now >> tickShift) }
+
+// age is how many ticks ago last was, correct across the 32-bit wrap.
+func age(nowTick, last uint32) int64 { return int64(int32(nowTick - last)) }
 
 func newKeyTable(maxKeys int, ttl int64) *keyTable {
 	n := 1
 	for n < maxShards && n*2*keysPerShard <= maxKeys {
 		n *= 2
 	}
-	t := &keyTable{shards: make([]keyShard, n), mask: uint64(n - 1), seed: maphash.MakeSeed(), ttl: ttl}
-	if t.ttl <= 0 {
-		t.ttl = math.MaxInt64
+	t := &keyTable{shards: make([]keyShard, n), mask: uint64(n - 1), seed: maphash.MakeSeed()}
+	t.ttl = ttl >> tickShift
+	if ttl <= 0 || t.ttl > math.MaxInt32 {
+		t.ttl = math.MaxInt32
 	}
-	t.sweepEvery = t.ttl / sweepDiv
+	t.sweepEvery = t.ttl << tickShift / sweepDiv
 	for i := range t.shards {
 		c := maxKeys / n
 		if i < maxKeys%n {
 			c++
 		}
 		t.shards[i].capacity = c
-		t.shards[i].m = make(map[string]*keyEntry)
+		t.shards[i].m = make(map[uint64]*keyEntry)
 	}
 	return t
 }
@@ -76,64 +90,65 @@ func newKeyTable(maxKeys int, ttl int64) *keyTable {
 // get returns key's limiter at now, creating it (and making room) when the
 // key is new or was idle past the TTL, and applying a changed limit.
 func (t *keyTable) get(cr *compiledRule, key string, now int64) (limiter, error) {
-	s := &t.shards[maphash.String(t.seed, key)&t.mask]
+	h := maphash.String(t.seed, key)
+	s := &t.shards[h&t.mask]
+	nt := tick(now)
 	s.mu.Lock()
-	en := s.m[key]
-	if en != nil && now-en.last <= t.ttl {
-		if g := cr.gen.Load(); en.gen != g {
+	en := s.m[h]
+	if en != nil && age(nt, en.last) <= t.ttl {
+		if g := uint32(cr.gen.Load()); en.gen != g {
 			en.lim.setLimit(now, cr.limit())
 			en.gen = g
 		}
-		if now > en.last {
-			en.last = now
+		if age(nt, en.last) > 0 {
+			en.last = nt
 		}
 		lim := en.lim
 		s.mu.Unlock()
 		return lim, nil
 	}
-	g := cr.gen.Load()
+	g := uint32(cr.gen.Load())
 	lim, err := cr.newLimiter(now)
 	if err != nil {
 		s.mu.Unlock()
 		return nil, err
 	}
 	if en != nil { // idle past the TTL: forgotten, starts afresh
-		en.lim, en.last, en.gen = lim, now, g
+		en.lim, en.last, en.gen = lim, nt, g
 		s.mu.Unlock()
 		return lim, nil
 	}
 	if now-s.lastSweep >= t.sweepEvery {
-		s.sweep(now, t.ttl)
+		s.lastSweep = now
+		s.sweep(nt, t.ttl)
 	}
 	if len(s.m) >= s.capacity {
-		s.evict(now, t.ttl)
+		s.evict(nt, t.ttl)
 	}
 	if s.capacity > 0 {
-		// Clone: the table outlives the call, the caller's string need not.
-		s.m[strings.Clone(key)] = &keyEntry{lim: lim, last: now, gen: g}
+		s.m[h] = &keyEntry{lim: lim, last: nt, gen: g}
 	}
 	s.mu.Unlock()
 	return lim, nil
 }
 
-func (s *keyShard) sweep(now, ttl int64) {
-	s.lastSweep = now
+func (s *keyShard) sweep(nt uint32, ttl int64) {
 	for k, en := range s.m {
-		if now-en.last > ttl {
+		if age(nt, en.last) > ttl {
 			delete(s.m, k)
 		}
 	}
 }
 
 // evict makes room for one key; see keyTable.
-func (s *keyShard) evict(now, ttl int64) {
-	var oldKey string
-	oldest, seen, found := int64(math.MaxInt64), 0, false
+func (s *keyShard) evict(nt uint32, ttl int64) {
+	var oldKey uint64
+	oldest, seen, found := int64(math.MinInt64), 0, false
 	for k, en := range s.m {
-		if now-en.last > ttl {
+		if a := age(nt, en.last); a > ttl {
 			delete(s.m, k)
-		} else if !found || en.last < oldest {
-			oldKey, oldest, found = k, en.last, true
+		} else if !found || a > oldest {
+			oldKey, oldest, found = k, a, true
 		}
 		if seen++; seen >= evictSamples {
 			break
@@ -161,7 +176,8 @@ func (t *keyTable) sweepAll(now int64) {
 	for i := range t.shards {
 		s := &t.shards[i]
 		s.mu.Lock()
-		s.sweep(now, t.ttl)
+		s.lastSweep = now
+		s.sweep(tick(now), t.ttl)
 		s.mu.Unlock()
 	}
 }

@@ -1,0 +1,165 @@
+package flow
+
+import (
+	"runtime"
+	"strconv"
+	"testing"
+	"time"
+)
+
+func ipKey(i int) string {
+	return strconv.Itoa(i>>24&255) + "." + strconv.Itoa(i>>16&255) + "." + strconv.Itoa(i>>8&255) + "." + strconv.Itoa(i&255)
+}
+
+func keysOf(e *Engine, id string) int {
+	for _, r := range e.Snapshot().Rules {
+		if r.ID == id {
+			return r.Keys
+		}
+	}
+	return -1
+}
+
+func TestKeyEvictionLeastRecentlyUsed(t *testing.T) {
+	r := fw("ip", "r", LevelIP, 1, time.Hour)
+	r.MaxKeys = 3
+	e, clk := newTestEngine(t, r)
+	for _, ip := range []string{"a", "b", "c"} {
+		if got := try(t, e, "r", WithIP(ip)); got != "" {
+			t.Fatalf("%s: refused by %q", ip, got)
+		}
+		clk.Advance(time.Second)
+	}
+	if got := try(t, e, "r", WithIP("a")); got != "ip" { // a is tracked, and now the most recent
+		t.Fatalf("a again: got %q, want ip", got)
+	}
+	clk.Advance(time.Second)
+	if got := try(t, e, "r", WithIP("d")); got != "" { // evicts b, the least recently used
+		t.Fatalf("d: refused by %q", got)
+	}
+	if got := keysOf(e, "ip"); got != 3 {
+		t.Fatalf("keys: got %d, want 3", got)
+	}
+	for ip, want := range map[string]string{"a": "ip", "c": "ip", "d": "ip"} {
+		if got := try(t, e, "r", WithIP(ip)); got != want {
+			t.Fatalf("%s after eviction: got %q, want %q", ip, got, want)
+		}
+	}
+	if got := try(t, e, "r", WithIP("b")); got != "" { // forgotten: starts afresh
+		t.Fatalf("b after eviction: refused by %q", got)
+	}
+}
+
+func TestKeyIdleTTL(t *testing.T) {
+	r := fw("u", "r", LevelUser, 1, time.Hour)
+	r.IdleTTL = time.Minute
+	e, clk := newTestEngine(t, r)
+	for _, u := range []string{"a", "b"} {
+		try(t, e, "r", WithUser(u))
+	}
+	clk.Advance(30 * time.Second)
+	if got := try(t, e, "r", WithUser("a")); got != "u" {
+		t.Fatalf("a within the TTL: got %q, want u", got)
+	}
+	clk.Advance(61 * time.Second) // b idle 91s, a idle 61s: both forgotten
+	if got := try(t, e, "r", WithUser("a")); got != "" {
+		t.Fatalf("a after the TTL: refused by %q", got)
+	}
+	e.Sweep()
+	if got := keysOf(e, "u"); got != 1 {
+		t.Fatalf("keys after Sweep: got %d, want 1 (a)", got)
+	}
+	clk.Advance(2 * time.Minute)
+	e.Sweep()
+	if got := keysOf(e, "u"); got != 0 {
+		t.Fatalf("keys after a second Sweep: got %d, want 0", got)
+	}
+}
+
+func TestKeyTableSharesSumToMaxKeys(t *testing.T) {
+	for _, max := range []int{1, 7, 2047, 2048, 100000, 1 << 20} {
+		kt := newKeyTable(max, 0)
+		sum := 0
+		for i := range kt.shards {
+			sum += kt.shards[i].capacity
+		}
+		if sum != max || len(kt.shards) > maxShards {
+			t.Fatalf("MaxKeys %d: %d shards hold %d", max, len(kt.shards), sum)
+		}
+	}
+}
+
+// TestKeyFloodBounded sends 1 000 000 distinct IPs at a rule with MaxKeys
+// 100 000 and checks the table never holds more, and reports the heap.
+func TestKeyFloodBounded(t *testing.T) {
+	if testing.Short() {
+		t.Skip("1 000 000 calls")
+	}
+	const maxKeys, flood = 100000, 1000000
+	r := Rule{ID: "ip", Resource: "r", Level: LevelIP, Algorithm: AlgoTokenBucket, Limit: 10, MaxKeys: maxKeys}
+	e, clk := newTestEngine(t, r)
+	heap0 := heapInUse()
+	for i := range flood {
+		if got := try(t, e, "r", WithIP(ipKey(i))); got != "" {
+			t.Fatalf("ip %d: refused by %q", i, got)
+		}
+		if i%1000 == 0 {
+			clk.Advance(time.Millisecond)
+		}
+		if i%100000 == 99999 {
+			if n := keysOf(e, "ip"); n > maxKeys {
+				t.Fatalf("after %d IPs: %d keys tracked, bound %d", i+1, n, maxKeys)
+			}
+		}
+	}
+	n := keysOf(e, "ip")
+	if n > maxKeys || n < maxKeys*9/10 {
+		t.Fatalf("tracked %d keys, want <= %d and near it", n, maxKeys)
+	}
+	heap1 := heapInUse()
+	t.Logf("flood of %d IPs, MaxKeys %d: %d keys tracked, heap %+.1f MiB (%.0f B per tracked key)",
+		flood, maxKeys, n, float64(heap1-heap0)/(1<<20), float64(heap1-heap0)/float64(n))
+	runtime.KeepAlive(e)
+}
+
+func heapInUse() int64 {
+	runtime.GC()
+	runtime.GC()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return int64(m.HeapAlloc)
+}
+
+// TestMemoryPerKey measures the heap one tracked key costs, limiter
+// included, for each algorithm at the user level (keys like "user-123456").
+func TestMemoryPerKey(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds 100 000 keys per algorithm")
+	}
+	const n = 100000
+	keys := make([]string, n)
+	for i := range keys {
+		keys[i] = "user-" + strconv.Itoa(1000000+i)
+	}
+	for _, a := range Algorithms() {
+		r := Rule{ID: "u", Resource: "r", Level: LevelUser, Algorithm: a, Limit: 10, MaxKeys: n}
+		if a == AlgoWarmUp {
+			r.Warmup = time.Second
+		}
+		e, _ := newTestEngine(t, r)
+		before := heapInUse()
+		for _, k := range keys {
+			p, err := e.Entry("r", WithUser(k))
+			if err != nil {
+				t.Fatalf("%v: %v", a, err)
+			}
+			p.Exit()
+		}
+		per := float64(heapInUse()-before) / n
+		t.Logf("%-14v %4.0f B per tracked key (map slot, entry, limiter)", a, per)
+		if a == AlgoTokenBucket && per > 200 {
+			t.Errorf("token_bucket: %.0f B per key, target <= 200", per)
+		}
+		runtime.KeepAlive(e)
+	}
+}
