@@ -85,9 +85,17 @@ var DefaultProxyHeaders = []string{HeaderForwarded, HeaderXForwardedFor, HeaderX
 //
 // The zero Addr means the peer is not an IP connection (a Unix socket).
 func ClientIP(r *http.Request, trusted []netip.Prefix, headers []string) netip.Addr {
+	a, _ := clientAddr(r, trusted, headers)
+	return a
+}
+
+// clientAddr is ClientIP that also returns the text the address was read
+// from (RemoteAddr or one header element), so the caller can reuse it as the
+// identity string instead of formatting the address anew.
+func clientAddr(r *http.Request, trusted []netip.Prefix, headers []string) (netip.Addr, string) {
 	peer := parseHostPort(r.RemoteAddr)
 	if !peer.IsValid() || len(trusted) == 0 || !trustedAddr(trusted, peer) {
-		return peer
+		return peer, r.RemoteAddr
 	}
 	if headers == nil {
 		headers = DefaultProxyHeaders
@@ -107,9 +115,9 @@ func ClientIP(r *http.Request, trusted []netip.Prefix, headers []string) netip.A
 		default: // X-Forwarded-For and look-alikes (X-Client-IP chains)
 			hops = parseXFF(buf[:0], vals)
 		}
-		return walk(peer, trusted, hops)
+		return walk(hop{addr: peer, ok: true, text: r.RemoteAddr}, trusted, hops)
 	}
-	return peer
+	return peer, r.RemoteAddr
 }
 
 // ResolveForwardedFor is ClientIP for transports other than HTTP/1 headers
@@ -121,7 +129,8 @@ func ResolveForwardedFor(peer netip.Addr, trusted []netip.Prefix, values []strin
 		return peer
 	}
 	var buf [16]hop
-	return walk(peer, trusted, parseXFF(buf[:0], values))
+	a, _ := walk(hop{addr: peer, ok: true}, trusted, parseXFF(buf[:0], values))
+	return a
 }
 
 // hop is one address of a forwarding chain; !ok marks a hop that is
@@ -129,21 +138,23 @@ func ResolveForwardedFor(peer netip.Addr, trusted []netip.Prefix, values []strin
 type hop struct {
 	addr netip.Addr
 	ok   bool
+	text string // where addr was read from, for addrString
 }
 
-func walk(peer netip.Addr, trusted []netip.Prefix, hops []hop) netip.Addr {
+// walk returns the right-most untrusted hop, or the last trusted one reached.
+func walk(peer hop, trusted []netip.Prefix, hops []hop) (netip.Addr, string) {
 	client := peer
 	for i := len(hops) - 1; i >= 0; i-- {
 		h := hops[i]
 		if !h.ok {
-			return client // the nearest address a trusted proxy vouched for
+			break // the nearest address a trusted proxy vouched for
 		}
-		client = h.addr
+		client = h
 		if !trustedAddr(trusted, h.addr) {
-			return client
+			break
 		}
 	}
-	return client
+	return client.addr, client.text
 }
 
 // parseXFF appends the hops of X-Forwarded-For values, left to right. Every
@@ -167,7 +178,7 @@ func parseXFF(hops []hop, vals []string) []hop {
 // or "[2001:db8::1]:80". Zones are refused: a header cannot name our interfaces.
 func parseHop(s string) hop {
 	a := parseHostPort(s)
-	return hop{addr: a, ok: a.IsValid()}
+	return hop{addr: a, ok: a.IsValid(), text: s}
 }
 
 // parseHostPort parses an address with or without a port, as found in

@@ -112,8 +112,7 @@ func forwardedNode(s string) hop {
 		// covers "unknown", "_hidden", a bare IPv6, and IPv4 in brackets
 		return hop{}
 	}
-	a = a.Unmap()
-	return hop{addr: a, ok: true}
+	return hop{addr: a.Unmap(), ok: true, text: s}
 }
 
 // validObfPort reports whether s is ":" followed by an obfport ("_" and

@@ -122,16 +122,42 @@ type quotaFields struct {
 
 // set writes RateLimit-Policy, RateLimit and the legacy X-RateLimit-Limit,
 // -Remaining and -Reset (delta seconds, like RateLimit's t, not a Unix time).
+// All values are cut from one string and their slices from one array: two
+// allocations instead of ten.
 func (f quotaFields) set(h http.Header) {
-	var arr [128]byte
+	var arr [160]byte
+	var end [5]int
 	p := makePolicy(f.name, f.limit, f.window)
 	r := floorCount(f.remaining)
-	h[HeaderRateLimitPolicy] = []string{string(appendPolicy(arr[:0], p))}
-	h[HeaderRateLimit] = []string{string(appendRateLimit(arr[:0], f.name, r, f.reset))}
-	h[HeaderXRateLimitLimit] = []string{strconv.FormatInt(p.q, 10)}
-	h[HeaderXRateLimitRemain] = []string{strconv.FormatInt(r, 10)}
+	b := appendPolicy(arr[:0], p)
+	end[0] = len(b)
+	b = appendRateLimit(b, f.name, r, f.reset)
+	end[1] = len(b)
+	b = strconv.AppendInt(b, p.q, 10)
+	end[2] = len(b)
+	b = strconv.AppendInt(b, r, 10)
+	end[3] = len(b)
+	n := 4
 	if f.reset >= 0 {
-		h[HeaderXRateLimitReset] = []string{strconv.FormatInt(f.reset, 10)}
+		b = strconv.AppendInt(b, f.reset, 10)
+		end[4] = len(b)
+		n = 5
+	}
+	s := string(b)
+	vals := make([]string, n)
+	start := 0
+	for i := 0; i < n; i++ {
+		vals[i] = s[start:end[i]]
+		start = end[i]
+	}
+	// Full slice expressions: a later Header.Add must not write into a
+	// neighbour's element.
+	h[HeaderRateLimitPolicy] = vals[0:1:1]
+	h[HeaderRateLimit] = vals[1:2:2]
+	h[HeaderXRateLimitLimit] = vals[2:3:3]
+	h[HeaderXRateLimitRemain] = vals[3:4:4]
+	if n == 5 {
+		h[HeaderXRateLimitReset] = vals[4:5:5]
 	}
 }
 
@@ -153,7 +179,7 @@ func SetBlockedHeaders(h http.Header, be *flow.BlockError) {
 	reset := int64(-1)
 	if !be.Never && be.RetryAfter > 0 && be.RetryAfter != flow.Never {
 		reset = ceilSeconds(be.RetryAfter)
-		h[HeaderRetryAfter] = []string{strconv.FormatInt(reset, 10)}
+		h[HeaderRetryAfter] = []string{strconv.FormatInt(reset, 10)} // small ints: no string allocated
 	}
 	if be.Limit > 0 {
 		window := be.Window

@@ -81,3 +81,18 @@ func TestSetBlockedHeaders(t *testing.T) {
 		})
 	}
 }
+
+func TestQuotaHeadersDoNotShareBackingArrays(t *testing.T) {
+	h := http.Header{}
+	SetQuotaHeaders(h, flow.Quota{RuleID: "q", Limit: 10, Window: time.Minute, Remaining: 4, Reset: 1500 * time.Millisecond})
+	wantHeaders(t, h, map[string]string{"RateLimit-Policy": `"q";q=10;w=60`, "RateLimit": `"q";r=4;t=2`,
+		"X-RateLimit-Limit": "10", "X-RateLimit-Remaining": "4", "X-RateLimit-Reset": "2"})
+	h.Add(HeaderRateLimitPolicy, `"other";q=1`)
+	if got := h.Values(HeaderRateLimit); len(got) != 1 || got[0] != `"q";r=4;t=2` {
+		t.Errorf("adding a second policy changed RateLimit to %q", got)
+	}
+	SetQuotaHeaders(h, flow.Quota{RuleID: "none"}) // no limit known: nothing written
+	if got := h.Get(HeaderRateLimit); got != `"q";r=4;t=2` {
+		t.Errorf("a quota without a limit overwrote RateLimit with %q", got)
+	}
+}

@@ -105,18 +105,19 @@ func (h *handler) clientIP(r *http.Request) string {
 	if h.cf.ip != nil {
 		return h.cf.ip(r)
 	}
-	return addrString(ClientIP(r, h.cf.trusted, h.cf.proxyHeaders), r.RemoteAddr)
+	return addrString(clientAddr(r, h.cf.trusted, h.cf.proxyHeaders))
 }
 
-// addrString formats a, reusing the host part of remote when it already is
-// that text (the common case), so that no string is allocated.
-func addrString(a netip.Addr, remote string) string {
+// addrString formats a, reusing the host part of src (the text a was read
+// from) when it already is that text, the common case, so that no string is
+// allocated.
+func addrString(a netip.Addr, src string) string {
 	if !a.IsValid() {
 		return ""
 	}
 	var buf [64]byte
 	b := a.AppendTo(buf[:0])
-	if host := hostOf(remote); host == string(b) {
+	if host := hostOf(src); host == string(b) {
 		return host
 	}
 	return string(b)
