@@ -1,0 +1,39 @@
+// Package adaptive owns the CPU-driven control of flowgate: it measures the
+// CPU this process may use, scales the rate of every rule marked adaptive to
+// keep that CPU near a target, and optionally guards the whole engine
+// against overload (Sentinel's system protection).
+//
+// # Measuring
+//
+// NewSampler picks the best source: the process's own cgroup (v2: cpu.stat
+// usage_usec against cpu.max and cpuset.cpus.effective; v1: cpuacct.usage
+// against cpu.cfs_quota_us/cpu.cfs_period_us), else the process's CPU time
+// through gopsutil, normalised by NumCPU. Utilisation is
+// Δusage / (Δmonotonic time × min(quota, cpuset size, NumCPU)), clamped to
+// [0, 1]: container limits count, host-wide figures do not. A failed read or
+// a counter that goes backwards returns an error wrapping ErrSkipped and is
+// counted; it is never read as 0.
+//
+// # Controlling
+//
+// The update rule is the pure function Config.Next: an EWMA that rises fast
+// and falls slowly, a hysteresis band around the target inside which the
+// factor holds, multiplicative cuts in proportion to the overshoot (at most
+// MaxCut, CutGap samples apart, never for a single spike), and raises of at
+// most MaxRaise per step, not within RaiseHold samples of a cut. Each cut or
+// raise is sized against the factors in force over the last Settle samples,
+// so heat that an earlier cut has already answered does not cut again: this
+// is what keeps it from flapping under dead time and lag.
+//
+// A Controller runs that rule against a *flow.Engine: Step samples once and
+// publishes changes of 1% or more with Engine.SetAdaptiveFactor; Start runs
+// Step every Period until Close. State reports the factor, the smoothed CPU
+// and the last decision with its reason.
+//
+// # Guarding
+//
+// With SystemGuard.CPU set, while the smoothed CPU is above it the engine
+// admits a call only while in-flight calls are at most the completions per
+// second times the smallest response time (summed per resource, best of the
+// last two seconds); refused calls carry flow.LevelSystem.
+package adaptive
