@@ -1,0 +1,141 @@
+package flow
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/flowgate/flowgate/clock"
+)
+
+func TestStatsValues(t *testing.T) {
+	clk := clock.NewFake(t0)
+	e := NewEngine(WithClock(clk), WithStatsWindow(time.Second, 4))
+	if err := e.LoadRules([]Rule{fw("g", "r", LevelGlobal, 3, time.Hour), fw("u", "r", LevelUser, 1, time.Hour)}); err != nil {
+		t.Fatal(err)
+	}
+	enter := func(opts ...EntryOption) *Permit {
+		t.Helper()
+		p, err := e.Entry("r", opts...)
+		if err != nil {
+			t.Fatalf("Entry: %v", err)
+		}
+		return p
+	}
+	p1 := enter()
+	clk.Advance(10 * time.Millisecond)
+	p1.Exit()
+	p2 := enter(WithUser("a"))
+	clk.Advance(300 * time.Millisecond)
+	p2.Exit(WithError(errors.New("boom")))
+	if _, err := e.Entry("r", WithUser("a")); err == nil {
+		t.Fatal("user a passed twice")
+	}
+	p3 := enter()
+	if _, err := e.Entry("r"); err == nil {
+		t.Fatal("global passed 4 times")
+	}
+	s := e.Snapshot().Resources[0]
+	want := ResourceStats{Resource: "r", Passed: 3, Completed: 2, Errors: 1, InFlight: 1,
+		RTSum: 310 * time.Millisecond}
+	want.Blocked[LevelUser], want.Blocked[LevelGlobal] = 1, 1
+	if s.Resource != want.Resource || s.Passed != want.Passed || s.Completed != want.Completed || s.Errors != want.Errors ||
+		s.InFlight != want.InFlight || s.RTSum != want.RTSum || s.Blocked != want.Blocked || s.Waited != 0 {
+		t.Fatalf("lifetime: got %+v", s)
+	}
+	// 10ms falls in the (5ms, 10ms] bucket, 300ms in (250ms, 500ms].
+	for i, c := range s.RTHist.Counts {
+		var w uint64
+		if b := s.RTHist.Bounds; i < len(b) && (b[i] == 0.01 || b[i] == 0.5) {
+			w = 1
+		}
+		if c != w {
+			t.Fatalf("RTHist bucket %d (<= %v): got %d, want %d", i, s.RTHist.Bounds[min(i, len(s.RTHist.Bounds)-1)], c, w)
+		}
+	}
+	r := s.Recent
+	if r.Span != time.Second || r.Passed != 3 || r.Blocked != 2 || r.Completed != 2 || r.Errors != 1 ||
+		r.RTSum != 310*time.Millisecond || r.MinRT != 10*time.Millisecond || r.MaxRT != 300*time.Millisecond {
+		t.Fatalf("recent: got %+v", r)
+	}
+	// The recent window forgets; lifetime totals do not.
+	clk.Advance(2 * time.Second)
+	p3.Exit()
+	s = e.Snapshot().Resources[0]
+	if r := s.Recent; r.Passed != 0 || r.Blocked != 0 || r.Completed != 1 || r.MinRT != 2*time.Second {
+		t.Fatalf("recent after 2s: got %+v", r)
+	}
+	if s.Completed != 3 || s.Passed != 3 || s.InFlight != 0 {
+		t.Fatalf("lifetime after 2s: got %+v", s)
+	}
+}
+
+// TestConcurrentExactLimit: 16 goroutines race for an exact algorithm's
+// permits; exactly Limit pass, on every level.
+func TestConcurrentExactLimit(t *testing.T) {
+	for _, a := range []Algorithm{AlgoFixedWindow, AlgoSlidingLog, AlgoSlidingWindow, AlgoConcurrency} {
+		t.Run(a.String(), func(t *testing.T) {
+			e, _ := newTestEngine(t,
+				Rule{ID: "g", Resource: "r", Algorithm: a, Limit: 100, Window: time.Minute},
+				Rule{ID: "u", Resource: "r", Level: LevelUser, Algorithm: a, Limit: 30, Window: time.Minute},
+			)
+			var passed, passedA atomic.Int64
+			var wg sync.WaitGroup
+			for g := range 16 {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					user := WithUser([]string{"a", "b", "c", "d"}[g%4])
+					for range 50 {
+						if _, err := e.Entry("r", user); err == nil { // held: no Exit, so concurrency counts too
+							passed.Add(1)
+							if g%4 == 0 {
+								passedA.Add(1)
+							}
+						}
+					}
+				}()
+			}
+			wg.Wait()
+			if passed.Load() != 100 || passedA.Load() != 30 {
+				t.Fatalf("passed %d (want 100), user a %d (want 30)", passed.Load(), passedA.Load())
+			}
+			if s := e.Snapshot().Resources[0]; s.Passed != 100 || s.Blocked[LevelGlobal]+s.Blocked[LevelUser] != 700 {
+				t.Fatalf("stats: %+v", s)
+			}
+		})
+	}
+}
+
+func TestGuard(t *testing.T) {
+	e, clk := newTestEngine(t, fw("g", "r", LevelGlobal, 2, time.Hour))
+	boom := errors.New("boom")
+	var ran int
+	err := e.Guard(context.Background(), "r", func(ctx context.Context) error {
+		ran++
+		clk.Advance(5 * time.Millisecond)
+		return boom
+	})
+	if !errors.Is(err, boom) || ran != 1 {
+		t.Fatalf("fn error: got %v (ran %d)", err, ran)
+	}
+	func() {
+		defer func() {
+			if r := recover(); r != "kaboom" {
+				t.Fatalf("recover: got %v, want the original panic", r)
+			}
+		}()
+		_ = e.Guard(context.Background(), "r", func(context.Context) error { panic("kaboom") })
+	}()
+	err = e.Guard(context.Background(), "r", func(context.Context) error { ran++; return nil })
+	if !errors.Is(err, ErrBlocked) || ran != 1 {
+		t.Fatalf("third call: got %v (ran %d), want blocked without running", err, ran)
+	}
+	s := e.Snapshot().Resources[0]
+	if s.Completed != 2 || s.Errors != 2 || s.InFlight != 0 || s.RTSum != 5*time.Millisecond || s.Blocked[LevelGlobal] != 1 {
+		t.Fatalf("stats: %+v", s)
+	}
+}
