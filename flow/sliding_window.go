@@ -36,6 +36,7 @@ type slidingWindow struct {
 	mu     sync.Mutex
 	width  int64   // sub-window length, ns
 	head   int64   // index of the newest sub-window counted
+	hs     int     // its slot in counts (the ring's position is arbitrary)
 	cap    int64   // capacity(limit)
 	counts []int32 // ring of B+1 counters: sub-window i lives at i % (B+1)
 }
@@ -62,12 +63,6 @@ func newSlidingWindow(window time.Duration, buckets int, limit float64, now int6
 	return s, nil
 }
 
-// at is the counter of sub-window i; valid for head-B <= i <= head.
-func (s *slidingWindow) at(i int64) *int32 {
-	n := int64(len(s.counts))
-	return &s.counts[((i%n)+n)%n]
-}
-
 // roll moves head to now's sub-window, zeroing the ones it passes; mu held.
 // A clock that goes backwards keeps counting in head.
 func (s *slidingWindow) roll(now int64) (k int64, f float64) {
@@ -75,21 +70,33 @@ func (s *slidingWindow) roll(now int64) (k int64, f float64) {
 	if k < s.head {
 		return s.head, 0 // as if at the start of head: the most conservative
 	}
-	n := int64(len(s.counts))
-	for i := max(s.head+1, k-n+1); i <= k; i++ {
-		*s.at(i) = 0
+	steps := min(k-s.head, int64(len(s.counts)))
+	for range steps {
+		if s.hs++; s.hs == len(s.counts) {
+			s.hs = 0
+		}
+		s.counts[s.hs] = 0
 	}
 	s.head = k
 	return k, float64(now-k*s.width) / float64(s.width)
 }
 
+// slot is the ring index of sub-window head-b+j: j = 0 is the oldest,
+// partly covered one, which sits just after head in the ring.
+func (s *slidingWindow) slot(j int) int {
+	return (s.hs + 1 + j) % len(s.counts)
+}
+
 // sums returns the whole part and the oldest, partly covered, sub-window.
-func (s *slidingWindow) sums(k int64) (whole, oldest float64) {
-	b := int64(len(s.counts)) - 1
-	for i := k - b + 1; i <= k; i++ {
-		whole += float64(*s.at(i))
+// Every counter in the ring is in the window, so the whole part is all of
+// them but the oldest.
+func (s *slidingWindow) sums() (whole, oldest float64) {
+	var total int64
+	for _, c := range s.counts {
+		total += int64(c)
 	}
-	return whole, float64(*s.at(k - b))
+	o := s.counts[s.slot(0)]
+	return float64(total - int64(o)), float64(o)
 }
 
 func (s *slidingWindow) tryAcquire(now int64, n int, maxWait time.Duration) decision {
@@ -99,15 +106,15 @@ func (s *slidingWindow) tryAcquire(now int64, n int, maxWait time.Duration) deci
 		return decision{never: true}
 	}
 	k, f := s.roll(now)
-	whole, oldest := s.sums(k)
+	whole, oldest := s.sums()
 	c := float64(s.cap)
 	if est := whole + oldest*(1-f); est+float64(n) <= c {
-		*s.at(k) += int32(n)
+		s.counts[s.hs] += int32(n)
 		return decision{ok: true, remaining: math.Max(0, math.Floor(c-est-float64(n))), reset: s.reset(k, now)}
 	}
 	wait := s.until(k, now, float64(n))
 	if wait <= maxWait {
-		*s.at(k) += int32(n)
+		s.counts[s.hs] += int32(n)
 		return decision{ok: true, wait: wait, reset: s.reset(k, now)}
 	}
 	return decision{retryAfter: wait, reset: s.reset(k, now)}
@@ -120,15 +127,15 @@ func (s *slidingWindow) tryAcquire(now int64, n int, maxWait time.Duration) deci
 func (s *slidingWindow) until(k, now int64, n float64) time.Duration {
 	b := int64(len(s.counts)) - 1
 	room := float64(s.cap) - n
-	whole, _ := s.sums(k)
+	whole, _ := s.sums()
 	for j := int64(0); j <= b+1; j++ {
 		// Sub-window k+j: counters k+j-b+1..k are still whole, k+j-b fades.
-		if j > 0 {
-			whole -= float64(*s.at(k + j - b))
-		}
 		var oldest float64
 		if j <= b {
-			oldest = float64(*s.at(k + j - b))
+			oldest = float64(s.counts[s.slot(int(j))])
+		}
+		if j > 0 {
+			whole -= oldest
 		}
 		if whole > room {
 			continue
@@ -159,10 +166,10 @@ func (s *slidingWindow) until(k, now int64, n float64) time.Duration {
 // reset is how long until the estimate is zero: when the newest non-empty
 // sub-window has left the window. mu held.
 func (s *slidingWindow) reset(k, now int64) time.Duration {
-	b := int64(len(s.counts)) - 1
-	for i := k; i >= k-b; i-- {
-		if *s.at(i) != 0 {
-			return nonNeg((i+b+1)*s.width - now)
+	b := len(s.counts) - 1
+	for j := b; j >= 0; j-- { // newest first
+		if s.counts[s.slot(j)] != 0 {
+			return nonNeg((k-int64(b-j)+int64(b)+1)*s.width - now)
 		}
 	}
 	return 0
@@ -173,8 +180,7 @@ func (s *slidingWindow) reset(k, now int64) time.Duration {
 func (s *slidingWindow) refund(at int64, n int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	c := s.at(s.head)
-	*c = max(*c-int32(n), 0)
+	s.counts[s.hs] = max(s.counts[s.hs]-int32(n), 0)
 }
 
 func (s *slidingWindow) release(int) {}
@@ -189,7 +195,7 @@ func (s *slidingWindow) setLimit(_ int64, limit float64) {
 func (s *slidingWindow) remaining(now int64) float64 {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	k, f := s.roll(now)
-	whole, oldest := s.sums(k)
+	_, f := s.roll(now)
+	whole, oldest := s.sums()
 	return math.Max(0, math.Floor(float64(s.cap)-whole-oldest*(1-f)))
 }

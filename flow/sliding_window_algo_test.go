@@ -84,7 +84,7 @@ func TestSlidingWindowHonestRetryAfterEverywhere(t *testing.T) {
 				}
 				// Probe without changing state: a copy of the limiter.
 				sw := l.(*slidingWindow)
-				probe := &slidingWindow{width: sw.width, head: sw.head, cap: sw.cap, counts: append([]int32(nil), sw.counts...)}
+				probe := &slidingWindow{width: sw.width, head: sw.head, hs: sw.hs, cap: sw.cap, counts: append([]int32(nil), sw.counts...)}
 				if e := probe.tryAcquire(now+int64(d.retryAfter)-1000, 3, 0); e.ok {
 					t.Fatalf("buckets %d, call %d: admitted 1µs before retryAfter %v", b, i, d.retryAfter)
 				}
