@@ -1,5 +1,53 @@
 // Package flow owns admission: the Engine that decides, per call, whether a
-// resource may be entered under the rules in force (global, per user, per
-// client IP), with local algorithms, cluster rules through a TokenServer,
-// and lock-free statistics.
+// resource may be entered under the rules in force.
+//
+// A service guards a call with Entry and ends it with Exit:
+//
+//	p, err := eng.Entry("GET /orders", flow.WithUser(id), flow.WithIP(ip))
+//	if err != nil { // a *BlockError: errors.Is(err, flow.ErrBlocked)
+//		return err
+//	}
+//	defer p.Exit()
+//
+// or lets Guard do both around a function.
+//
+// # Levels
+//
+// A Rule counts the calls of all callers (LevelGlobal), of one user
+// (LevelUser, keyed by WithUser) or of one client IP (LevelIP, keyed by
+// WithIP). Rules of every level on one resource combine. They are checked
+// most specific first — IP, then user, then global — so a flood from one
+// client is refused before it touches the shared quota, and permits taken at
+// one level are given back when a later level refuses: a refused call
+// consumes nothing. Several rules at one level (10/s and 1000/h per user)
+// must all pass. A call without a user (IP) is not checked at that level.
+// Per-user and per-IP limiters live in sharded tables bounded by MaxKeys and
+// forgetting keys idle past IdleTTL. A resource with no rule always passes.
+//
+// # Choosing an algorithm
+//
+//	algorithm       good for                          cost and caveat
+//	token_bucket    bursty APIs: average rate, bursts  Guava SmoothBursty; starts full
+//	warm_up         cold caches, JIT, new connections  ramps from Limit/ColdFactor over Warmup
+//	leaky_bucket    smooth output, queueing (MaxWait)  no burst: calls spaced Window/Limit apart
+//	fixed_window    the simplest counter               admits up to 2x Limit across a boundary
+//	sliding_window  a cheap, close approximation       Buckets counters; previous window weighted
+//	sliding_log     exact: never > Limit in any Window  Limit timestamps of memory per key
+//	concurrency     slow backends, pools               in-flight cap; Exit releases
+//
+// MaxWait > 0 lets a call of a rate algorithm wait, on the engine's clock and
+// bounded by WithContext's context, for its turn instead of being refused.
+//
+// # Around the engine
+//
+// Rules come from package rules (JSON, validation, hot reload) through
+// LoadRules, which swaps an immutable snapshot atomically; unchanged rules
+// keep their state. Package adaptive scales rules marked Adaptive through
+// SetAdaptiveFactor and guards the process with SetSystemLimit. Rules with a
+// Cluster spec are decided by a TokenServer (package cluster) with a local,
+// allow or deny fallback. Snapshot exposes lock-free statistics to packages
+// metrics and alerting. The engine starts no goroutine and needs no Close.
+//
+// Time comes from a clock.Clock (WithClock): tests drive the engine on
+// clock.Fake and never sleep.
 package flow
