@@ -22,8 +22,10 @@ const clusterSize = 3
 
 // Cluster is a 3-primary Redis Cluster owned by a test, without replicas.
 // Node i serves the slots SlotRange(i) returns. Killing a node leaves its
-// slots uncovered; with the default cluster-require-full-coverage yes the
-// remaining nodes refuse every key once they notice (about 1–2s).
+// slots uncovered: its keys fail at once (connection refused), and with the
+// default cluster-require-full-coverage yes the remaining nodes refuse every
+// key once they agree it failed, about 4s later (measured) with the 2s
+// cluster-node-timeout this package sets; WithConfig can change either.
 type Cluster struct {
 	Addrs []string
 	Nodes []*Server
@@ -51,7 +53,7 @@ func StartCluster(t testing.TB, opts ...Option) *Cluster {
 	if err := c.meet(ctx, 0); err != nil {
 		t.Fatalf("redistest: %v", err)
 	}
-	if err := c.waitReady(ctx); err != nil {
+	if err := c.waitReady(ctx, t.Logf); err != nil {
 		t.Fatalf("redistest: cluster did not converge within %v: %v\n%s", cfg.startTimeout, err, c.nodesReport())
 	}
 	return c
@@ -121,7 +123,7 @@ const rejoinAfter = time.Second
 // waitReady polls CLUSTER INFO on every node until all agree the cluster is
 // whole, re-sending MEETs from any node still missing peers. It returns the
 // last disagreement when ctx ends.
-func (c *Cluster) waitReady(ctx context.Context) error {
+func (c *Cluster) waitReady(ctx context.Context, logf func(format string, args ...any)) error {
 	// Gossip runs on each node's 100ms cluster cron; there is no event to
 	// wait on, so poll a little faster than that.
 	tick := time.NewTicker(20 * time.Millisecond)
@@ -143,6 +145,8 @@ func (c *Cluster) waitReady(ctx context.Context) error {
 			}
 			got := parseInfo(info)
 			if got["cluster_known_nodes"] != strconv.Itoa(clusterSize) && time.Since(lastMeet[i]) >= rejoinAfter {
+				logf("redistest: node %s knows %s of %d nodes after %v; it sends MEET again",
+					n.Addr, got["cluster_known_nodes"], clusterSize, time.Since(lastMeet[i]).Round(time.Millisecond))
 				_ = c.meet(ctx, i) // a failure shows up as lag on the next poll
 				lastMeet[i] = time.Now()
 			}

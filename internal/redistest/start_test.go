@@ -150,7 +150,7 @@ func TestWaitReadyRejoinsIsolatedNode(t *testing.T) {
 	if err := c.Nodes[0].Client().ClusterMeet(ctx, "127.0.0.1", strconv.Itoa(c.Nodes[1].Port)).Err(); err != nil {
 		t.Fatal(err)
 	}
-	if err := c.waitReady(ctx); err != nil {
+	if err := c.waitReady(ctx, t.Logf); err != nil {
 		t.Fatalf("waitReady: %v\n%s", err, c.nodesReport())
 	}
 	for _, n := range c.Nodes {
