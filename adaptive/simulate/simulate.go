@@ -18,19 +18,23 @@ import (
 
 // Model is the simulated service and how it is sampled.
 type Model struct {
-	Capacity float64       // requests/s at 100% CPU; default 1000
-	Idle     float64       // CPU with no load; default 0.1
-	Headroom float64       // the adaptive rule's limit over Capacity; default 1
+	Capacity float64 // requests/s at 100% CPU; default 1000
+	Idle     float64 // CPU with no load; default 0.1
+	Headroom float64 // the adaptive rule's limit over Capacity; default 1
 	// RejectCost is the CPU of refusing a call relative to serving it;
 	// default 0, as in the model. Above 0 the offered load matters
 	// even when the limit caps what is admitted.
 	RejectCost float64
-	Lag      time.Duration // time constant of the CPU's response; default 500ms
-	DeadMin  int           // least dead time in samples; default 1
-	DeadMax  int           // largest dead time in samples; default 2
-	Noise    float64       // amplitude of the additive uniform noise; default 0.05
-	Period   time.Duration // sample period; default 250ms
-	Seed     uint64
+	Lag        time.Duration // time constant of the CPU's response; default 500ms
+	DeadMin    int           // least dead time in samples; default 1
+	DeadMax    int           // largest dead time in samples; default 2
+	Noise      float64       // amplitude of the additive uniform noise; default 0.05
+	Period     time.Duration // sample period; default 250ms
+	Seed       uint64
+	// Admit, when set, replaces the modelled rule: it is called once per
+	// period [from, to) with the offered load (multiples of Capacity) and
+	// returns what was admitted, for driving a real engine.
+	Admit func(from, to time.Duration, offered float64) float64
 }
 
 // Policy is the controller under test: it gets one CPU reading and the
@@ -90,6 +94,9 @@ func (m Model) Run(d time.Duration, load func(t time.Duration) float64, p Policy
 		t := time.Duration(k) * m.Period
 		l := load(t)
 		adm := min(l, m.Headroom*f)
+		if m.Admit != nil {
+			adm = m.Admit(t, t+m.Period, l)
+		}
 		drive = append(drive, m.Idle+(1-m.Idle)*min(adm+m.RejectCost*(l-adm), 1))
 		dead := m.DeadMin + rng.IntN(m.DeadMax-m.DeadMin+1)
 		in := m.Idle
