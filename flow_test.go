@@ -121,7 +121,7 @@ func TestEveryAlgorithmAndLevel(t *testing.T) {
 		{at: 1000 * ms, resource: "search", user: "a", want: "pass"},
 		{at: 1000 * ms, resource: "search", user: "a", want: "fw"},
 		{at: 1000 * ms, resource: "pay", user: "a", want: "sl"},
-		{at: 1000 * ms, resource: "feed", want: "sw"}, // the first sub-window still counts whole
+		{at: 1000 * ms, resource: "feed", want: "sw"},   // the first sub-window still counts whole
 		{at: 1250 * ms, resource: "feed", want: "pass"}, // ... now half: 4*0.5 = 2 counted
 		{at: 1250 * ms, resource: "feed", want: "pass"},
 		{at: 1250 * ms, resource: "feed", want: "sw"},
