@@ -3,6 +3,7 @@ package rules
 import (
 	"fmt"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -165,9 +166,9 @@ func readRule(p *problems, i int, n *node) (r flow.Rule, skip []string) {
 		case "resource":
 			r.Resource, _ = o.str(key, v)
 		case "level":
-			r.Level, levelOK = enum(o, key, v, levelNames(), flow.ParseLevel)
+			r.Level, levelOK = enum(o, key, v, levelNames, flow.ParseLevel)
 		case "algorithm":
-			r.Algorithm, algoOK = enum(o, key, v, algorithmNames(), flow.ParseAlgorithm)
+			r.Algorithm, algoOK = enum(o, key, v, algorithmNames, flow.ParseAlgorithm)
 		case "limit":
 			r.Limit, _ = o.amount(key, v)
 		case "burst":
@@ -223,8 +224,7 @@ func isZero(obj *node, key string) bool {
 		if m.key == key {
 			switch m.val.kind {
 			case kindNumber:
-				var f float64
-				_, err := fmt.Sscan(m.val.text, &f)
+				f, err := strconv.ParseFloat(m.val.text, 64)
 				return err == nil && f == 0
 			case kindString:
 				d, msg := parseDuration(m.val.text)
@@ -256,7 +256,7 @@ func (o *object) span(key string, v *node) (time.Duration, bool) {
 }
 
 // enum reads one of a fixed set of names, listing them when it is not one.
-func enum[T any](o *object, key string, v *node, valid []string, parse func(string) (T, error)) (T, bool) {
+func enum[T any](o *object, key string, v *node, valid func() []string, parse func(string) (T, error)) (T, bool) {
 	var zero T
 	s, ok := o.str(key, v)
 	if !ok {
@@ -264,7 +264,7 @@ func enum[T any](o *object, key string, v *node, valid []string, parse func(stri
 	}
 	t, err := parse(s)
 	if err != nil {
-		o.fail(key, "unknown %q (valid: %s)", s, strings.Join(valid, ", "))
+		o.fail(key, "unknown %q (valid: %s)", s, strings.Join(valid(), ", "))
 		return zero, false
 	}
 	return t, true
@@ -272,7 +272,7 @@ func enum[T any](o *object, key string, v *node, valid []string, parse func(stri
 
 // oneOf reads a string that must be one of valid.
 func (o *object) oneOf(key string, v *node, valid ...string) (string, bool) {
-	return enum(o, key, v, valid, func(s string) (string, error) {
+	return enum(o, key, v, func() []string { return valid }, func(s string) (string, error) {
 		for _, x := range valid {
 			if s == x {
 				return s, nil

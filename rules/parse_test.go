@@ -2,6 +2,7 @@ package rules
 
 import (
 	"bytes"
+	"encoding/json"
 	"path/filepath"
 	"reflect"
 	"testing"
@@ -199,6 +200,7 @@ func FuzzParse(f *testing.F) {
 		}
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
+		checkTree(t, data)
 		doc, err := Parse(data)
 		if err != nil {
 			for _, e := range Problems(err) {
@@ -213,4 +215,59 @@ func FuzzParse(f *testing.F) {
 		}
 		checkRoundTrip(t, doc)
 	})
+}
+
+// checkTree compares the hand-written tree reader with encoding/json.
+func checkTree(t *testing.T, data []byte) {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	var want any
+	if err := dec.Decode(&want); err != nil || !json.Valid(data) {
+		return
+	}
+	n, err := parseTree(data)
+	if err != nil {
+		if len(bytes.TrimSpace(data)) == 0 {
+			return
+		}
+		t.Fatalf("parseTree refused valid JSON: %v", err)
+	}
+	if got := treeValue(n); !reflect.DeepEqual(got, want) {
+		t.Fatalf("parseTree = %#v\nencoding/json = %#v", got, want)
+	}
+}
+
+// treeValue converts a tree to what encoding/json decodes into any (the last
+// of repeated keys wins there).
+func treeValue(n *node) any {
+	switch n.kind {
+	case kindObject:
+		m := map[string]any{}
+		for _, mb := range n.members {
+			m[mb.key] = treeValue(mb.val)
+		}
+		return m
+	case kindArray:
+		a := []any{}
+		for _, e := range n.elems {
+			a = append(a, treeValue(e))
+		}
+		return a
+	case kindString:
+		return n.text
+	case kindNumber:
+		return json.Number(n.text)
+	case kindBool:
+		return n.boolean
+	}
+	return nil
+}
+
+func TestTreeMatchesEncodingJSON(t *testing.T) {
+	for _, s := range []string{
+		`{"a": [1, -2.5e+3, true, false, null, "x\"y\\z\u00e9\ud83d\ude00", {}, []], "b": {"c": "\u0041"}}`,
+		"[\"\xff\xfe\", \"caf\xc3\xa9\"]", ` 7 `, `"s"`, `{"a":1,"a":2}`, "[\n1 ,\t2\r]",
+	} {
+		checkTree(t, []byte(s))
+	}
 }
