@@ -1,13 +1,3 @@
-// Package simulate owns a deterministic model of a CPU-bound service on
-// virtual time, for exercising the adaptive controller in tests and demos:
-// no clock, no goroutines, the same seed gives the same trace.
-//
-// The service serves Capacity requests per second at 100% CPU. Its CPU moves
-// toward Idle + (1-Idle) × admitted/Capacity with a first-order lag, after a
-// dead time of one or two samples (chosen at random every sample), and every
-// reading carries uniform noise of ±Noise. The rule in front of it admits
-// min(offered, Capacity × Headroom × factor); refused calls may cost CPU too
-// (RejectCost).
 package simulate
 
 import (
@@ -64,6 +54,7 @@ func (m Model) withDefaults() Model {
 	def(&m.Idle, 0.1)
 	def(&m.Headroom, 1)
 	def(&m.Noise, 0.05)
+	m.Noise = max(m.Noise, 0)
 	if m.Lag == 0 {
 		m.Lag = 500 * time.Millisecond
 	}
