@@ -318,9 +318,26 @@ func TestNewCollectorNilEngine(t *testing.T) {
 }
 
 func BenchmarkCollect(b *testing.B) {
-	eng, _, _ := driveTraffic(b)
-	c := NewCollector(eng, allSources()...)
-	ch := make(chan prometheus.Metric, 512)
+	b.Run("scenario", func(b *testing.B) {
+		eng, _, _ := driveTraffic(b)
+		benchCollect(b, NewCollector(eng, allSources()...))
+	})
+	b.Run("resources=100", func(b *testing.B) {
+		eng := flow.NewEngine()
+		var rules []flow.Rule
+		for i := range 100 {
+			rules = append(rules, flow.Rule{ID: fmt.Sprint("r", i), Resource: fmt.Sprint("GET /r", i),
+				Algorithm: flow.AlgoTokenBucket, Limit: 100})
+		}
+		if err := eng.LoadRules(rules); err != nil {
+			b.Fatal(err)
+		}
+		benchCollect(b, NewCollector(eng))
+	})
+}
+
+func benchCollect(b *testing.B, c prometheus.Collector) {
+	ch := make(chan prometheus.Metric, 4096)
 	b.ReportAllocs()
 	for b.Loop() {
 		c.Collect(ch)

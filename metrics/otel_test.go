@@ -194,3 +194,22 @@ func TestRegisterOTelNilEngine(t *testing.T) {
 		t.Error("RegisterOTel(nil, nil): no error")
 	}
 }
+
+func BenchmarkOTelCollect(b *testing.B) {
+	eng, _, _ := driveTraffic(b)
+	reader := sdkmetric.NewManualReader(sdkmetric.WithProducer(NewOTelProducer(eng)))
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
+	defer mp.Shutdown(context.Background())
+	unregister, err := RegisterOTel(eng, mp)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer unregister()
+	var rm metricdata.ResourceMetrics
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := reader.Collect(context.Background(), &rm); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
