@@ -16,7 +16,7 @@ import (
 type Config struct {
 	// CPUTarget is the utilisation the controller steers to. Default 0.80.
 	CPUTarget float64
-	// BandLow and BandHigh bound the hysteresis band around the target:
+	// BandLow <= CPUTarget <= BandHigh, BandLow < BandHigh: the hysteresis band;
 	// inside it the factor is held. Defaults 0.70 and 0.88.
 	BandLow, BandHigh float64
 	// MinFactor is the floor of the factor. Default 0.1.
@@ -138,11 +138,11 @@ func (c Config) Validate() error {
 	okH := open01("bandHigh", c.BandHigh)
 	if okL && okH && c.BandLow >= c.BandHigh {
 		bad("bandLow", "must be below bandHigh %v, got %v", c.BandHigh, c.BandLow)
-	} else if okT && okL && c.BandLow >= c.CPUTarget {
-		bad("bandLow", "must be below cpuTarget %v, got %v", c.CPUTarget, c.BandLow)
+	} else if okT && okL && c.BandLow > c.CPUTarget {
+		bad("bandLow", "must be <= cpuTarget %v, got %v", c.CPUTarget, c.BandLow)
 	}
-	if okT && okH && c.BandHigh <= c.CPUTarget {
-		bad("bandHigh", "must be above cpuTarget %v, got %v", c.CPUTarget, c.BandHigh)
+	if okT && okH && c.BandHigh < c.CPUTarget {
+		bad("bandHigh", "must be >= cpuTarget %v, got %v", c.CPUTarget, c.BandHigh)
 	}
 	if math.IsNaN(c.MinFactor) || c.MinFactor <= 0 || c.MinFactor > 1 {
 		bad("minFactor", "must be in (0, 1], got %v", c.MinFactor)

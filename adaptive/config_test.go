@@ -14,6 +14,9 @@ func TestConfigValidate(t *testing.T) {
 	if err := Defaults().Validate(); err != nil {
 		t.Errorf("Defaults(): %v", err)
 	}
+	if err := (Config{CPUTarget: 0.7, BandLow: 0.7, BandHigh: 0.9}).Validate(); err != nil {
+		t.Errorf("band edge at the target: %v", err)
+	}
 	cases := []struct {
 		name string
 		cfg  Config
@@ -21,8 +24,8 @@ func TestConfigValidate(t *testing.T) {
 	}{
 		{"target over 1", Config{CPUTarget: 1.2}, []string{"cpuTarget: must be in (0, 1)"}},
 		{"negative target", Config{CPUTarget: -0.1}, []string{"cpuTarget"}},
-		{"band low above target", Config{BandLow: 0.85}, []string{"bandLow: must be below cpuTarget"}},
-		{"band high below target", Config{BandHigh: 0.75}, []string{"bandHigh: must be above cpuTarget"}},
+		{"band low above target", Config{BandLow: 0.85, BandHigh: 0.9}, []string{"bandLow: must be <= cpuTarget"}},
+		{"band high below target", Config{BandHigh: 0.75}, []string{"bandHigh: must be >= cpuTarget"}},
 		{"band inverted", Config{BandLow: 0.9, BandHigh: 0.6}, []string{"bandLow: must be below bandHigh"}},
 		{"min factor", Config{MinFactor: 1.5}, []string{"minFactor"}},
 		{"period", Config{Period: -time.Second}, []string{"period: must be > 0"}},
@@ -68,9 +71,9 @@ func TestConfigJSON(t *testing.T) {
 	}
 	for doc, want := range map[string]string{
 		`{"cpuTarget": 0.8, "target": 0.7}`: `unknown field "target"`,
-		`{"period": "250"}`:                  "period:",
-		`{"period": "-1s"}`:                  "period: must be > 0",
-		`{"cpuTarget": "high"}`:              "cpuTarget",
+		`{"period": "250"}`:                 "period:",
+		`{"period": "-1s"}`:                 "period: must be > 0",
+		`{"cpuTarget": "high"}`:             "cpuTarget",
 	} {
 		var c Config
 		err := json.Unmarshal([]byte(doc), &c)

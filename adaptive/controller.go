@@ -108,7 +108,7 @@ func NewController(eng *flow.Engine, opts ...Option) *Controller {
 	c.st.Factor = c.published
 	c.factor.Store(math.Float64bits(c.published))
 	if c.sampler == nil && c.err == nil {
-		c.sampler = NewSampler(WithSamplerClock(c.clk))
+		c.sampler = NewSampler() // real counters need the real clock, whatever c.clk is
 	}
 	if c.err != nil && c.log != nil {
 		c.log.Error("adaptive: controller disabled", "err", c.err)
