@@ -1,0 +1,89 @@
+package flowgrpc
+
+import (
+	"context"
+	"io"
+	"sync/atomic"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/status"
+
+	"github.com/flowgate/flowgate/flow"
+)
+
+// UnaryClientInterceptor guards outbound unary calls with eng (flow.Default()
+// when nil): a refused call fails locally with ResourceExhausted and is never
+// sent.
+func UnaryClientInterceptor(eng *flow.Engine, opts ...Option) grpc.UnaryClientInterceptor {
+	ic := newInterceptor(eng, opts)
+	return func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, callOpts ...grpc.CallOption) error {
+		p, err := ic.enter(ctx, method, false)
+		if err != nil {
+			return err
+		}
+		returned := false
+		defer func() {
+			if !returned {
+				p.Exit(flow.WithError(ErrPanicked))
+			}
+		}()
+		err = invoker(ctx, method, req, reply, cc, callOpts...)
+		returned = true
+		ic.exit(p, err)
+		return err
+	}
+}
+
+// StreamClientInterceptor guards outbound streams with eng (flow.Default()
+// when nil). The permit is held until the stream ends: RecvMsg returns an
+// error (io.EOF included), the single reply of a client-streaming call
+// arrives, or ctx ends, whichever comes first. As grpc-go itself asks, a
+// caller must do one of these, or the permit is never released.
+func StreamClientInterceptor(eng *flow.Engine, opts ...Option) grpc.StreamClientInterceptor {
+	ic := newInterceptor(eng, opts)
+	return func(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.ClientConn, method string, streamer grpc.Streamer, callOpts ...grpc.CallOption) (grpc.ClientStream, error) {
+		p, err := ic.enter(ctx, method, false)
+		if err != nil {
+			return nil, err
+		}
+		cs, err := streamer(ctx, desc, cc, method, callOpts...)
+		if err != nil {
+			ic.exit(p, err)
+			return nil, err
+		}
+		s := &clientStream{ClientStream: cs, ic: ic, p: p, oneReply: !desc.ServerStreams}
+		s.stop = context.AfterFunc(ctx, func() { s.end(status.FromContextError(ctx.Err()).Err()) })
+		return s, nil
+	}
+}
+
+// clientStream exits its permit exactly once when the stream ends. Permits
+// are pooled by the engine, so a second Exit could end another call's
+// permit: the done flag is what makes ending safe from two goroutines.
+type clientStream struct {
+	grpc.ClientStream
+	ic       *interceptor
+	p        *flow.Permit
+	oneReply bool
+	done     atomic.Bool
+	stop     func() bool
+}
+
+func (s *clientStream) end(err error) {
+	if !s.done.CompareAndSwap(false, true) {
+		return
+	}
+	if err == io.EOF {
+		err = nil
+	}
+	s.ic.exit(s.p, err)
+}
+
+func (s *clientStream) RecvMsg(m any) error {
+	err := s.ClientStream.RecvMsg(m)
+	if err != nil || s.oneReply {
+		s.stop()
+		s.end(err)
+	}
+	return err
+}
