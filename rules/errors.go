@@ -56,18 +56,28 @@ func (e *FieldError) Error() string {
 }
 
 // Problems lists the individual problems in an error returned by Parse,
-// LoadFile or flow.ValidateRules, in order. Errors that are not FieldErrors
-// are returned as they are.
+// LoadFile, Watcher.Reload or flow.ValidateRules, in order, without the
+// wrapping (such as the file name) around them. An error with no
+// FieldError or joined list inside is returned as it is.
 func Problems(err error) []error {
 	if err == nil {
 		return nil
 	}
-	if j, ok := err.(interface{ Unwrap() []error }); ok {
-		var out []error
-		for _, e := range j.Unwrap() {
-			out = append(out, Problems(e)...)
+	for e := err; e != nil; {
+		switch x := e.(type) {
+		case interface{ Unwrap() []error }:
+			var out []error
+			for _, inner := range x.Unwrap() {
+				out = append(out, Problems(inner)...)
+			}
+			return out
+		case *FieldError:
+			return []error{x}
+		case interface{ Unwrap() error }:
+			e = x.Unwrap()
+		default:
+			e = nil
 		}
-		return out
 	}
 	return []error{err}
 }
