@@ -36,7 +36,25 @@
 //
 // Some metrics come from packages that sit beside the engine. Each is
 // exported only when its source is given, so a series is never a made-up 0:
-// CPU from [WithCPU] or [WithAdaptive], the cluster's request latency and
+// CPU from [WithCPU] or [WithAdaptive], the token server's latency and
 // breaker from [WithCluster], rule reload status from [WithReload], and
-// firing alerts from [WithAlerts].
+// firing alerts from [WithAlerts]. The sources are small interfaces with
+// func adapters, so this package imports none of those packages; for
+// example, for a rules.Watcher w and an adaptive.Controller c:
+//
+//	metrics.WithReload(metrics.ReloadFunc(func() metrics.ReloadStatus {
+//		st := w.Status()
+//		return metrics.ReloadStatus{Successful: st.OK, LastSuccess: st.LastGoodLoad}
+//	}))
+//	metrics.WithCPU(func() float64 { return c.State().Sample })
+//
+// # OpenTelemetry
+//
+// [RegisterOTel] observes the same information with asynchronous
+// instruments (flowgate.requests, flowgate.active_requests,
+// flowgate.rule.limit, flowgate.adaptive.factor, ...), modelled on
+// aspnetcore.rate_limiting.*. The OTel API has no asynchronous histogram,
+// so flowgate.request.duration, flowgate.request.time_in_queue and
+// flowgate.cluster.request.duration come from [NewOTelProducer], which an
+// SDK reader takes with sdkmetric.WithProducer.
 package metrics

@@ -3,6 +3,7 @@ package metrics_test
 import (
 	"context"
 	"fmt"
+	"math"
 	"strings"
 	"time"
 
@@ -12,6 +13,7 @@ import (
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
+	"github.com/flowgate/flowgate/adaptive"
 	"github.com/flowgate/flowgate/clock"
 	"github.com/flowgate/flowgate/flow"
 	"github.com/flowgate/flowgate/metrics"
@@ -80,4 +82,39 @@ func ExampleRegisterOTel() {
 	// flowgate.rule.limit = 80 {request}
 	// flowgate.adaptive.factor = 0.8 1
 	// flowgate.request.duration: 1 series, unit s
+}
+
+// fixedCPU is a CPU sampler that always reads the same utilisation.
+type fixedCPU float64
+
+func (f fixedCPU) CPU() (float64, error) { return float64(f), nil }
+
+// WithCPU wires the adaptive controller's last CPU sample into
+// flowgate_cpu_usage_ratio (NaN, hence no sample, before its first step).
+// A rules watcher plugs in the same way:
+//
+//	metrics.WithReload(metrics.ReloadFunc(func() metrics.ReloadStatus {
+//		st := watcher.Status()
+//		return metrics.ReloadStatus{Successful: st.OK, LastSuccess: st.LastGoodLoad}
+//	}))
+func ExampleWithCPU() {
+	eng := flow.NewEngine()
+	ctrl := adaptive.NewController(eng, adaptive.WithSampler(fixedCPU(0.9)))
+	cpu := func() float64 {
+		if st := ctrl.State(); st.Samples > 0 {
+			return st.Sample
+		}
+		return math.NaN()
+	}
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(metrics.NewCollector(eng, metrics.WithCPU(cpu)))
+
+	count := func() int { n, _ := testutil.GatherAndCount(reg, metrics.NameCPU); return n }
+	fmt.Println("series before the first step:", count())
+	_ = ctrl.Step()
+	text, _ := testutil.GatherAndFormat(reg, expfmt.TypeTextPlain, metrics.NameCPU)
+	fmt.Print(strings.SplitAfter(string(text), "\n")[2])
+	// Output:
+	// series before the first step: 0
+	// flowgate_cpu_usage_ratio 0.9
 }
