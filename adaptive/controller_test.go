@@ -202,7 +202,6 @@ func TestControllerLogsChanges(t *testing.T) {
 func TestControllerStartClose(t *testing.T) {
 	clk := clock.NewFake(start)
 	eng := newEngine(t, clk)
-	before := runtime.NumGoroutine()
 	var calls atomic.Int64
 	stepped := make(chan struct{}, 1)
 	sampler := adaptive.SamplerFunc(func() (float64, error) {
@@ -215,6 +214,9 @@ func TestControllerStartClose(t *testing.T) {
 	c.Start()
 	c.Start() // a second Start is a no-op
 	<-stepped // the fake clock's Sleep returns at once: 20 steps come quickly
+	if !loopRunning() {
+		t.Fatal("no controller goroutine found while started: the leak check would see nothing")
+	}
 	if f := eng.AdaptiveFactor(); f >= 1 {
 		t.Errorf("engine factor after 20 hot steps = %v, want < 1", f)
 	}
@@ -227,11 +229,9 @@ func TestControllerStartClose(t *testing.T) {
 	if f := eng.AdaptiveFactor(); f != 1 || c.Factor() != 1 {
 		t.Errorf("after Close: engine factor %v, controller %v; want 1", f, c.Factor())
 	}
-	if after := runtime.NumGoroutine(); after > before {
-		t.Errorf("goroutines: %d before Start, %d after Close", before, after)
-	}
+	noLoopLeft(t)
 	c.Start() // after Close: nothing
-	if runtime.NumGoroutine() > before {
+	if loopRunning() {
 		t.Error("Start after Close started a goroutine")
 	}
 }
@@ -305,4 +305,46 @@ func BenchmarkStep(b *testing.B) {
 			}
 		})
 	}
+}
+
+// On the real clock Start paces steps by Period; Close still stops it.
+func TestControllerStartRealClock(t *testing.T) {
+	eng := newEngine(t, clock.Real())
+	var calls atomic.Int64
+	stepped := make(chan struct{})
+	c := adaptive.NewController(eng, adaptive.WithPeriod(time.Millisecond),
+		adaptive.WithSampler(adaptive.SamplerFunc(func() (float64, error) {
+			if calls.Add(1) == 3 {
+				close(stepped)
+			}
+			return 0.5, nil
+		})))
+	c.Start()
+	<-stepped
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if got := c.State().Samples; got < 3 {
+		t.Errorf("samples after 3 sampler calls = %d, want >= 3", got)
+	}
+	noLoopLeft(t)
+}
+
+// loopRunning reports whether a controller's goroutine exists.
+func loopRunning() bool {
+	buf := make([]byte, 1<<20)
+	return strings.Contains(string(buf[:runtime.Stack(buf, true)]), "adaptive.(*Controller).loop")
+}
+
+// noLoopLeft fails unless no controller goroutine is left. Close waits for
+// the loop to finish, but a goroutine that has closed its done channel may
+// take a moment more to vanish from the runtime's list.
+func noLoopLeft(t *testing.T) {
+	t.Helper()
+	for deadline := time.Now().Add(2 * time.Second); time.Now().Before(deadline); runtime.Gosched() {
+		if !loopRunning() {
+			return
+		}
+	}
+	t.Error("a controller goroutine is still running after Close")
 }
