@@ -19,7 +19,8 @@
 // result="waited" those admitted after queueing (MaxWait), and
 // result="blocked" those refused, with level naming the level that refused
 // (global, user, ip or system). Passed and waited calls carry
-// level="global". Their sum is therefore every call to Entry, and
+// level="global". Their sum is therefore every call to Entry on that
+// resource, and
 //
 //	sum(rate(flowgate_requests_total{result="blocked"}[5m]))
 //	  / sum(rate(flowgate_requests_total[5m]))
@@ -28,9 +29,10 @@
 //
 // Every series that can appear for a resource (each result, and blocked at
 // each level) is exported as 0 from the first scrape, so rate() and
-// absent-series alerts see a complete picture. Resources are those with a
-// rule in force or with traffic since the engine started; labels never carry
-// a user id, an IP or a raw path.
+// absent-series alerts see a complete picture. Resources are those that
+// have, or once had, a rule (a call to a resource without rules is not
+// counted), so the label set is bounded by the rules file; labels never
+// carry a user id, an IP or a raw path.
 //
 // # Optional sources
 //
