@@ -3,6 +3,7 @@ package metrics
 import (
 	"math"
 	"slices"
+	"strconv"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -54,7 +55,7 @@ func newDescs() descs {
 		responseTime: prometheus.NewDesc(NameResponseTime,
 			"Time from admission to Exit of admitted calls.", []string{"resource"}, nil),
 		wait: prometheus.NewDesc(NameWait,
-			"Time admitted calls spent queued before passing (0 for calls that did not wait).", []string{"resource"}, nil),
+			"Time calls that queued (rules with MaxWait) waited before passing.", []string{"resource"}, nil),
 		ruleLimit: prometheus.NewDesc(NameRuleLimit,
 			"Effective limit of a rule now, after the adaptive factor: permits per window, or calls in flight for concurrency rules.",
 			ruleLabels, nil),
@@ -135,12 +136,12 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 
 	for i := range s.Rules {
 		r := &s.Rules[i]
-		lv := r.Level.String()
-		ch <- prometheus.MustNewConstMetric(d.ruleLimit, prometheus.GaugeValue, r.EffectiveLimit, r.Resource, lv, r.ID)
-		ch <- prometheus.MustNewConstMetric(d.ruleWindow, prometheus.GaugeValue, r.Window.Seconds(), r.Resource, lv, r.ID)
-		ch <- prometheus.MustNewConstMetric(d.ruleKeys, prometheus.GaugeValue, float64(r.Keys), r.Resource, lv, r.ID)
+		lv, id := r.Level.String(), ruleLabel(r.ID, i)
+		ch <- prometheus.MustNewConstMetric(d.ruleLimit, prometheus.GaugeValue, r.EffectiveLimit, r.Resource, lv, id)
+		ch <- prometheus.MustNewConstMetric(d.ruleWindow, prometheus.GaugeValue, r.Window.Seconds(), r.Resource, lv, id)
+		ch <- prometheus.MustNewConstMetric(d.ruleKeys, prometheus.GaugeValue, float64(r.Keys), r.Resource, lv, id)
 		ch <- prometheus.MustNewConstMetric(d.ruleInfo, prometheus.GaugeValue, 1,
-			r.Resource, lv, r.ID, r.Algorithm.String(), boolLabel(r.Adaptive), boolLabel(r.Cluster))
+			r.Resource, lv, id, r.Algorithm.String(), boolLabel(r.Adaptive), boolLabel(r.Cluster))
 	}
 
 	ch <- prometheus.MustNewConstMetric(d.factor, prometheus.GaugeValue, s.AdaptiveFactor)
@@ -258,6 +259,16 @@ func cumulative(h flow.Histogram) (uint64, map[float64]uint64) {
 		acc += h.Counts[i]
 	}
 	return acc, buckets
+}
+
+// ruleLabel is the rule label of the i-th rule in force: its id, or, as ids
+// are optional, its place in the rules ("rules[3]"), so that two rules
+// without ids never share a series.
+func ruleLabel(id string, i int) string {
+	if id != "" {
+		return id
+	}
+	return "rules[" + strconv.Itoa(i) + "]"
 }
 
 func boolValue(b bool) float64 {

@@ -128,7 +128,7 @@ func TestCollectorValues(t *testing.T) {
 	bounds := eng.Snapshot().Resources[0].RTHist.Bounds
 	hists := histText(NameResponseTime, "Time from admission to Exit of admitted calls.", bounds, map[string][]float64{
 		"GET /orders": tr.ordersRT, "GET /slow": tr.slowRT, "idle": nil,
-	}) + histText(NameWait, "Time admitted calls spent queued before passing (0 for calls that did not wait).", bounds, map[string][]float64{
+	}) + histText(NameWait, "Time calls that queued (rules with MaxWait) waited before passing.", bounds, map[string][]float64{
 		"GET /orders": nil, "GET /slow": tr.slowWait, "idle": nil,
 	})
 	if err := testutil.GatherAndCompare(reg, strings.NewReader(hists), NameResponseTime, NameWait); err != nil {
@@ -305,6 +305,31 @@ func TestPassedNeverDecreases(t *testing.T) {
 		if got := g.passed("r", s.passed, s.waited); got != s.want {
 			t.Errorf("step %d: passed(%d, %d) = %d, want %d", i, s.passed, s.waited, got, s.want)
 		}
+	}
+}
+
+// Rule ids are optional: rules without one get their place as the label, so
+// their series stay distinct.
+func TestRulesWithoutIDs(t *testing.T) {
+	eng := flow.NewEngine()
+	if err := eng.LoadRules([]flow.Rule{
+		{ID: "named", Resource: "r", Algorithm: flow.AlgoTokenBucket, Limit: 5},
+		{Resource: "r", Algorithm: flow.AlgoFixedWindow, Limit: 7},
+		{Resource: "r", Algorithm: flow.AlgoConcurrency, Limit: 3},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(NewCollector(eng))
+	want := `
+# HELP flowgate_rule_limit Effective limit of a rule now, after the adaptive factor: permits per window, or calls in flight for concurrency rules.
+# TYPE flowgate_rule_limit gauge
+flowgate_rule_limit{level="global",resource="r",rule="named"} 5
+flowgate_rule_limit{level="global",resource="r",rule="rules[1]"} 7
+flowgate_rule_limit{level="global",resource="r",rule="rules[2]"} 3
+`
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), NameRuleLimit); err != nil {
+		t.Error(err)
 	}
 }
 

@@ -162,7 +162,7 @@ func (o *otelObserver) observe(_ context.Context, ob metric.Observer) error {
 	}
 	for i := range s.Rules {
 		r := &s.Rules[i]
-		attrs := metric.WithAttributes(AttrResource.String(r.Resource), AttrLevel.String(r.Level.String()), AttrRule.String(r.ID))
+		attrs := metric.WithAttributes(AttrResource.String(r.Resource), AttrLevel.String(r.Level.String()), AttrRule.String(ruleLabel(r.ID, i)))
 		ob.ObserveFloat64(o.ruleLimit, r.EffectiveLimit, attrs)
 		ob.ObserveFloat64(o.ruleWindow, r.Window.Seconds(), attrs)
 		ob.ObserveInt64(o.ruleKeys, int64(r.Keys), attrs)

@@ -64,7 +64,7 @@ func (p *otelProducer) Produce(context.Context) ([]metricdata.ScopeMetrics, erro
 			metricdata.Metrics{Name: OTelRequestDuration, Unit: "s",
 				Description: "Time from admission to Exit of admitted calls.", Data: rt},
 			metricdata.Metrics{Name: OTelTimeInQueue, Unit: "s",
-				Description: "Time admitted calls spent queued before passing.", Data: wait})
+				Description: "Time calls that queued (rules with MaxWait) waited before passing.", Data: wait})
 	}
 	if p.cfg.cluster != nil {
 		m := p.cfg.cluster.ClusterMetrics()
