@@ -36,6 +36,7 @@ type Controller struct {
 	done      chan struct{}
 
 	factor atomic.Uint64 // published, float64 bits: Factor never locks
+	sample atomic.Uint64 // last usable sample, float64 bits: CPU never locks
 }
 
 // Option configures a Controller.
@@ -123,6 +124,11 @@ func (c *Controller) Err() error { return c.err }
 // Factor returns the scale now applied to adaptive rules, in [MinFactor, 1].
 func (c *Controller) Factor() float64 { return math.Float64frombits(c.factor.Load()) }
 
+// CPU returns the last usable CPU sample, 0..1 (0 before the first). It
+// never locks, for exporters (metrics.AdaptiveSource); State has the
+// smoothed value.
+func (c *Controller) CPU() float64 { return math.Float64frombits(c.sample.Load()) }
+
 // State returns what the controller knows: factor, smoothed CPU, the last
 // decision and its reason, and what it handed to the engine.
 func (c *Controller) State() State {
@@ -175,6 +181,7 @@ func (c *Controller) Step() error {
 		return fmt.Errorf("adaptive: step: %w", err)
 	}
 	c.st = c.cfg.Next(c.st, x, now)
+	c.sample.Store(math.Float64bits(c.st.Sample))
 	c.publish()
 	if c.cfg.SystemGuard.CPU > 0 {
 		c.guardStep()

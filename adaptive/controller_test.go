@@ -107,6 +107,9 @@ func TestControllerDrivesEngine(t *testing.T) {
 	if got, want := passedInASecond(), int(math.Floor(100*f)); got < want-1 || got > want+1 {
 		t.Errorf("at factor %.4f: %d passed in a window, want about %d", f, got, want)
 	}
+	if got := c.CPU(); got != 0.97 {
+		t.Errorf("CPU() = %v, want the last sample 0.97", got)
+	}
 	st := c.State()
 	if st.Published != f || st.CPU < 0.88 || st.LastCut == 0 {
 		t.Errorf("State() = %+v, want the published factor, a hot CPU and a cut", st)
