@@ -3,7 +3,7 @@ package flowgrpc
 import (
 	"context"
 	"io"
-	"sync/atomic"
+	"sync"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/status"
@@ -59,24 +59,24 @@ func StreamClientInterceptor(eng *flow.Engine, opts ...Option) grpc.StreamClient
 
 // clientStream exits its permit exactly once when the stream ends. Permits
 // are pooled by the engine, so a second Exit could end another call's
-// permit: the done flag is what makes ending safe from two goroutines.
+// permit; the Once also makes a RecvMsg that loses the race to the context
+// wait until the permit has exited.
 type clientStream struct {
 	grpc.ClientStream
 	ic       *interceptor
 	p        *flow.Permit
 	oneReply bool
-	done     atomic.Bool
+	once     sync.Once
 	stop     func() bool
 }
 
 func (s *clientStream) end(err error) {
-	if !s.done.CompareAndSwap(false, true) {
-		return
-	}
-	if err == io.EOF {
-		err = nil
-	}
-	s.ic.exit(s.p, err)
+	s.once.Do(func() {
+		if err == io.EOF {
+			err = nil
+		}
+		s.ic.exit(s.p, err)
+	})
 }
 
 func (s *clientStream) RecvMsg(m any) error {
