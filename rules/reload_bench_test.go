@@ -180,11 +180,11 @@ var resNames = func() []string {
 // publishes it with one atomic store), and logs the latencies measured.
 func TestEntryNotStalledByReload(t *testing.T) {
 	if testing.Short() {
-		t.Skip("reloads 10 000 rules 20 times")
+		t.Skip("reloads 10 000 rules 10 times")
 	}
-	base, _, _ := entryLatencies(t, 1, 20, false)
+	base, _, _ := entryLatencies(t, 1, 10, false)
 	slices.Sort(base)
-	lat, during, reloadTime := entryLatencies(t, 1, 20, true)
+	lat, during, reloadTime := entryLatencies(t, 1, 10, true)
 	slices.Sort(lat)
 	slices.Sort(reloadTime)
 	progressed := 0

@@ -1,8 +1,3 @@
-// Command flowgate works with flowgate rule documents: it validates them
-// (for CI pipelines that ship rule files) and prints them normalised.
-//
-//	flowgate validate FILE...   print every problem with its path; exit 1 on any
-//	flowgate fmt [-w] FILE      print the document normalised (or rewrite FILE with -w)
 package main
 
 import (
