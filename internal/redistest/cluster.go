@@ -1,6 +1,7 @@
 package redistest
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -90,6 +91,19 @@ func (c *Cluster) assignSlots(ctx context.Context) error {
 	return nil
 }
 
+// WaitHealthy waits until every node again reports the whole cluster, for
+// example after Restart of a node, which rejoins with its old id and slots
+// from nodes.conf but, as a primary, reports cluster_state:ok only 2s after
+// it starts (Redis's writable delay). It fails t after 10s.
+func (c *Cluster) WaitHealthy(t testing.TB) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), c.Nodes[0].cfg.startTimeout)
+	defer cancel()
+	if err := c.waitReady(ctx, t.Logf); err != nil {
+		t.Fatalf("redistest: cluster not healthy within %v: %v\n%s", c.Nodes[0].cfg.startTimeout, err, c.nodesReport())
+	}
+}
+
 // SlotRange returns the first and last slot node i of a Cluster serves:
 // 0–5460, 5461–10922 and 10923–16383, the split redis-cli makes.
 func SlotRange(i int) (lo, hi int) {
@@ -132,16 +146,20 @@ func (c *Cluster) waitReady(ctx context.Context, logf func(format string, args .
 	for i := range lastMeet {
 		lastMeet[i] = time.Now()
 	}
-	var lag string
+	var lag string // the first disagreement of the latest complete poll
 	for {
+		// Every node is polled each round, so a lonely node late in the
+		// list gets its re-MEET even while an earlier one is still lagging.
+		first := ""
 		for i, n := range c.Nodes {
 			info, err := n.Client().ClusterInfo(ctx).Result()
 			if ctx.Err() != nil {
-				break // keep the last real disagreement
+				first = lag // cut short: keep the last real disagreement
+				break
 			}
 			if err != nil {
-				lag = fmt.Sprintf("node %s: CLUSTER INFO: %v", n.Addr, err)
-				break
+				first = cmp.Or(first, fmt.Sprintf("node %s: CLUSTER INFO: %v", n.Addr, err))
+				continue
 			}
 			got := parseInfo(info)
 			if got["cluster_known_nodes"] != strconv.Itoa(clusterSize) && time.Since(lastMeet[i]) >= rejoinAfter {
@@ -151,13 +169,13 @@ func (c *Cluster) waitReady(ctx context.Context, logf func(format string, args .
 				lastMeet[i] = time.Now()
 			}
 			if l := infoLag(got); l != "" {
-				lag = fmt.Sprintf("node %s: %s", n.Addr, l)
-				break
-			}
-			if i == len(c.Nodes)-1 {
-				return nil
+				first = cmp.Or(first, fmt.Sprintf("node %s: %s", n.Addr, l))
 			}
 		}
+		if first == "" && ctx.Err() == nil {
+			return nil
+		}
+		lag = first
 		select {
 		case <-ctx.Done():
 			if lag == "" {
@@ -239,8 +257,11 @@ func (c *Cluster) Client() *redis.ClusterClient {
 }
 
 // NewClient returns a new cluster client with opts, closed in t.Cleanup.
-// Empty opts.Addrs means this cluster's Addrs.
+// Empty opts.Addrs means this cluster's Addrs; nil opts means ClusterOptions.
 func (c *Cluster) NewClient(opts *redis.ClusterOptions) *redis.ClusterClient {
+	if opts == nil {
+		opts = c.ClusterOptions()
+	}
 	o := *opts
 	if len(o.Addrs) == 0 {
 		o.Addrs = append([]string(nil), c.Addrs...)

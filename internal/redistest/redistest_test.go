@@ -170,14 +170,15 @@ func TestCluster(t *testing.T) {
 	t.Run("smoke", func(t *testing.T) {
 		pids = clusterSmoke(t)
 	})
-	if len(pids) != 3 {
-		t.Skipf("cluster did not start (pids %v)", pids)
+	if len(pids) != 4 {
+		t.Skipf("cluster test did not finish (pids %v)", pids)
 	}
 	// Cleanup reaped every node, including the one the test killed.
 	requireGone(t, pids...)
 }
 
-// clusterSmoke exercises a cluster and returns its node pids.
+// clusterSmoke exercises a cluster and returns the pids of every node
+// process it ran, the restarted node's twice.
 func clusterSmoke(t *testing.T) []int {
 	start := time.Now()
 	c := redistest.StartCluster(t)
@@ -244,6 +245,21 @@ func clusterSmoke(t *testing.T) []int {
 	c.Nodes[1].Kill()
 	if err := cc.Get(ctxFor(t, 2*time.Second), keys[1]).Err(); err == nil || errors.Is(err, redis.Nil) {
 		t.Fatalf("GET on a killed node = %v, want an error", err)
+	}
+	// Restarted, it rejoins from nodes.conf with its slots but no keys.
+	c.Nodes[1].Restart()
+	pids = append(pids, c.Nodes[1].PID())
+	start = time.Now()
+	c.WaitHealthy(t)
+	t.Logf("cluster healthy %v after the restart", time.Since(start))
+	if err := cc.Get(ctx, keys[1]).Err(); !errors.Is(err, redis.Nil) {
+		t.Fatalf("GET on the restarted node = %v, want redis.Nil", err)
+	}
+	if err := cc.Set(ctx, keys[1], "again", 0).Err(); err != nil {
+		t.Fatalf("SET on the restarted node: %v", err)
+	}
+	if got, err := c.Nodes[1].Client().Get(ctx, keys[1]).Result(); err != nil || got != "again" {
+		t.Fatalf("restarted node GET = %q, %v; want again", got, err)
 	}
 	return pids
 }

@@ -102,8 +102,12 @@ func (s *Server) Client() *redis.Client {
 }
 
 // NewClient returns a new client with opts (Addr is forced to this server's),
-// closed in t.Cleanup. Start from ClientOptions to change a single field.
+// closed in t.Cleanup. Start from ClientOptions to change a single field;
+// nil means ClientOptions.
 func (s *Server) NewClient(opts *redis.Options) *redis.Client {
+	if opts == nil {
+		opts = s.ClientOptions()
+	}
 	o := *opts
 	o.Addr = s.Addr
 	c := redis.NewClient(&o)
