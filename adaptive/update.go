@@ -115,7 +115,7 @@ func (c Config) Next(s State, x float64, now time.Time) State {
 		hi, lo = max(hi, f), min(lo, f)
 	}
 
-	f := s.Factor
+	f := clamp(s.Factor, c.MinFactor, 1) // the floor may have moved (SetConfig)
 	s.Decision, s.Reason = DecisionHold, ReasonInBand
 	switch {
 	case s.CPU > c.BandHigh:

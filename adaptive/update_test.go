@@ -138,6 +138,10 @@ func TestNextBoundsAndSkips(t *testing.T) {
 	if nan.Decision != DecisionSkip || nan.Skipped != st.Skipped+1 || nan.Factor != st.Factor || nan.CPU != st.CPU {
 		t.Errorf("NaN sample: got %+v, want a counted skip that changes nothing", nan)
 	}
+	raised := Config{MinFactor: 0.5}.Next(st, 0.8, t0)
+	if raised.Factor != 0.5 {
+		t.Errorf("floor moved to 0.5: factor %.4f, want 0.5", raised.Factor)
+	}
 	hi := cfg.Next(State{}, 7, t0)
 	if hi.CPU != 1 || hi.Sample != 1 {
 		t.Errorf("sample 7 stored as cpu %v sample %v, want clamped to 1", hi.CPU, hi.Sample)
