@@ -1,6 +1,7 @@
 package flow
 
 import (
+	"math/rand/v2"
 	"sync"
 	"testing"
 	"time"
@@ -117,5 +118,52 @@ func TestFixedWindowConcurrentExact(t *testing.T) {
 		if n != 10 {
 			t.Errorf("window %d admitted %d, want exactly 10 (16 goroutines kept it saturated)", k, n)
 		}
+	}
+}
+
+// TestFixedWindowRandomTrafficNeverOverbooks mixes sizes, queueing into the
+// next window and refunds (at the granted moment, or at the plain now as a
+// careless caller might): no window ever holds more than the limit.
+func TestFixedWindowRandomTrafficNeverOverbooks(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	l, clk := newTestLimiter(t, fixedRule(), 10)
+	perWindow := map[int64]int{}
+	for range 20000 {
+		clk.Advance(time.Duration(rng.IntN(int(30 * time.Millisecond))))
+		now := clk.Nanotime()
+		n := 1 + rng.IntN(3)
+		maxWait := time.Duration(0)
+		if rng.IntN(2) == 0 {
+			maxWait = time.Duration(rng.IntN(int(1500 * time.Millisecond)))
+		}
+		d := l.tryAcquire(now, n, maxWait)
+		if !d.ok {
+			continue
+		}
+		at := now + int64(d.wait)
+		switch rng.IntN(6) {
+		case 0:
+			l.refund(at, n)
+		case 1:
+			l.refund(now, n) // ambiguous for a queued call: must be kept
+			if d.wait == 0 {
+				continue // given back for real
+			}
+			perWindow[floorDiv(at, int64(time.Second))] += n
+		default:
+			perWindow[floorDiv(at, int64(time.Second))] += n
+		}
+	}
+	full := 0
+	for k, n := range perWindow {
+		if n > 10 {
+			t.Fatalf("window %d holds %d permits, limit 10", k, n)
+		}
+		if n >= 8 {
+			full++
+		}
+	}
+	if full < len(perWindow)/2 {
+		t.Fatalf("only %d of %d windows nearly full: refunds are leaking permits", full, len(perWindow))
 	}
 }
