@@ -19,9 +19,16 @@ type Engine struct {
 	mu    sync.Mutex                // serialises LoadRules and SetAdaptiveFactor
 	stats map[string]*resourceStats // under mu; every resource that had rules
 
+	mono clock.Monotonic // the clock's cheap reading, when it has one
+
 	factor   atomic.Uint64 // adaptive factor, float64 bits
 	sysLimit atomic.Int64
-	inFlight atomic.Int64
+	// sysInFlight counts the calls admitted while the system guard is on
+	// and not yet exited; unruled is its part for resources without rules.
+	// Kept apart from the per-resource counts so the guard costs nothing
+	// when off.
+	sysInFlight atomic.Int64
+	unruled     atomic.Int64
 	cl       clusterCounters
 	permits  sync.Pool
 }
@@ -42,6 +49,7 @@ func NewEngine(opts ...Option) *Engine {
 	if e.cf.clk == nil {
 		e.cf.clk = clock.Real()
 	}
+	e.mono, _ = e.cf.clk.(clock.Monotonic)
 	e.factor.Store(math.Float64bits(1))
 	e.rules.Store(&ruleSet{byResource: map[string]*resourceRules{}})
 	return e
@@ -70,7 +78,7 @@ func (e *Engine) LoadRules(rules []Rule) error {
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	rs, stats, err := e.compile(rules, e.rules.Load(), clock.Nanotime(e.cf.clk))
+	rs, stats, err := e.compile(rules, e.rules.Load(), e.now())
 	if err != nil {
 		return err
 	}
@@ -115,19 +123,36 @@ func (e *Engine) SetAdaptiveFactor(f float64) {
 // AdaptiveFactor returns the factor applied to adaptive rules (1 at start).
 func (e *Engine) AdaptiveFactor() float64 { return math.Float64frombits(e.factor.Load()) }
 
-// SetSystemLimit turns on the system guard: while InFlight() >= maxInFlight,
-// Entry refuses every call (Level LevelSystem, Reason ReasonSystemOverload).
-// 0 (or less) turns it off.
+// SetSystemLimit turns on the system guard: while maxInFlight calls admitted
+// since it was turned on are in flight, Entry refuses every call, on every
+// resource (Level LevelSystem, Reason ReasonSystemOverload). Calls already
+// in flight when it is turned on are not counted by it. 0 (or less) turns
+// it off.
 func (e *Engine) SetSystemLimit(maxInFlight int64) { e.sysLimit.Store(max(0, maxInFlight)) }
 
 // InFlight reports the calls admitted and not yet exited: calls to
-// resources with rules, and, while the system guard is on, every call.
-func (e *Engine) InFlight() int64 { return e.inFlight.Load() }
+// resources with rules, plus calls to resources without rules admitted
+// while the system guard was on. It sums per-resource counters (no lock).
+func (e *Engine) InFlight() int64 {
+	n := e.unruled.Load()
+	for _, st := range e.rules.Load().stats {
+		n += st.inFlight()
+	}
+	return n
+}
+
+// now reads the engine's clock: once per Entry, once per Exit.
+func (e *Engine) now() int64 {
+	if e.mono != nil {
+		return e.mono.Nanotime()
+	}
+	return clock.Nanotime(e.cf.clk)
+}
 
 // Sweep forgets, now, every user and IP idle past its rule's IdleTTL. Entry
 // does this lazily; Sweep is for callers who want memory back sooner.
 func (e *Engine) Sweep() {
-	now := clock.Nanotime(e.cf.clk)
+	now := e.now()
 	for _, cr := range e.rules.Load().compiled {
 		if cr.keys != nil {
 			cr.keys.sweepAll(now)
@@ -138,7 +163,7 @@ func (e *Engine) Sweep() {
 // Snapshot returns the engine's statistics. It reads atomics only and never
 // blocks Entry (tracked key counts lock each key shard briefly).
 func (e *Engine) Snapshot() Snapshot {
-	now := clock.Nanotime(e.cf.clk)
+	now := e.now()
 	rs := e.rules.Load()
 	s := Snapshot{
 		Time:           e.cf.clk.Now(),

@@ -5,7 +5,6 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/flowgate/flowgate/clock"
 )
 
 // Entry asks to enter resource. It returns a Permit to Exit when the call is
@@ -94,17 +93,21 @@ func (e *Engine) entry(ctx context.Context, resource string, opts []EntryOption)
 	if rr == nil && sys <= 0 {
 		return noopPermit, nil
 	}
-	now := clock.Nanotime(e.cf.clk)
-	if sys > 0 && e.inFlight.Load() >= sys {
-		if rr != nil {
-			rr.stats.block(now, LevelSystem)
+	now := e.now()
+	if sys > 0 {
+		if e.sysInFlight.Load() >= sys {
+			if rr != nil {
+				rr.stats.block(now, LevelSystem)
+			}
+			return nil, &BlockError{Resource: resource, Level: LevelSystem, Reason: ReasonSystemOverload}
 		}
-		return nil, &BlockError{Resource: resource, Level: LevelSystem, Reason: ReasonSystemOverload}
-	}
-	if rr == nil {
-		p := e.getPermit(now, a.ctx)
-		e.inFlight.Add(1)
-		return p, nil
+		if rr == nil {
+			e.sysInFlight.Add(1)
+			e.unruled.Add(1)
+			p := e.getPermit(now, a.ctx)
+			p.sysCounted, p.unruled = true, true
+			return p, nil
+		}
 	}
 	st := entryState{now: now, tokens: a.tokens}
 	if err := e.admit(&a, resource, rr, &st); err != nil {
@@ -140,7 +143,10 @@ func (e *Engine) entry(ctx context.Context, resource string, opts []EntryOption)
 		}
 	}
 	rr.stats.pass(now, st.wait)
-	e.inFlight.Add(1)
+	if sys > 0 { // counted by the guard only when it was on: costs nothing when off
+		e.sysInFlight.Add(1)
+		p.sysCounted = true
+	}
 	return p, nil
 }
 

@@ -5,7 +5,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/flowgate/flowgate/clock"
 )
 
 // Permit is a call admitted by Entry. Call Exit exactly when the call ends.
@@ -26,7 +25,9 @@ type Permit struct {
 	quota  Quota
 	// hasQuota: quota is set (some rule applied)
 	hasQuota bool
-	held     []limiter      // concurrency limiters to release
+	// sysCounted: counted in Engine.sysInFlight; unruled: in Engine.unruled.
+	sysCounted, unruled bool
+	held                []limiter      // concurrency limiters to release
 	grants   []clusterGrant // token server grants to release
 }
 
@@ -69,7 +70,7 @@ func (p *Permit) Exit(opts ...ExitOption) {
 		failed = failed || opts[i].err != nil
 	}
 	e := p.eng
-	now := clock.Nanotime(e.cf.clk)
+	now := e.now()
 	for i, l := range p.held {
 		l.release(p.tokens)
 		p.held[i] = nil
@@ -84,7 +85,13 @@ func (p *Permit) Exit(opts ...ExitOption) {
 	if p.stats != nil {
 		p.stats.exit(now, now-p.start, failed)
 	}
-	e.inFlight.Add(-1)
+	if p.sysCounted {
+		e.sysInFlight.Add(-1)
+	}
+	if p.unruled {
+		e.unruled.Add(-1)
+	}
+	p.sysCounted, p.unruled = false, false
 	p.held, p.grants = p.held[:0], p.grants[:0]
 	p.stats, p.ctx, p.quota, p.hasQuota, p.waited, p.tokens = nil, nil, Quota{}, false, 0, 0
 	e.permits.Put(p)

@@ -57,8 +57,7 @@ type statBucket struct {
 // atomics only: Entry and Exit never lock, Snapshot never blocks them.
 type resourceStats struct {
 	name     string
-	inFlight atomic.Int64
-	passed   atomic.Uint64
+	passed   atomic.Uint64 // in flight = passed - completed: no counter of its own
 	waited   atomic.Uint64
 	blocked  [NumLevels]atomic.Uint64
 	errors   atomic.Uint64
@@ -82,6 +81,15 @@ func newResourceStats(name string, window time.Duration, buckets int) *resourceS
 	return s
 }
 
+// inFlight is passed - completed, completed read first (see read).
+func (s *resourceStats) inFlight() int64 {
+	var c uint64
+	for i := range s.rtHist {
+		c += s.rtHist[i].Load()
+	}
+	return int64(s.passed.Load() - c)
+}
+
 func (s *resourceStats) bucket(now int64) *statBucket {
 	idx := now / s.bucketNs
 	if now < 0 {
@@ -102,7 +110,6 @@ func (s *resourceStats) bucket(now int64) *statBucket {
 }
 
 func (s *resourceStats) pass(now int64, waited time.Duration) {
-	s.inFlight.Add(1)
 	s.passed.Add(1)
 	if waited > 0 {
 		s.waited.Add(1)
@@ -121,7 +128,6 @@ func (s *resourceStats) exit(now int64, rt int64, failed bool) {
 	if rt < 0 {
 		rt = 0 // a clock set backwards
 	}
-	s.inFlight.Add(-1)
 	s.rtSum.Add(rt)
 	s.rtHist.observe(rt)
 	b := s.bucket(now)
@@ -146,19 +152,23 @@ func (s *resourceStats) exit(now int64, rt int64, failed bool) {
 }
 
 func (s *resourceStats) read(now int64) ResourceStats {
+	// Completed is read before Passed: a call counts in passed before it can
+	// complete, so InFlight never reads negative.
+	rtHist, completed := s.rtHist.read()
 	out := ResourceStats{
-		Resource: s.name,
-		Passed:   s.passed.Load(),
+		Resource:  s.name,
+		RTHist:    rtHist,
+		Completed: completed,
+		Passed:    s.passed.Load(),
 		Waited:   s.waited.Load(),
 		Errors:   s.errors.Load(),
-		InFlight: s.inFlight.Load(),
 		RTSum:    time.Duration(s.rtSum.Load()),
 		WaitSum:  time.Duration(s.waitSum.Load()),
 	}
 	for i := range s.blocked {
 		out.Blocked[i] = s.blocked[i].Load()
 	}
-	out.RTHist, out.Completed = s.rtHist.read()
+	out.InFlight = int64(out.Passed - out.Completed)
 	out.WaitHist, _ = s.waitHist.read()
 	cur := now / s.bucketNs
 	if now < 0 {

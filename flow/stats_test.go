@@ -78,32 +78,41 @@ func TestStatsValues(t *testing.T) {
 func TestConcurrentExactLimit(t *testing.T) {
 	for _, a := range []Algorithm{AlgoFixedWindow, AlgoSlidingLog, AlgoSlidingWindow, AlgoConcurrency} {
 		t.Run(a.String(), func(t *testing.T) {
+			// "g": one global rule; "u": one rule per user (4 users).
 			e, _ := newTestEngine(t,
-				Rule{ID: "g", Resource: "r", Algorithm: a, Limit: 100, Window: time.Minute},
-				Rule{ID: "u", Resource: "r", Level: LevelUser, Algorithm: a, Limit: 30, Window: time.Minute},
+				Rule{ID: "g", Resource: "g", Algorithm: a, Limit: 100, Window: time.Minute},
+				Rule{ID: "u", Resource: "u", Level: LevelUser, Algorithm: a, Limit: 30, Window: time.Minute},
 			)
-			var passed, passedA atomic.Int64
+			var passedG atomic.Int64
+			var passedU [4]atomic.Int64
 			var wg sync.WaitGroup
 			for g := range 16 {
 				wg.Add(1)
 				go func() {
 					defer wg.Done()
 					user := WithUser([]string{"a", "b", "c", "d"}[g%4])
-					for range 50 {
-						if _, err := e.Entry("r", user); err == nil { // held: no Exit, so concurrency counts too
-							passed.Add(1)
-							if g%4 == 0 {
-								passedA.Add(1)
-							}
+					for range 50 { // held: no Exit, so concurrency counts too
+						if _, err := e.Entry("g", user); err == nil {
+							passedG.Add(1)
+						}
+						if _, err := e.Entry("u", user); err == nil {
+							passedU[g%4].Add(1)
 						}
 					}
 				}()
 			}
 			wg.Wait()
-			if passed.Load() != 100 || passedA.Load() != 30 {
-				t.Fatalf("passed %d (want 100), user a %d (want 30)", passed.Load(), passedA.Load())
+			if passedG.Load() != 100 {
+				t.Fatalf("global: %d passed, want 100", passedG.Load())
 			}
-			if s := e.Snapshot().Resources[0]; s.Passed != 100 || s.Blocked[LevelGlobal]+s.Blocked[LevelUser] != 700 {
+			for i := range passedU {
+				if passedU[i].Load() != 30 {
+					t.Fatalf("user %d: %d passed, want 30", i, passedU[i].Load())
+				}
+			}
+			s := e.Snapshot().Resources
+			if s[0].Passed != 100 || s[0].Blocked[LevelGlobal] != 700 || s[0].InFlight != 100 ||
+				s[1].Passed != 120 || s[1].Blocked[LevelUser] != 680 {
 				t.Fatalf("stats: %+v", s)
 			}
 		})
