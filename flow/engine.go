@@ -29,8 +29,8 @@ type Engine struct {
 	// when off.
 	sysInFlight atomic.Int64
 	unruled     atomic.Int64
-	cl       clusterCounters
-	permits  sync.Pool
+	cl          clusterCounters
+	permits     sync.Pool
 }
 
 type clusterCounters struct {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"log/slog"
 	"time"
-
 )
 
 // Entry asks to enter resource. It returns a Permit to Exit when the call is

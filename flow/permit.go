@@ -4,7 +4,6 @@ import (
 	"context"
 	"sync/atomic"
 	"time"
-
 )
 
 // Permit is a call admitted by Entry. Call Exit exactly when the call ends.
@@ -28,7 +27,7 @@ type Permit struct {
 	// sysCounted: counted in Engine.sysInFlight; unruled: in Engine.unruled.
 	sysCounted, unruled bool
 	held                []limiter      // concurrency limiters to release
-	grants   []clusterGrant // token server grants to release
+	grants              []clusterGrant // token server grants to release
 }
 
 const (

@@ -160,10 +160,10 @@ func (s *resourceStats) read(now int64) ResourceStats {
 		RTHist:    rtHist,
 		Completed: completed,
 		Passed:    s.passed.Load(),
-		Waited:   s.waited.Load(),
-		Errors:   s.errors.Load(),
-		RTSum:    time.Duration(s.rtSum.Load()),
-		WaitSum:  time.Duration(s.waitSum.Load()),
+		Waited:    s.waited.Load(),
+		Errors:    s.errors.Load(),
+		RTSum:     time.Duration(s.rtSum.Load()),
+		WaitSum:   time.Duration(s.waitSum.Load()),
 	}
 	for i := range s.blocked {
 		out.Blocked[i] = s.blocked[i].Load()
