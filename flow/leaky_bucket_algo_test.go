@@ -1,6 +1,9 @@
 package flow
 
 import (
+	"cmp"
+	"math/rand/v2"
+	"slices"
 	"testing"
 	"time"
 )
@@ -99,5 +102,57 @@ func TestLeakyBucketSetLimitKeepsQueue(t *testing.T) {
 	l.setLimit(now, 5)                // 200ms spacing from now on
 	if d := l.tryAcquire(now, 1, time.Second); !d.ok || d.wait != 300*time.Millisecond {
 		t.Fatalf("after halving = %+v, want the slot 200ms after the queued one (300ms)", d)
+	}
+}
+
+// TestLeakyBucketRandomTrafficKeepsSpacing mixes sizes, queueing and refunds
+// (at the granted slot or at the plain now): between two calls that went
+// ahead there are always the later call's spacings, never a double booking.
+func TestLeakyBucketRandomTrafficKeepsSpacing(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	l, clk := newTestLimiter(t, leakyRule(0), 10)
+	type slot struct {
+		at int64
+		n  int
+	}
+	var ran []slot
+	for range 20000 {
+		clk.Advance(time.Duration(rng.IntN(int(80 * time.Millisecond))))
+		now := clk.Nanotime()
+		n := 1 + rng.IntN(3)
+		maxWait := time.Duration(rng.IntN(3)) * 200 * time.Millisecond
+		d := l.tryAcquire(now, n, maxWait)
+		if !d.ok {
+			continue
+		}
+		at := now + int64(d.wait)
+		switch rng.IntN(5) {
+		case 0:
+			l.refund(at, n)
+		case 1:
+			l.refund(now, n) // only honoured when the call went at once
+			if d.wait != 0 {
+				ran = append(ran, slot{at, n}) // kept: counts as taken
+			}
+		default:
+			ran = append(ran, slot{at, n})
+		}
+	}
+	slices.SortFunc(ran, func(a, b slot) int { return cmp.Compare(a.at, b.at) })
+	for i := 1; i < len(ran); i++ {
+		if gap := ran[i].at - ran[i-1].at; gap < int64(ran[i].n)*int64(100*time.Millisecond) {
+			t.Fatalf("calls at %v and %v (%d permits) only %v apart",
+				time.Duration(ran[i-1].at), time.Duration(ran[i].at), ran[i].n, time.Duration(gap))
+		}
+	}
+	busy := 0
+	for _, r := range ran {
+		busy += r.n
+	}
+	span := ran[len(ran)-1].at - ran[0].at
+	if used := float64(busy) * float64(100*time.Millisecond) / float64(span); used < 0.8 {
+		t.Fatalf("the calls that ran used %.2f of the rate: refunds are leaking slots", used)
+	} else {
+		t.Logf("%d calls ran, using %.2f of the rate", len(ran), used)
 	}
 }
