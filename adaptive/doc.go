@@ -35,5 +35,7 @@
 // With SystemGuard.CPU set, while the smoothed CPU is above it the engine
 // admits a call only while in-flight calls are at most the completions per
 // second times the smallest response time (summed per resource, best of the
-// last two seconds); refused calls carry flow.LevelSystem.
+// last two seconds); refused calls carry flow.LevelSystem. The engine counts
+// the calls admitted since the guard switched on, so for about one response
+// time after it does, calls already running are not counted.
 package adaptive
