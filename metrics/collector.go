@@ -131,7 +131,7 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	}
 	// A resource with rules but no traffic yet still gets its zero series.
 	for _, res := range idleResources(&s) {
-		c.collectResource(ch, &flow.ResourceStats{Resource: res})
+		c.collectResource(ch, zeroStats(res, &s))
 	}
 
 	for i := range s.Rules {
@@ -212,6 +212,18 @@ func idleResources(s *flow.Snapshot) []string {
 	}
 	slices.Sort(out)
 	return slices.Compact(out)
+}
+
+// zeroStats are the statistics of a resource with rules and no entry in the
+// snapshot yet: all zero, with the histogram bounds the others use, so its
+// buckets line up with theirs in sums and quantiles.
+func zeroStats(name string, s *flow.Snapshot) *flow.ResourceStats {
+	r := &flow.ResourceStats{Resource: name}
+	if len(s.Resources) > 0 {
+		r.RTHist.Bounds = s.Resources[0].RTHist.Bounds
+		r.WaitHist.Bounds = s.Resources[0].WaitHist.Bounds
+	}
+	return r
 }
 
 func cmpString(a, b string) int {

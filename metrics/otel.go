@@ -158,7 +158,7 @@ func (o *otelObserver) observe(_ context.Context, ob metric.Observer) error {
 		resource(&s.Resources[i])
 	}
 	for _, name := range idleResources(&s) {
-		resource(&flow.ResourceStats{Resource: name})
+		resource(zeroStats(name, &s))
 	}
 	for i := range s.Rules {
 		r := &s.Rules[i]

@@ -2,6 +2,7 @@ package metrics
 
 import (
 	"context"
+	"sync"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -22,31 +23,30 @@ import (
 //
 //	reader := sdkmetric.NewPeriodicReader(exp, sdkmetric.WithProducer(metrics.NewOTelProducer(eng)))
 //
-// The start time of the cumulative series is when the producer was made,
-// the nearest the SDK can know to when the engine started counting.
+// The start time of the cumulative series is the engine's time at the first
+// Produce, the nearest this side can know to when the engine began counting.
 // WithHistograms(false) leaves the per-resource histograms out.
 func NewOTelProducer(eng *flow.Engine, opts ...Option) sdkmetric.Producer {
 	if eng == nil {
 		panic("metrics: NewOTelProducer with a nil engine")
 	}
-	return &otelProducer{eng: eng, cfg: newConfig(opts), start: time.Now()}
+	return &otelProducer{eng: eng, cfg: newConfig(opts)}
 }
 
 type otelProducer struct {
-	eng   *flow.Engine
-	cfg   config
-	start time.Time
+	eng       *flow.Engine
+	cfg       config
+	startOnce sync.Once
+	start     time.Time
 }
 
 // Produce returns the histograms of one engine snapshot.
 func (p *otelProducer) Produce(context.Context) ([]metricdata.ScopeMetrics, error) {
 	var ms []metricdata.Metrics
-	now := time.Now()
+	s := p.eng.Snapshot() // its Time is the engine's clock, also for the cluster source
+	now := s.Time
+	p.startOnce.Do(func() { p.start = now })
 	if p.cfg.histograms {
-		s := p.eng.Snapshot()
-		if !s.Time.IsZero() {
-			now = s.Time
-		}
 		rt := metricdata.Histogram[float64]{Temporality: metricdata.CumulativeTemporality}
 		wait := metricdata.Histogram[float64]{Temporality: metricdata.CumulativeTemporality}
 		add := func(r *flow.ResourceStats) {
@@ -58,7 +58,7 @@ func (p *otelProducer) Produce(context.Context) ([]metricdata.ScopeMetrics, erro
 			add(&s.Resources[i])
 		}
 		for _, name := range idleResources(&s) {
-			add(&flow.ResourceStats{Resource: name})
+			add(zeroStats(name, &s))
 		}
 		ms = append(ms,
 			metricdata.Metrics{Name: OTelRequestDuration, Unit: "s",
