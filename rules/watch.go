@@ -43,6 +43,10 @@ type Watcher struct {
 	eng             *flow.Engine
 	cfg             watchConfig
 	fsw             *fsnotify.Watcher
+	// target is the file path resolves to through symlinks, when its
+	// directory is not dir: that directory is watched too, so editing the
+	// link's target is seen. Only the watcher's goroutine uses it.
+	target string
 
 	mu       sync.Mutex
 	st       Status
@@ -85,15 +89,17 @@ func Watch(ctx context.Context, path string, eng *flow.Engine, opts ...WatchOpti
 		reload: make(chan chan error), stop: make(chan struct{}), done: make(chan struct{}),
 	}
 	w.st.Path = abs
-	if err := w.check(true); err != nil {
-		return nil, err
-	}
+	// Watch before the first read, so no change after it goes unseen.
 	if w.fsw, err = fsnotify.NewWatcher(); err != nil {
 		return nil, err
 	}
 	if err := w.fsw.Add(w.dir); err != nil {
 		w.fsw.Close()
 		return nil, fmt.Errorf("rules: watch %s: %w", w.dir, err)
+	}
+	if err := w.check(true); err != nil {
+		w.fsw.Close()
+		return nil, err
 	}
 	go w.loop(ctx)
 	return w, nil
@@ -193,7 +199,26 @@ func (w *Watcher) relevant(ev fsnotify.Event) bool {
 		return false
 	}
 	name := filepath.Base(ev.Name)
-	return name == w.base || strings.HasPrefix(name, "..")
+	return name == w.base || strings.HasPrefix(name, "..") || (w.target != "" && ev.Name == w.target)
+}
+
+// followLink watches the directory of the file the path's symlinks lead to,
+// when that is another directory, and stops watching the previous one.
+func (w *Watcher) followLink() {
+	real, err := filepath.EvalSymlinks(w.path)
+	if err != nil || filepath.Dir(real) == w.dir {
+		real = ""
+	}
+	if real == w.target {
+		return
+	}
+	if w.target != "" {
+		_ = w.fsw.Remove(filepath.Dir(w.target)) // may be gone already
+	}
+	w.target = ""
+	if real != "" && w.fsw.Add(filepath.Dir(real)) == nil {
+		w.target = real
+	}
 }
 
 // rewatch adds the directory watch again when it was lost (the directory
@@ -209,6 +234,7 @@ func (w *Watcher) rewatch() {
 // check reads the file and applies it if it changed since the last
 // attempt (or always, when force). It returns why the file was refused.
 func (w *Watcher) check(force bool) error {
+	w.followLink() // before reading, so an edit of a new link target is seen
 	data, readErr := os.ReadFile(w.path)
 	var sum [sha256.Size]byte
 	if readErr != nil {

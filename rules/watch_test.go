@@ -239,6 +239,38 @@ func TestWatchSymlinkSwap(t *testing.T) {
 	r.wantLimit(8)
 }
 
+// TestWatchSymlinkTarget edits the file a symlink points to, in another
+// directory, with polling off: the watcher must watch that directory too.
+func TestWatchSymlinkTarget(t *testing.T) {
+	dir, other := t.TempDir(), t.TempDir()
+	real := filepath.Join(other, "real.json")
+	must(t, os.WriteFile(real, []byte(limitDoc(3)), 0o644))
+	must(t, os.Symlink(real, filepath.Join(dir, "rules.json")))
+	r := &watchRig{t: t, dir: dir, path: filepath.Join(dir, "rules.json"), events: make(chan Event, 64),
+		eng: flow.NewEngine(flow.WithClock(clock.NewFake(time.Unix(0, 0))))}
+	r.start(WithPollInterval(0))
+	r.wantLimit(3)
+
+	tmp := filepath.Join(other, "real.json.new")
+	must(t, os.WriteFile(tmp, []byte(limitDoc(6)), 0o644))
+	must(t, os.Rename(tmp, real))
+	r.waitLoaded(limitDoc(6))
+	r.wantLimit(6)
+
+	// Re-point the link at a file in a third directory, then edit that one.
+	third := t.TempDir()
+	moved := filepath.Join(third, "moved.json")
+	must(t, os.WriteFile(moved, []byte(limitDoc(2)), 0o644))
+	link := filepath.Join(dir, ".rules.json.link")
+	must(t, os.Symlink(moved, link))
+	must(t, os.Rename(link, r.path))
+	r.waitLoaded(limitDoc(2))
+	r.wantLimit(2)
+	must(t, os.WriteFile(moved, []byte(limitDoc(9)), 0o644))
+	r.waitLoaded(limitDoc(9))
+	r.wantLimit(9)
+}
+
 func must(t *testing.T, err error) {
 	t.Helper()
 	if err != nil {
