@@ -169,7 +169,7 @@ func TestClosedLoopThroughEngine(t *testing.T) {
 }
 
 func throughEngine(t *testing.T, capacity, load float64, seed uint64) {
-	clk := clock.NewFake(simulate.Start)
+	clk := clock.NewFake(simulate.Start())
 	eng := flow.NewEngine(flow.WithClock(clk))
 	rule := flow.Rule{ID: "api", Resource: "api", Algorithm: flow.AlgoTokenBucket, Limit: capacity, Burst: capacity / 4, Adaptive: true}
 	if err := eng.LoadRules([]flow.Rule{rule}); err != nil {
@@ -184,7 +184,7 @@ func throughEngine(t *testing.T, capacity, load float64, seed uint64) {
 		n := int(offered*capacity*(to-from).Seconds() + 0.5)
 		passed := 0
 		for k := range n { // the period's calls, evenly spread
-			clk.Set(simulate.Start.Add(from + (to-from)*time.Duration(k)/time.Duration(n)))
+			clk.Set(simulate.Start().Add(from + (to-from)*time.Duration(k)/time.Duration(n)))
 			if p, err := eng.Entry("api"); err == nil {
 				p.Exit()
 				passed++

@@ -41,8 +41,9 @@ type Point struct {
 	Factor   float64       // factor returned by the policy for this sample
 }
 
-// Start is the virtual time of the first sample.
-var Start = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+// Start returns the virtual time a run starts at; the first sample is one
+// Period later.
+func Start() time.Time { return time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC) }
 
 func (m Model) withDefaults() Model {
 	def := func(v *float64, d float64) {
@@ -81,6 +82,7 @@ func (m Model) Run(d time.Duration, load func(t time.Duration) float64, p Policy
 	// drive[k] is the CPU the load admitted during period k would settle at.
 	drive := make([]float64, 0, steps)
 	cpu, f := m.Idle, 1.0
+	start := Start()
 	for k := 0; k < steps; k++ {
 		t := time.Duration(k) * m.Period
 		l := load(t)
@@ -96,7 +98,7 @@ func (m Model) Run(d time.Duration, load func(t time.Duration) float64, p Policy
 		}
 		cpu += keep * (in - cpu)
 		sample := min(max(cpu+m.Noise*(2*rng.Float64()-1), 0), 1)
-		f = p(sample, Start.Add(t+m.Period))
+		f = p(sample, start.Add(t+m.Period))
 		out = append(out, Point{T: t + m.Period, Load: l, Admitted: adm, CPU: cpu, Sample: sample, Factor: f})
 	}
 	return out

@@ -41,7 +41,7 @@ func main() {
 }
 
 func run(seed uint64, reject float64) error {
-	clk := clock.NewFake(simulate.Start)
+	clk := clock.NewFake(simulate.Start())
 	eng := flow.NewEngine(flow.WithClock(clk))
 	if err := eng.LoadRules([]flow.Rule{{ID: "api", Resource: "api", Algorithm: flow.AlgoTokenBucket, Limit: 1000, Adaptive: true}}); err != nil {
 		return err
