@@ -351,3 +351,39 @@ func noLoopLeft(t *testing.T) {
 	}
 	t.Error("a controller goroutine is still running after Close")
 }
+
+// SetConfig is how the rules document's "adaptive" section is reloaded: a
+// bad config changes nothing, a good one applies from the next step.
+func TestControllerSetConfig(t *testing.T) {
+	clk := clock.NewFake(start)
+	eng := newEngine(t, clk)
+	cpu := &cpuSignal{}
+	cpu.set(0.95)
+	c := adaptive.NewController(eng, adaptive.WithClock(clk), adaptive.WithSampler(cpu), adaptive.WithSystemGuard(0.9))
+	for range 3 {
+		_ = c.Step()
+	}
+	if c.State().SystemLimit == 0 {
+		t.Fatal("guard not on at cpu 0.95 above 0.9")
+	}
+	if err := c.SetConfig(adaptive.Config{CPUTarget: 3}); err == nil || !strings.Contains(err.Error(), "cpuTarget") {
+		t.Errorf("SetConfig(bad) = %v, want an error naming cpuTarget", err)
+	}
+	if got := c.Config().CPUTarget; got != 0.8 {
+		t.Errorf("after a bad SetConfig the target is %v, want 0.8 kept", got)
+	}
+	// A target of 0.97 puts 0.95 inside the band; the guard goes off.
+	if err := c.SetConfig(adaptive.Config{CPUTarget: 0.97, BandLow: 0.9, BandHigh: 0.99}); err != nil {
+		t.Fatal(err)
+	}
+	if eng.Snapshot().SystemLimit != 0 {
+		t.Error("guard still on after a config without it")
+	}
+	before := c.Factor()
+	for range 20 {
+		_ = c.Step()
+	}
+	if got := c.Factor(); got != before {
+		t.Errorf("cpu 0.95 inside the new band [0.9, 0.99]: factor %v -> %v, want held", before, got)
+	}
+}
