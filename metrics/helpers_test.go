@@ -5,6 +5,9 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
 	"github.com/flowgate/flowgate/flow"
 )
 
@@ -56,5 +59,38 @@ func TestCumulative(t *testing.T) {
 		if count != tc.count || !maps.Equal(got, tc.want) {
 			t.Errorf("%s: cumulative = %d %v, want %d %v", tc.name, count, got, tc.count, tc.want)
 		}
+	}
+}
+
+type cpuSource float64
+
+func (c cpuSource) CPU() float64 { return float64(c) }
+
+func TestOptions(t *testing.T) {
+	eng, _, _ := driveTraffic(t)
+	count := func(opts ...Option) map[string]int {
+		reg := prometheus.NewPedanticRegistry()
+		reg.MustRegister(NewCollector(eng, opts...))
+		out := map[string]int{}
+		for _, n := range []string{NameResponseTime, NameWait, NameCPU, NameRequests} {
+			c, err := testutil.GatherAndCount(reg, n)
+			if err != nil {
+				t.Fatal(err)
+			}
+			out[n] = c
+		}
+		return out
+	}
+	if got := count(WithHistograms(false)); got[NameResponseTime] != 0 || got[NameWait] != 0 || got[NameRequests] != 18 {
+		t.Errorf("WithHistograms(false): %v, want no histograms and the 18 request series", got)
+	}
+	if got := count(); got[NameResponseTime] != 3 || got[NameWait] != 3 || got[NameCPU] != 0 {
+		t.Errorf("defaults: %v, want a histogram per resource and no CPU", got)
+	}
+	if got := count(WithAdaptive(cpuSource(0.3))); got[NameCPU] != 1 {
+		t.Errorf("WithAdaptive: %v, want the CPU gauge", got)
+	}
+	if got := count(WithAdaptive(nil), nil); got[NameCPU] != 0 {
+		t.Errorf("WithAdaptive(nil): %v, want no CPU gauge", got)
 	}
 }
