@@ -47,30 +47,56 @@ func TestLocate(t *testing.T) {
 
 // TestStartRetriesLostPort hands Start a port someone else holds first, as
 // when a parallel test binary wins the race, and expects a retry on a new one.
+// For a cluster node the held port is the bus port, port+10000.
 func TestStartRetriesLostPort(t *testing.T) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	for _, bus := range []bool{false, true} {
+		t.Run(map[bool]string{false: "client port", true: "bus port"}[bus], func(t *testing.T) {
+			held, blocked := holdPort(t, bus)
+			var picks []int
+			pick := func(bus bool) (int, error) {
+				if len(picks) == 0 {
+					picks = append(picks, held)
+					return held, nil
+				}
+				p, err := freePort(bus)
+				picks = append(picks, p)
+				return p, err
+			}
+			cfg := newConfig([]Option{withPortPicker(pick)})
+			cfg.bus = bus
+			s := start(t, cfg)
+			if len(picks) != 2 || s.Port == held || s.Port != picks[1] {
+				t.Fatalf("picked %v, serving on %d; want a second pick after %d", picks, s.Port, held)
+			}
+			if log := s.Log(100); !strings.Contains(log, "Address already in use") || !strings.Contains(log, strconv.Itoa(blocked)) {
+				t.Fatalf("log does not show the lost bind of %d:\n%s", blocked, log)
+			}
+		})
 	}
-	defer l.Close()
-	held := l.Addr().(*net.TCPAddr).Port
-	var picks []int
-	pick := func(bus bool) (int, error) {
-		if len(picks) == 0 {
-			picks = append(picks, held)
-			return held, nil
-		}
+}
+
+// holdPort listens on a port for the rest of the test and returns the port
+// to hand Start: that port, or with bus a port whose bus port is held.
+func holdPort(t *testing.T, bus bool) (port, blocked int) {
+	t.Helper()
+	for range 50 {
 		p, err := freePort(bus)
-		picks = append(picks, p)
-		return p, err
+		if err != nil {
+			t.Fatal(err)
+		}
+		blocked = p
+		if bus {
+			blocked = p + busOffset
+		}
+		l, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(blocked))
+		if err != nil {
+			continue // lost it already; try another
+		}
+		t.Cleanup(func() { l.Close() })
+		return p, blocked
 	}
-	s := Start(t, withPortPicker(pick))
-	if len(picks) != 2 || s.Port == held || s.Port != picks[1] {
-		t.Fatalf("picked %v, serving on %d; want a second pick after the held port %d", picks, s.Port, held)
-	}
-	if !strings.Contains(s.Log(100), "Address already in use") {
-		t.Fatalf("log does not show the lost bind:\n%s", s.Log(100))
-	}
+	t.Fatal("could not hold a port in 50 tries")
+	return 0, 0
 }
 
 // fakeServer writes a shell script standing in for redis-server.
