@@ -116,26 +116,27 @@ const maxAmount = 1e15
 // Problems the JSON reading already reported for a field are not repeated
 // by the engine's checks (a limit that was a string is not also "<= 0").
 func readRules(p *problems, arr *node) []flow.Rule {
+	type at struct {
+		index int
+		field string // "" for the whole rule
+	}
 	out := make([]flow.Rule, 0, len(arr.elems))
-	reported := make(map[string]bool) // "index/field"
+	reported := make(map[at]bool)
 	for i, n := range arr.elems {
 		before := len(p.list)
 		r, skip := readRule(p, i, n)
 		for _, f := range skip {
-			reported[fmt.Sprint(i, "/", f)] = true
+			reported[at{i, f}] = true
 		}
 		for _, e := range p.list[before:] {
 			fe := e.(*FieldError)
-			reported[fmt.Sprint(fe.Index, "/", fe.Field)] = true
-			if fe.Field == "" {
-				reported[fmt.Sprint(fe.Index, "/*")] = true
-			}
+			reported[at{fe.Index, fe.Field}] = true
 		}
 		out = append(out, r)
 	}
 	for _, e := range Problems(flow.ValidateRules(out)) {
 		fe := fromFlow(e)
-		if reported[fmt.Sprint(fe.Index, "/", fe.Field)] || reported[fmt.Sprint(fe.Index, "/*")] {
+		if reported[at{fe.Index, fe.Field}] || reported[at{fe.Index, ""}] {
 			continue
 		}
 		p.add(fe)

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -224,7 +225,7 @@ func (w *Watcher) followLink() {
 // rewatch adds the directory watch again when it was lost (the directory
 // was removed and re-created); polling keeps reading meanwhile.
 func (w *Watcher) rewatch() {
-	if len(w.fsw.WatchList()) == 0 {
+	if !slices.Contains(w.fsw.WatchList(), w.dir) {
 		if err := w.fsw.Add(w.dir); err == nil {
 			w.cfg.log.Info("rules: watching directory again", slog.String("dir", w.dir))
 		}
