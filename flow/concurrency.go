@@ -45,7 +45,16 @@ func (c *concurrency) tryAcquire(_ int64, n int, _ time.Duration) decision {
 // refund is a release: the permits were never used.
 func (c *concurrency) refund(_ int64, n int) { c.release(n) }
 
-func (c *concurrency) release(n int) { c.inFlight.Add(-int64(n)) }
+// release never takes the count below zero: a permit released twice (an
+// engine bug) must not open room for more than the cap later.
+func (c *concurrency) release(n int) {
+	for {
+		cur := c.inFlight.Load()
+		if c.inFlight.CompareAndSwap(cur, max(cur-int64(n), 0)) {
+			return
+		}
+	}
+}
 
 // setLimit changes the cap for new calls; calls in flight above a lowered
 // cap finish normally.

@@ -57,3 +57,14 @@ func TestConcurrencySetLimit(t *testing.T) {
 		t.Fatalf("limit 0.4: admitted %d, want 1 (capacity is at least 1)", got)
 	}
 }
+
+func TestConcurrencyOverReleaseDoesNotOpenRoom(t *testing.T) {
+	l, clk := newTestLimiter(t, concRule(), 3)
+	now := clk.Nanotime()
+	l.tryAcquire(now, 1, 0)
+	l.release(1)
+	l.release(1) // twice: ignored below zero
+	if got, _ := drain(t, l, now); got != 3 {
+		t.Fatalf("after releasing one permit twice, admitted %d, want the cap, 3", got)
+	}
+}
