@@ -243,9 +243,11 @@ func clusterSmoke(t *testing.T) []int {
 
 	// A killed node's keys fail; the test can see a crash through the cluster client.
 	c.Nodes[1].Kill()
+	start = time.Now()
 	if err := cc.Get(ctxFor(t, 2*time.Second), keys[1]).Err(); err == nil || errors.Is(err, redis.Nil) {
 		t.Fatalf("GET on a killed node = %v, want an error", err)
 	}
+	t.Logf("GET on a killed node failed after %v", time.Since(start))
 	// Restarted, it rejoins from nodes.conf with its slots but no keys.
 	c.Nodes[1].Restart()
 	pids = append(pids, c.Nodes[1].PID())
