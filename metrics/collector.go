@@ -137,42 +137,42 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	for i := range s.Rules {
 		r := &s.Rules[i]
 		lv, id := r.Level.String(), ruleLabel(r.ID, i)
-		ch <- prometheus.MustNewConstMetric(d.ruleLimit, prometheus.GaugeValue, r.EffectiveLimit, r.Resource, lv, id)
-		ch <- prometheus.MustNewConstMetric(d.ruleWindow, prometheus.GaugeValue, r.Window.Seconds(), r.Resource, lv, id)
-		ch <- prometheus.MustNewConstMetric(d.ruleKeys, prometheus.GaugeValue, float64(r.Keys), r.Resource, lv, id)
-		ch <- prometheus.MustNewConstMetric(d.ruleInfo, prometheus.GaugeValue, 1,
+		ch <- constMetric(d.ruleLimit, prometheus.GaugeValue, r.EffectiveLimit, r.Resource, lv, id)
+		ch <- constMetric(d.ruleWindow, prometheus.GaugeValue, r.Window.Seconds(), r.Resource, lv, id)
+		ch <- constMetric(d.ruleKeys, prometheus.GaugeValue, float64(r.Keys), r.Resource, lv, id)
+		ch <- constMetric(d.ruleInfo, prometheus.GaugeValue, 1,
 			r.Resource, lv, id, r.Algorithm.String(), boolLabel(r.Adaptive), boolLabel(r.Cluster))
 	}
 
-	ch <- prometheus.MustNewConstMetric(d.factor, prometheus.GaugeValue, s.AdaptiveFactor)
-	ch <- prometheus.MustNewConstMetric(d.systemMax, prometheus.GaugeValue, float64(s.SystemLimit))
+	ch <- constMetric(d.factor, prometheus.GaugeValue, s.AdaptiveFactor)
+	ch <- constMetric(d.systemMax, prometheus.GaugeValue, float64(s.SystemLimit))
 
 	for _, k := range labelKeys(clusterResults, s.Cluster.Requests) {
-		ch <- prometheus.MustNewConstMetric(d.clusterRequests, prometheus.CounterValue, float64(s.Cluster.Requests[k]), k)
+		ch <- constMetric(d.clusterRequests, prometheus.CounterValue, float64(s.Cluster.Requests[k]), k)
 	}
 	for _, k := range labelKeys(fallbackPolicies, s.Cluster.Fallbacks) {
-		ch <- prometheus.MustNewConstMetric(d.clusterFallbacks, prometheus.CounterValue, float64(s.Cluster.Fallbacks[k]), k)
+		ch <- constMetric(d.clusterFallbacks, prometheus.CounterValue, float64(s.Cluster.Fallbacks[k]), k)
 	}
 
 	if c.cfg.cpu != nil {
 		if v := c.cfg.cpu(); !math.IsNaN(v) {
-			ch <- prometheus.MustNewConstMetric(d.cpu, prometheus.GaugeValue, v)
+			ch <- constMetric(d.cpu, prometheus.GaugeValue, v)
 		}
 	}
 	if c.cfg.cluster != nil {
 		m := c.cfg.cluster.ClusterMetrics()
 		count, buckets := cumulative(m.Duration)
-		ch <- prometheus.MustNewConstHistogram(d.clusterDur, count, m.DurationSum.Seconds(), buckets)
-		ch <- prometheus.MustNewConstMetric(d.breaker, prometheus.GaugeValue, boolValue(m.BreakerOpen))
+		ch <- constHistogram(d.clusterDur, count, m.DurationSum.Seconds(), buckets)
+		ch <- constMetric(d.breaker, prometheus.GaugeValue, boolValue(m.BreakerOpen))
 	}
 	if c.cfg.reload != nil {
 		st := c.cfg.reload.ReloadStatus()
-		ch <- prometheus.MustNewConstMetric(d.reloadOK, prometheus.GaugeValue, boolValue(st.Successful))
-		ch <- prometheus.MustNewConstMetric(d.reloadTime, prometheus.GaugeValue, unixSeconds(st.LastSuccess))
+		ch <- constMetric(d.reloadOK, prometheus.GaugeValue, boolValue(st.Successful))
+		ch <- constMetric(d.reloadTime, prometheus.GaugeValue, unixSeconds(st.LastSuccess))
 	}
 	if c.cfg.alerts != nil {
 		for a, firing := range c.alerts.states(c.cfg.alerts) {
-			ch <- prometheus.MustNewConstMetric(d.alertsFiring, prometheus.GaugeValue, boolValue(firing), a.Alert, a.Resource)
+			ch <- constMetric(d.alertsFiring, prometheus.GaugeValue, boolValue(firing), a.Alert, a.Resource)
 		}
 	}
 }
@@ -183,18 +183,18 @@ func (c *collector) collectResource(ch chan<- prometheus.Metric, r *flow.Resourc
 	global := flow.LevelGlobal.String()
 	waited := r.Waited
 	passed := c.guard.passed(res, r.Passed, waited)
-	ch <- prometheus.MustNewConstMetric(d.requests, prometheus.CounterValue, float64(passed), res, global, ResultPassed)
-	ch <- prometheus.MustNewConstMetric(d.requests, prometheus.CounterValue, float64(waited), res, global, ResultWaited)
+	ch <- constMetric(d.requests, prometheus.CounterValue, float64(passed), res, global, ResultPassed)
+	ch <- constMetric(d.requests, prometheus.CounterValue, float64(waited), res, global, ResultWaited)
 	for lv := flow.Level(0); lv < flow.NumLevels; lv++ {
-		ch <- prometheus.MustNewConstMetric(d.requests, prometheus.CounterValue, float64(r.Blocked[lv]), res, lv.String(), ResultBlocked)
+		ch <- constMetric(d.requests, prometheus.CounterValue, float64(r.Blocked[lv]), res, lv.String(), ResultBlocked)
 	}
-	ch <- prometheus.MustNewConstMetric(d.errors, prometheus.CounterValue, float64(r.Errors), res)
-	ch <- prometheus.MustNewConstMetric(d.inFlight, prometheus.GaugeValue, float64(r.InFlight), res)
+	ch <- constMetric(d.errors, prometheus.CounterValue, float64(r.Errors), res)
+	ch <- constMetric(d.inFlight, prometheus.GaugeValue, float64(r.InFlight), res)
 	if c.cfg.histograms {
 		count, buckets := cumulative(r.RTHist)
-		ch <- prometheus.MustNewConstHistogram(d.responseTime, count, r.RTSum.Seconds(), buckets, res)
+		ch <- constHistogram(d.responseTime, count, r.RTSum.Seconds(), buckets, res)
 		count, buckets = cumulative(r.WaitHist)
-		ch <- prometheus.MustNewConstHistogram(d.wait, count, r.WaitSum.Seconds(), buckets, res)
+		ch <- constHistogram(d.wait, count, r.WaitSum.Seconds(), buckets, res)
 	}
 }
 
@@ -271,6 +271,25 @@ func cumulative(h flow.Histogram) (uint64, map[float64]uint64) {
 		acc += h.Counts[i]
 	}
 	return acc, buckets
+}
+
+// constMetric and constHistogram make a constant metric, or, should a label
+// value be unusable (a resource name that is not UTF-8), an invalid metric
+// that fails that one series in the scrape instead of panicking.
+func constMetric(d *prometheus.Desc, t prometheus.ValueType, v float64, labels ...string) prometheus.Metric {
+	m, err := prometheus.NewConstMetric(d, t, v, labels...)
+	if err != nil {
+		return prometheus.NewInvalidMetric(d, err)
+	}
+	return m
+}
+
+func constHistogram(d *prometheus.Desc, count uint64, sum float64, buckets map[float64]uint64, labels ...string) prometheus.Metric {
+	m, err := prometheus.NewConstHistogram(d, count, sum, buckets, labels...)
+	if err != nil {
+		return prometheus.NewInvalidMetric(d, err)
+	}
+	return m
 }
 
 // ruleLabel is the rule label of the i-th rule in force: its id, or, as ids

@@ -94,3 +94,17 @@ func TestOptions(t *testing.T) {
 		t.Errorf("WithAdaptive(nil): %v, want no CPU gauge", got)
 	}
 }
+
+// A label value Prometheus cannot carry fails the scrape with an error
+// naming it; it does not panic the process.
+func TestInvalidLabelValueIsAnError(t *testing.T) {
+	eng := flow.NewEngine()
+	if err := eng.LoadRules([]flow.Rule{{ID: "bad", Resource: "GET /\xff", Algorithm: flow.AlgoTokenBucket, Limit: 5}}); err != nil {
+		t.Skipf("the engine refuses a non-UTF-8 resource itself: %v", err)
+	}
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(NewCollector(eng))
+	if _, err := reg.Gather(); err == nil {
+		t.Error("Gather: no error for a non-UTF-8 resource label")
+	}
+}
