@@ -3,8 +3,10 @@ package flowhttp
 import (
 	"context"
 	"errors"
+	"io"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
@@ -197,5 +199,37 @@ func TestWriterKeepsFlusher(t *testing.T) {
 	w := serve(h, "GET", "/", peerAddr, nil)
 	if !w.Flushed {
 		t.Error("Flush did not reach the recorder")
+	}
+}
+
+// readerFromRecorder is a recorder that also implements io.ReaderFrom, as
+// the server's own ResponseWriter does.
+type readerFromRecorder struct {
+	*httptest.ResponseRecorder
+	readFrom int
+}
+
+func (r *readerFromRecorder) ReadFrom(src io.Reader) (int64, error) {
+	r.readFrom++
+	return io.Copy(struct{ io.Writer }{r.ResponseRecorder}, src)
+}
+
+func TestWriterKeepsReaderFrom(t *testing.T) {
+	h := Middleware(newEngine(t, clock.NewFake(epoch)))(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// A LimitedReader has no WriteTo, so io.Copy must use w's ReadFrom.
+		if _, err := io.Copy(w, io.LimitReader(strings.NewReader("payload"), 100)); err != nil {
+			t.Error(err)
+		}
+	}))
+	rec := &readerFromRecorder{ResponseRecorder: httptest.NewRecorder()}
+	h.ServeHTTP(rec, httptest.NewRequest("GET", "/", nil))
+	if rec.readFrom != 1 || rec.Body.String() != "payload" || rec.Code != 200 {
+		t.Errorf("ReadFrom calls %d, body %q, code %d; want 1, payload, 200", rec.readFrom, rec.Body, rec.Code)
+	}
+	// Without ReaderFrom underneath, the copy still works.
+	plain := httptest.NewRecorder()
+	h.ServeHTTP(plain, httptest.NewRequest("GET", "/", nil))
+	if plain.Body.String() != "payload" {
+		t.Errorf("body %q, want payload", plain.Body)
 	}
 }

@@ -2,6 +2,7 @@ package flowhttp
 
 import (
 	"bufio"
+	"io"
 	"net"
 	"net/http"
 )
@@ -46,3 +47,19 @@ func (w *statusWriter) Flush() {
 func (w *statusWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 	return http.NewResponseController(w.ResponseWriter).Hijack()
 }
+
+// ReadFrom keeps the underlying writer's io.ReaderFrom (sendfile for
+// http.ServeContent and io.Copy) reachable through the wrapper.
+func (w *statusWriter) ReadFrom(r io.Reader) (int64, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	if rf, ok := w.ResponseWriter.(io.ReaderFrom); ok {
+		return rf.ReadFrom(r)
+	}
+	return io.Copy(writerOnly{w.ResponseWriter}, r)
+}
+
+// writerOnly hides every method but Write, so io.Copy cannot loop back
+// into ReadFrom.
+type writerOnly struct{ io.Writer }
