@@ -51,6 +51,7 @@ type Watcher struct {
 
 	mu       sync.Mutex
 	st       Status
+	doc      *Document // in force
 	lastSeen [sha256.Size]byte // hash of the last bytes (or read error) tried
 
 	reload    chan chan error
@@ -111,6 +112,14 @@ func (w *Watcher) Status() Status {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return w.st
+}
+
+// Document returns the document in force, for its Adaptive and Alerting
+// sections; WithOnReload reports each new one.
+func (w *Watcher) Document() *Document {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.doc
 }
 
 // Reload reads the file now, as if it had changed, and returns why it was
@@ -271,6 +280,7 @@ func (w *Watcher) check(force bool) error {
 	w.st.Version, w.st.LastGoodLoad, w.st.OK = version, now, true
 	if changed {
 		w.st.Reloads++
+		w.doc = doc
 	}
 	w.mu.Unlock()
 	if changed {

@@ -151,6 +151,9 @@ func TestWatchAtomicRenameSave(t *testing.T) {
 		t.Error("Event.Changed = false for a new limit")
 	}
 	r.wantLimit(5)
+	if d := r.w.Document(); d == nil || d.Rules()[0].Limit != 5 {
+		t.Errorf("Document() = %v, want the document with limit 5", d)
+	}
 	st := r.w.Status()
 	if st.Reloads != 2 || st.Failures != 0 || !st.OK || st.Version != versionOf(t, limitDoc(5)) {
 		t.Errorf("status = %+v", st)
