@@ -51,7 +51,7 @@ type Watcher struct {
 
 	mu       sync.Mutex
 	st       Status
-	doc      *Document // in force
+	doc      *Document         // in force
 	lastSeen [sha256.Size]byte // hash of the last bytes (or read error) tried
 
 	reload    chan chan error
