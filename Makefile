@@ -17,6 +17,11 @@ demo:
 test: deps
 	$(GO) vet $(PKGS)
 	FLOWGATE_REQUIRE_REDIS=1 $(GO) test -race -count=1 -timeout 20m $(PKGS)
+	@$(MAKE) --no-print-directory examples
+
+## examples: build every example and run each short-lived one with a time limit.
+examples:
+	@GO=$(GO) sh scripts/examples.sh
 
 ## bench: every benchmark, with allocation counts.
 bench:
