@@ -45,9 +45,9 @@ func (o *object) walk(n *node, self string, keys []string, read func(key string,
 		switch {
 		case !known:
 			if s := suggest(m.key, keys); s != "" {
-				o.fail(m.key, "unknown field (did you mean %q?)", s)
+				o.fail(keyName(m.key), "unknown field (did you mean %q?)", s)
 			} else {
-				o.fail(m.key, "unknown field (known: %s)", strings.Join(keys, ", "))
+				o.fail(keyName(m.key), "unknown field (known: %s)", strings.Join(keys, ", "))
 			}
 		case o.given[m.key]:
 			o.fail(m.key, "given more than once")
@@ -57,6 +57,25 @@ func (o *object) walk(n *node, self string, keys []string, read func(key string,
 		}
 	}
 	return true
+}
+
+// keyName shows an unknown key in a path: as it is when it looks like a
+// field name, quoted (and cut short) when it is empty or odd.
+func keyName(k string) string {
+	plain := k != ""
+	for _, r := range k {
+		if !(r == '_' || r == '$' || r == '-' || r < unicode.MaxASCII && (unicode.IsLetter(r) || unicode.IsDigit(r))) {
+			plain = false
+			break
+		}
+	}
+	if plain && len(k) <= 64 {
+		return k
+	}
+	if len(k) > 64 {
+		k = strings.ToValidUTF8(k[:64], "") + "..."
+	}
+	return strconv.Quote(k)
 }
 
 // required reports the keys of keys that were not given.

@@ -204,8 +204,14 @@ func FuzzParse(f *testing.F) {
 		doc, err := Parse(data)
 		if err != nil {
 			for _, e := range Problems(err) {
-				if e.Error() == "" {
-					t.Fatal("empty problem message")
+				fe, ok := e.(*FieldError)
+				switch {
+				case !ok:
+					t.Fatalf("problem %q (%T) is not a *FieldError", e, e)
+				case fe.Msg == "":
+					t.Fatalf("problem at %q has no message", fe.Path())
+				case fe.Path() == "" && fe.Msg != "empty document":
+					t.Fatalf("problem %q has no path", fe.Msg)
 				}
 			}
 			return

@@ -69,8 +69,8 @@ func WithClock(clk clock.Clock) WatchOption {
 }
 
 // WithOnReload calls fn after every load attempt, good or bad, including
-// the first one in Watch. fn runs on the watcher's goroutine: it should be
-// quick, and must not call Close.
+// the first one, which runs in Watch itself. Later calls run on the
+// watcher's goroutine: fn should be quick, and must not call Close.
 func WithOnReload(fn func(Event)) WatchOption {
 	return func(c *watchConfig) { c.onReload = fn }
 }
