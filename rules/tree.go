@@ -184,9 +184,27 @@ func (t *treeReader) str() string {
 	}
 	t.i++ // closing quote
 	if plain {
-		return string(t.data[start+1 : t.i-1])
+		raw := t.data[start+1 : t.i-1]
+		if k, ok := interned[string(raw)]; ok { // no allocation: the compiler's map lookup by []byte
+			return k
+		}
+		return string(raw)
 	}
 	var s string
 	_ = json.Unmarshal(t.data[start:t.i], &s) // valid: json.Valid passed
 	return s
 }
+
+// interned holds the strings every document repeats (field names, levels,
+// algorithms), so reading a large document does not allocate them per rule.
+// Built once and never modified.
+var interned = func() map[string]string {
+	m := map[string]string{}
+	for _, list := range [][]string{ruleKeys, adaptiveKeys, alertingKeys, levelNames(), algorithmNames(),
+		{"rules", "$schema", "adaptive", "alerting", "threshold", "fallback", "global", "per_instance", "local", "allow", "deny"}} {
+		for _, k := range list {
+			m[k] = k
+		}
+	}
+	return m
+}()
