@@ -50,13 +50,20 @@ type entryState struct {
 	now      int64
 	tokens   int
 	nTaken   int
-	taken    [8]takenLim
+	taken    [4]takenLim
 	more     []takenLim
 	grants   []clusterGrant
 	wait     time.Duration
 	waitRule *compiledRule
-	quota    Quota
-	hasQuota bool
+	quota    quotaNote
+}
+
+// quotaNote is the most restrictive rule seen so far; Permit.Quota expands
+// it. Smaller than a Quota, so Entry copies less.
+type quotaNote struct {
+	cr               *compiledRule // nil: no rule applied
+	limit, remaining float64
+	reset            time.Duration
 }
 
 func (st *entryState) take(t takenLim) {
@@ -72,9 +79,8 @@ func (st *entryState) note(cr *compiledRule, wait time.Duration, remaining float
 	if wait > st.wait {
 		st.wait, st.waitRule = wait, cr
 	}
-	if !st.hasQuota || remaining < st.quota.Remaining {
-		st.quota = Quota{RuleID: cr.rule.ID, Limit: cr.limit(), Window: cr.rule.Window, Remaining: remaining, Reset: reset}
-		st.hasQuota = true
+	if st.quota.cr == nil || remaining < st.quota.remaining {
+		st.quota = quotaNote{cr: cr, limit: cr.limit(), remaining: remaining, reset: reset}
 	}
 }
 
@@ -125,7 +131,7 @@ func (e *Engine) entry(ctx context.Context, resource string, opts []EntryOption)
 	p.stats = rr.stats
 	p.tokens = st.tokens
 	p.waited = st.wait
-	p.quota, p.hasQuota = st.quota, st.hasQuota
+	p.quota = st.quota
 	for _, t := range st.taken[:st.nTaken] {
 		if t.conc {
 			p.held = append(p.held, t.lim)

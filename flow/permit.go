@@ -21,9 +21,7 @@ type Permit struct {
 	start  int64
 	tokens int
 	waited time.Duration
-	quota  Quota
-	// hasQuota: quota is set (some rule applied)
-	hasQuota bool
+	quota  quotaNote
 	// sysCounted: counted in Engine.sysInFlight; unruled: in Engine.unruled.
 	sysCounted, unruled bool
 	held                []limiter      // concurrency limiters to release
@@ -92,7 +90,7 @@ func (p *Permit) Exit(opts ...ExitOption) {
 	}
 	p.sysCounted, p.unruled = false, false
 	p.held, p.grants = p.held[:0], p.grants[:0]
-	p.stats, p.ctx, p.quota, p.hasQuota, p.waited, p.tokens = nil, nil, Quota{}, false, 0, 0
+	p.stats, p.ctx, p.quota, p.waited, p.tokens = nil, nil, quotaNote{}, 0, 0
 	e.permits.Put(p)
 }
 
@@ -103,7 +101,11 @@ func (p *Permit) Quota() (Quota, bool) {
 	if p == nil {
 		return Quota{}, false
 	}
-	return p.quota, p.hasQuota
+	q := &p.quota
+	if q.cr == nil {
+		return Quota{}, false
+	}
+	return Quota{RuleID: q.cr.rule.ID, Limit: q.limit, Window: q.cr.rule.Window, Remaining: q.remaining, Reset: q.reset}, true
 }
 
 // Waited reports how long Entry queued for a MaxWait slot.

@@ -3,6 +3,7 @@ package flow
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -146,5 +147,70 @@ func TestGuard(t *testing.T) {
 	s := e.Snapshot().Resources[0]
 	if s.Completed != 2 || s.Errors != 2 || s.InFlight != 0 || s.RTSum != 5*time.Millisecond || s.Blocked[LevelGlobal] != 1 {
 		t.Fatalf("stats: %+v", s)
+	}
+}
+
+// TestStatsLifetimeExactAcrossTurnover: calls race bucket turnovers (the
+// clock moves a bucket width every few calls) while a reader checks the
+// lifetime counters never step back; at the end they are exact.
+func TestStatsLifetimeExactAcrossTurnover(t *testing.T) {
+	clk := clock.NewFake(t0)
+	e := NewEngine(WithClock(clk), WithStatsWindow(40*time.Millisecond, 4))
+	if err := e.LoadRules([]Rule{{ID: "c", Resource: "r", Algorithm: AlgoConcurrency, Limit: 1000}}); err != nil {
+		t.Fatal(err)
+	}
+	const workers, calls = 8, 2000
+	var wg sync.WaitGroup
+	stop := make(chan struct{})
+	readerDone := make(chan error)
+	go func() {
+		var last ResourceStats
+		for {
+			select {
+			case <-stop:
+				readerDone <- nil
+				return
+			default:
+			}
+			s := e.Snapshot().Resources[0]
+			if s.Passed < last.Passed || s.Completed < last.Completed || s.RTSum < last.RTSum || s.InFlight < 0 {
+				readerDone <- fmt.Errorf("stepped back: %+v after %+v", s, last)
+				return
+			}
+			last = s
+		}
+	}()
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range calls {
+				p, err := e.Entry("r")
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				if i%50 == w {
+					clk.Advance(10 * time.Millisecond)
+				}
+				p.Exit()
+			}
+		}()
+	}
+	wg.Wait()
+	close(stop)
+	if err := <-readerDone; err != nil {
+		t.Fatal(err)
+	}
+	s := e.Snapshot().Resources[0]
+	if s.Passed != workers*calls || s.Completed != workers*calls || s.InFlight != 0 {
+		t.Fatalf("lifetime: passed %d completed %d in flight %d, want %d %d 0", s.Passed, s.Completed, s.InFlight, workers*calls, workers*calls)
+	}
+	var histTotal uint64
+	for _, c := range s.RTHist.Counts {
+		histTotal += c
+	}
+	if histTotal != s.Completed {
+		t.Fatalf("histogram total %d, completed %d", histTotal, s.Completed)
 	}
 }
