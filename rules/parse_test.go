@@ -3,6 +3,7 @@ package rules
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"path/filepath"
 	"reflect"
 	"testing"
@@ -83,6 +84,20 @@ func TestParseDefaults(t *testing.T) {
 	got[2].Cluster.Fallback = "deny" // Rules hands out copies
 	if doc.Rules()[2].Cluster.Fallback != "local" {
 		t.Error("changing a returned ClusterSpec changed the document")
+	}
+}
+
+func TestAdaptiveBandFollowsTarget(t *testing.T) {
+	for _, tc := range []struct{ target, low, high float64 }{
+		{0.8, 0.7, 0.88}, {0.5, 0.4, 0.58}, {0.95, 0.85, 1}, {0.05, 0.01, 0.13}, {1, 0.9, 1},
+	} {
+		doc, err := Parse([]byte(fmt.Sprintf(`{"rules": [], "adaptive": {"cpuTarget": %v}}`, tc.target)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if a := doc.Adaptive; a.BandLow != tc.low || a.BandHigh != tc.high {
+			t.Errorf("cpuTarget %v: band [%v, %v], want [%v, %v]", tc.target, a.BandLow, a.BandHigh, tc.low, tc.high)
+		}
 	}
 }
 

@@ -1,6 +1,7 @@
 package rules
 
 import (
+	"math"
 	"net/url"
 	"time"
 )
@@ -12,7 +13,8 @@ type AdaptiveSection struct {
 	// CPUTarget is the CPU utilisation (0..1) the controller steers to. Default 0.80.
 	CPUTarget float64
 	// BandLow and BandHigh bound the hysteresis band around CPUTarget inside
-	// which the factor is held. Defaults 0.70 and 0.88.
+	// which the factor is held. Defaults CPUTarget-0.10 and CPUTarget+0.08
+	// (0.70 and 0.88 for the default target), within (0, 1].
 	BandLow, BandHigh float64
 	// MinFactor is the lowest scale applied to adaptive rules, in (0, 1]. Default 0.1.
 	MinFactor float64
@@ -90,11 +92,15 @@ func readAdaptive(p *problems, v *node) *AdaptiveSection {
 	if a.CPUTarget == 0 {
 		a.CPUTarget = DefaultCPUTarget
 	}
+	// The band's defaults follow the target (0.70 and 0.88 around 0.80),
+	// rounded to hundredths so 0.8-0.1 prints as 0.7.
 	if a.BandLow == 0 {
-		a.BandLow = min(DefaultBandLow, a.CPUTarget)
+		a.BandLow = max(0.01, math.Round((a.CPUTarget-(DefaultCPUTarget-DefaultBandLow))*100)/100)
+		a.BandLow = min(a.BandLow, a.CPUTarget)
 	}
 	if a.BandHigh == 0 {
-		a.BandHigh = max(DefaultBandHigh, a.CPUTarget)
+		a.BandHigh = min(1, math.Round((a.CPUTarget+(DefaultBandHigh-DefaultCPUTarget))*100)/100)
+		a.BandHigh = max(a.BandHigh, a.CPUTarget)
 	}
 	if a.MinFactor == 0 {
 		a.MinFactor = DefaultMinFactor
