@@ -111,6 +111,38 @@ func appendRateLimit(b []byte, name string, r, t int64) []byte {
 	return b
 }
 
+// headerBatch records where each header value ends in one byte buffer (kept
+// by the caller, on its stack), so that flush installs every value cut from
+// one string, with their []string slices cut from one array: two
+// allocations however many fields there are.
+type headerBatch struct {
+	keys [6]string
+	ends [6]int
+	n    int
+}
+
+// end closes the value appended to b since the last end, for key.
+func (x *headerBatch) end(key string, b []byte) {
+	x.keys[x.n], x.ends[x.n] = key, len(b)
+	x.n++
+}
+
+func (x *headerBatch) flush(h http.Header, b []byte) {
+	if x.n == 0 {
+		return
+	}
+	s := string(b)
+	vals := make([]string, x.n)
+	start := 0
+	for i := 0; i < x.n; i++ {
+		vals[i] = s[start:x.ends[i]]
+		start = x.ends[i]
+		// A full slice expression: a later Header.Add must not write into
+		// the neighbour's element.
+		h[x.keys[i]] = vals[i : i+1 : i+1]
+	}
+}
+
 // quotaFields are the values of one decision's rate-limit headers.
 type quotaFields struct {
 	name      string
@@ -120,45 +152,24 @@ type quotaFields struct {
 	reset     int64 // seconds; < 0 unknown
 }
 
-// set writes RateLimit-Policy, RateLimit and the legacy X-RateLimit-Limit,
+// add appends RateLimit-Policy, RateLimit and the legacy X-RateLimit-Limit,
 // -Remaining and -Reset (delta seconds, like RateLimit's t, not a Unix time).
-// All values are cut from one string and their slices from one array: two
-// allocations instead of ten.
-func (f quotaFields) set(h http.Header) {
-	var arr [160]byte
-	var end [5]int
+func (f quotaFields) add(b []byte, x *headerBatch) []byte {
 	p := makePolicy(f.name, f.limit, f.window)
 	r := floorCount(f.remaining)
-	b := appendPolicy(arr[:0], p)
-	end[0] = len(b)
+	b = appendPolicy(b, p)
+	x.end(HeaderRateLimitPolicy, b)
 	b = appendRateLimit(b, f.name, r, f.reset)
-	end[1] = len(b)
+	x.end(HeaderRateLimit, b)
 	b = strconv.AppendInt(b, p.q, 10)
-	end[2] = len(b)
+	x.end(HeaderXRateLimitLimit, b)
 	b = strconv.AppendInt(b, r, 10)
-	end[3] = len(b)
-	n := 4
+	x.end(HeaderXRateLimitRemain, b)
 	if f.reset >= 0 {
 		b = strconv.AppendInt(b, f.reset, 10)
-		end[4] = len(b)
-		n = 5
+		x.end(HeaderXRateLimitReset, b)
 	}
-	s := string(b)
-	vals := make([]string, n)
-	start := 0
-	for i := 0; i < n; i++ {
-		vals[i] = s[start:end[i]]
-		start = end[i]
-	}
-	// Full slice expressions: a later Header.Add must not write into a
-	// neighbour's element.
-	h[HeaderRateLimitPolicy] = vals[0:1:1]
-	h[HeaderRateLimit] = vals[1:2:2]
-	h[HeaderXRateLimitLimit] = vals[2:3:3]
-	h[HeaderXRateLimitRemain] = vals[3:4:4]
-	if n == 5 {
-		h[HeaderXRateLimitReset] = vals[4:5:5]
-	}
+	return b
 }
 
 // policyName names a rule in the headers: its id, or the level when the
@@ -176,24 +187,29 @@ func policyName(ruleID string, l flow.Level) string {
 // RateLimit-Policy, RateLimit (t = the retry delay) and the legacy
 // X-RateLimit-* fields.
 func SetBlockedHeaders(h http.Header, be *flow.BlockError) {
+	var arr [192]byte
+	var x headerBatch
+	b := arr[:0]
 	reset := int64(-1)
 	if !be.Never && be.RetryAfter > 0 && be.RetryAfter != flow.Never {
 		reset = ceilSeconds(be.RetryAfter)
-		h[HeaderRetryAfter] = []string{strconv.FormatInt(reset, 10)} // small ints: no string allocated
+		b = strconv.AppendInt(b, reset, 10)
+		x.end(HeaderRetryAfter, b)
 	}
 	if be.Limit > 0 {
 		window := be.Window
 		if be.Reason == flow.ReasonConcurrency {
 			window = 0 // Limit is calls in flight, not per window
 		}
-		quotaFields{
+		b = quotaFields{
 			name:      policyName(be.RuleID, be.Level),
 			limit:     be.Limit,
 			window:    window,
 			remaining: be.Remaining,
 			reset:     reset,
-		}.set(h)
+		}.add(b, &x)
 	}
+	x.flush(h, b)
 }
 
 // SetQuotaHeaders writes RateLimit-Policy, RateLimit and the legacy
@@ -203,11 +219,15 @@ func SetQuotaHeaders(h http.Header, q flow.Quota) {
 	if q.Limit <= 0 {
 		return
 	}
-	quotaFields{
+	var arr [192]byte
+	var x headerBatch
+	b := arr[:0]
+	b = quotaFields{
 		name:      q.RuleID,
 		limit:     q.Limit,
 		window:    q.Window,
 		remaining: q.Remaining,
 		reset:     ceilSeconds(q.Reset),
-	}.set(h)
+	}.add(b, &x)
+	x.flush(h, b)
 }

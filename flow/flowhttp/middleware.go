@@ -150,7 +150,10 @@ func hostOf(s string) string {
 
 func (h *handler) refuse(w http.ResponseWriter, r *http.Request, err error) {
 	be, ok := err.(*flow.BlockError)
-	if !ok && !errors.As(err, &be) {
+	if !ok {
+		be = asBlockError(err)
+	}
+	if be == nil {
 		// Not a refusal: the engine could not decide. Say so rather than
 		// serve a call no rule admitted.
 		http.Error(w, http.StatusText(http.StatusInternalServerError), http.StatusInternalServerError)
@@ -162,4 +165,14 @@ func (h *handler) refuse(w http.ResponseWriter, r *http.Request, err error) {
 	}
 	SetBlockedHeaders(w.Header(), be)
 	h.cf.blocked(w, r, be)
+}
+
+// asBlockError is errors.As for a wrapped refusal, kept out of refuse so the
+// target variable does not escape on the common unwrapped path.
+func asBlockError(err error) *flow.BlockError {
+	var be *flow.BlockError
+	if errors.As(err, &be) {
+		return be
+	}
+	return nil
 }

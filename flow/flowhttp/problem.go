@@ -1,9 +1,9 @@
 package flowhttp
 
 import (
-	"encoding/json"
 	"net/http"
 	"strconv"
+	"unicode/utf8"
 
 	"github.com/flowgate/flowgate/flow"
 )
@@ -49,21 +49,88 @@ func NewProblem(be *flow.BlockError) Problem {
 	return p
 }
 
+// AppendJSON appends p as JSON, members in declaration order, as
+// encoding/json would write them but without reflection, because a flood of
+// refusals makes this a hot path.
+func (p Problem) AppendJSON(b []byte) []byte {
+	b = append(b, `{"type":`...)
+	b = appendJSONString(b, p.Type)
+	b = append(b, `,"title":`...)
+	b = appendJSONString(b, p.Title)
+	b = append(b, `,"status":`...)
+	b = strconv.AppendInt(b, int64(p.Status), 10)
+	if p.Detail != "" {
+		b = append(b, `,"detail":`...)
+		b = appendJSONString(b, p.Detail)
+	}
+	if p.RetryAfter != 0 {
+		b = append(b, `,"retryAfter":`...)
+		b = strconv.AppendInt(b, p.RetryAfter, 10)
+	}
+	b = append(b, `,"level":`...)
+	b = appendJSONString(b, p.Level)
+	if p.Rule != "" {
+		b = append(b, `,"rule":`...)
+		b = appendJSONString(b, p.Rule)
+	}
+	return append(b, '}')
+}
+
+// appendJSONString appends s as a JSON string: quotes, backslashes and
+// control characters escaped, <, > and & too (as encoding/json does, so the
+// body is safe to embed in HTML), invalid UTF-8 replaced by U+FFFD.
+func appendJSONString(b []byte, s string) []byte {
+	const hex = "0123456789abcdef"
+	b = append(b, '"')
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			switch {
+			case c == '"' || c == '\\':
+				b = append(b, '\\', c)
+			case c == '\n':
+				b = append(b, '\\', 'n')
+			case c == '\r':
+				b = append(b, '\\', 'r')
+			case c == '\t':
+				b = append(b, '\\', 't')
+			case c < 0x20 || c == '<' || c == '>' || c == '&':
+				b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
+			default:
+				b = append(b, c)
+			}
+			i++
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && size == 1:
+			b = append(b, `\ufffd`...)
+		case r == '\u2028' || r == '\u2029': // line separators break JavaScript
+			b = append(b, '\\', 'u', '2', '0', '2', hex[r&0xf])
+		default:
+			b = append(b, s[i:i+size]...)
+		}
+		i += size
+	}
+	return append(b, '"')
+}
+
+// Shared header values of every refusal, never modified.
+var (
+	problemContentType = []string{contentTypeProblemJSON}
+	noSniff            = []string{"nosniff"}
+)
+
 // WriteProblem is the default BlockedHandler: status 429 and the Problem of
 // be as application/problem+json.
 func WriteProblem(w http.ResponseWriter, r *http.Request, be *flow.BlockError) {
 	p := NewProblem(be)
-	body, err := json.Marshal(p)
-	if err != nil { // cannot happen for this struct; keep the status honest anyway
-		w.WriteHeader(p.Status)
-		return
-	}
 	h := w.Header()
-	h[headerContentType] = []string{contentTypeProblemJSON}
-	h[headerContentTypeOptions] = []string{"nosniff"}
-	h["Content-Length"] = []string{strconv.Itoa(len(body) + 1)}
+	h[headerContentType] = problemContentType
+	h[headerContentTypeOptions] = noSniff
 	w.WriteHeader(p.Status)
 	if r.Method != http.MethodHead {
-		_, _ = w.Write(append(body, '\n'))
+		_, _ = w.Write(append(p.AppendJSON(make([]byte, 0, 256)), '\n'))
 	}
 }
