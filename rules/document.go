@@ -59,13 +59,7 @@ func LoadFile(path string) (*Document, error) {
 func Parse(data []byte) (*Document, error) {
 	root, err := parseTree(data)
 	if err != nil {
-		fe := &FieldError{Index: -1, Msg: err.Error()}
-		var line, col int
-		if n, _ := fmt.Sscanf(err.Error(), "line %d, column %d:", &line, &col); n == 2 {
-			fe.Line, fe.Column = line, col
-			fe.Msg = err.Error()[strings.Index(err.Error(), ": ")+2:]
-		}
-		return nil, fe
+		return nil, err
 	}
 	p := &problems{}
 	doc := &Document{}

@@ -101,6 +101,19 @@ func TestAdaptiveBandFollowsTarget(t *testing.T) {
 	}
 }
 
+func TestParseSkipsByteOrderMark(t *testing.T) {
+	doc, err := Parse([]byte("\xef\xbb\xbf" + `{"rules": [{"resource": "a", "algorithm": "concurrency", "limit": 3}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := doc.Rules(); len(r) != 1 || r[0].Limit != 3 {
+		t.Errorf("Rules() = %+v", r)
+	}
+	if _, err := Parse([]byte("\xef\xbb\xbf \n")); err == nil || err.Error() != "empty document" {
+		t.Errorf("a byte order mark alone: %v, want empty document", err)
+	}
+}
+
 func TestParseEmptyRuleList(t *testing.T) {
 	doc, err := Parse([]byte(`{"rules": []}`))
 	if err != nil {

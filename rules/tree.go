@@ -42,10 +42,13 @@ type member struct {
 }
 
 // parseTree checks the syntax of data and returns its value tree. A syntax
-// error names the line and column (1-based, in characters) where it is.
+// error is a *FieldError with the line and column (1-based, in characters)
+// where it is. A leading UTF-8 byte order mark, which some editors write,
+// is skipped.
 func parseTree(data []byte) (*node, error) {
+	data = bytes.TrimPrefix(data, []byte("\xef\xbb\xbf"))
 	if len(bytes.TrimSpace(data)) == 0 {
-		return nil, errors.New("empty document")
+		return nil, &FieldError{Index: -1, Msg: "empty document"}
 	}
 	if !json.Valid(data) {
 		// json.Unmarshal reports a consistent offset (just after the bad
@@ -53,12 +56,13 @@ func parseTree(data []byte) (*node, error) {
 		var raw json.RawMessage
 		err := json.Unmarshal(data, &raw)
 		var se *json.SyntaxError
-		if errors.As(err, &se) {
-			atEnd := se.Error() == "unexpected end of JSON input"
-			line, col := position(data, se.Offset, atEnd)
-			return nil, fmt.Errorf("line %d, column %d: %s", line, col, syntaxMessage(se, atEnd))
+		if !errors.As(err, &se) { // not expected: Valid and Unmarshal agree
+			return nil, &FieldError{Index: -1, Msg: fmt.Sprintf("invalid JSON: %v", err)}
 		}
-		return nil, fmt.Errorf("invalid JSON: %v", err)
+		atEnd := se.Error() == "unexpected end of JSON input"
+		fe := &FieldError{Index: -1, Msg: syntaxMessage(se, atEnd)}
+		fe.Line, fe.Column = position(data, se.Offset, atEnd)
+		return nil, fe
 	}
 	t := &treeReader{data: data}
 	return t.value(), nil
