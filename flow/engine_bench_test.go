@@ -65,9 +65,10 @@ func BenchmarkEntryExitPass(b *testing.B) {
 }
 
 // BenchmarkEntryExitPassParallel reports blocked/op: a goroutine preempted
-// between reading the clock and reserving holds a stale now, which Guava's
-// nextFree check refuses even with permits stored (see the report on
-// token_bucket); the figure shows how often that happens.
+// between reading the clock and reserving holds a stale now, which the token
+// bucket's Guava check (nextFree <= now) refuses even with permits stored,
+// because another goroutine already moved nextFree to its later now. The
+// figure shows how often that happens on a real clock.
 func BenchmarkEntryExitPassParallel(b *testing.B) {
 	e := benchEngine(b, bigBucket)
 	var blocked atomic.Int64

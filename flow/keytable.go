@@ -20,6 +20,12 @@ import (
 // the TTL starts afresh, and a shard that admits a key sweeps out all its
 // idle keys at most every sweepDiv-th of the TTL.
 //
+// A key evicted or forgotten while it has concurrency permits in flight
+// starts afresh when it comes back: its new limiter does not see the
+// permits still held (they are released into the old one), so for that
+// moment the key can exceed its concurrency cap. Size MaxKeys and IdleTTL
+// above the live clients and the longest call to avoid it.
+//
 // Memory: a key is tracked by its 64-bit seeded hash, not its string (two
 // keys sharing a limiter needs a 64-bit collision: about 3e-10 for 100 000
 // keys, and the seed is per process, so it cannot be aimed at), and an
