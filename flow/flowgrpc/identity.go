@@ -56,7 +56,10 @@ func (cf *config) entryOptions(ctx context.Context, arr *[3]flowEntryOption, ser
 	case cf.ip != nil:
 		ip = cf.ip(ctx)
 	case server:
-		if a := ClientIP(ctx, cf.trusted); a.IsValid() {
+		switch a := ClientIP(ctx, cf.trusted); {
+		case cf.v6Bits > 0 && a.Is6():
+			ip = netip.PrefixFrom(a, cf.v6Bits).Masked().String()
+		case a.IsValid():
 			ip = a.String()
 		}
 	}

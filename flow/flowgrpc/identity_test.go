@@ -84,3 +84,20 @@ func TestServerPerIPLimit(t *testing.T) {
 		}
 	}
 }
+
+func TestServerIPv6Prefix(t *testing.T) {
+	eng := newEngine(t, clock.NewFake(epoch), flow.Rule{ID: "per-ip", Resource: checkMethod, Level: flow.LevelIP,
+		Algorithm: flow.AlgoFixedWindow, Limit: 1})
+	ic := UnaryServerInterceptor(eng, WithIPv6Prefix(64))
+	info := &grpc.UnaryServerInfo{FullMethod: checkMethod}
+	h := func(context.Context, any) (any, error) { return nil, nil }
+	for i, tc := range []struct {
+		peer    string
+		blocked bool
+	}{{"[2001:db8:1:2::1]:1", false}, {"[2001:db8:1:2::9]:1", true}, {"[2001:db8:9::1]:1", false}} {
+		_, err := ic(callCtx(tcp(tc.peer)), nil, info, h)
+		if blocked := err != nil; blocked != tc.blocked {
+			t.Errorf("call %d from %s: err %v, want blocked=%v", i, tc.peer, err, tc.blocked)
+		}
+	}
+}

@@ -18,6 +18,7 @@ type config struct {
 	ip       func(ctx context.Context) string
 	trusted  []netip.Prefix
 	failed   func(err error) bool
+	v6Bits   int
 }
 
 func newConfig(opts []Option) *config {
@@ -99,5 +100,16 @@ func UserFromMetadata(key string) func(ctx context.Context) string {
 			}
 		}
 		return ""
+	}
+}
+
+// WithIPv6Prefix keys IPv6 clients by their network prefix of bits (64 is
+// usual) instead of the full address; see flowhttp.WithIPv6Prefix. Default
+// 0: full addresses.
+func WithIPv6Prefix(bits int) Option {
+	return func(cf *config) {
+		if bits > 0 && bits < 128 {
+			cf.v6Bits = bits
+		}
 	}
 }

@@ -94,3 +94,21 @@ func TestIPOption(t *testing.T) {
 		}
 	}
 }
+
+func TestIPv6Prefix(t *testing.T) {
+	h := Middleware(perIPEngine(t), WithIPv6Prefix(64))(&okHandler{})
+	for i, tc := range []struct {
+		remote string
+		want   int
+	}{
+		{"[2001:db8:1:2::1]:1", 200},
+		{"[2001:db8:1:2:ffff::7]:1", 429}, // same /64
+		{"[2001:db8:1:3::1]:1", 200},      // another /64
+		{"192.0.2.1:1", 200},
+		{"192.0.2.2:1", 200}, // IPv4 keyed by address
+	} {
+		if w := serve(h, "GET", "/x", tc.remote, nil); w.Code != tc.want {
+			t.Errorf("request %d from %s: %d, want %d", i, tc.remote, w.Code, tc.want)
+		}
+	}
+}

@@ -105,7 +105,11 @@ func (h *handler) clientIP(r *http.Request) string {
 	if h.cf.ip != nil {
 		return h.cf.ip(r)
 	}
-	return addrString(clientAddr(r, h.cf.trusted, h.cf.proxyHeaders))
+	a, src := clientAddr(r, h.cf.trusted, h.cf.proxyHeaders)
+	if h.cf.v6Bits > 0 && a.Is6() {
+		return netip.PrefixFrom(a, h.cf.v6Bits).Masked().String()
+	}
+	return addrString(a, src)
 }
 
 // addrString formats a, reusing the host part of src (the text a was read

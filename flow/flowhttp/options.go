@@ -16,6 +16,7 @@ type config struct {
 	proxyHeaders []string
 	blocked      BlockedHandler
 	quotaHeaders bool
+	v6Bits       int
 }
 
 func newConfig(opts []Option) *config {
@@ -84,4 +85,17 @@ func WithBlockedHandler(h BlockedHandler) Option {
 // a few allocations per request.
 func WithQuotaHeaders(on bool) Option {
 	return func(cf *config) { cf.quotaHeaders = on }
+}
+
+// WithIPv6Prefix keys IPv6 clients by their network prefix of bits (64 is
+// usual: one subscriber's allocation) instead of the full address, so a
+// client cannot rotate addresses within its /64 to escape ip-level rules.
+// The identity is then the prefix text, "2001:db8:1:2::/64". IPv4 clients
+// are unaffected. Default 0: full addresses.
+func WithIPv6Prefix(bits int) Option {
+	return func(cf *config) {
+		if bits > 0 && bits < 128 {
+			cf.v6Bits = bits
+		}
+	}
 }
