@@ -1,0 +1,73 @@
+package alerting
+
+import "time"
+
+// sample is one reading of a resource's lifetime counters.
+type sample struct {
+	at      int64 // Unix nanoseconds
+	passed  uint64
+	blocked uint64
+}
+
+// window turns lifetime counters sampled at each evaluation into counts
+// over the last span. It keeps a fixed ring of samples spaced at least gap
+// apart (a sample closer than gap to the newest replaces it), so memory is
+// bounded however often Evaluate is called, and the ring still reaches back
+// one span: capacity × gap > span + gap.
+type window struct {
+	buf   []sample
+	first int // index of the oldest sample
+	n     int
+	span  int64
+	gap   int64
+}
+
+func newWindow(span, interval time.Duration) window {
+	gap := max(int64(interval)/2, 1)
+	capacity := int(int64(span)/gap) + 3
+	return window{buf: make([]sample, capacity), span: int64(span), gap: gap}
+}
+
+func (w *window) at(i int) *sample { return &w.buf[(w.first+i)%len(w.buf)] }
+
+// add records s. A counter that went backwards or a clock that did (a new
+// engine, a Fake clock Set back) starts the window afresh: deltas across
+// either would be nonsense.
+func (w *window) add(s sample) {
+	if w.n > 0 {
+		last := w.at(w.n - 1)
+		switch {
+		case s.at < last.at || s.passed < last.passed || s.blocked < last.blocked:
+			w.first, w.n = 0, 0
+		case s.at-last.at < w.gap && w.n > 1:
+			// Too close to the newest: replace it, keeping the spacing of
+			// the older ones (the oldest stays as the baseline).
+			*last = s
+			return
+		}
+	}
+	if w.n == len(w.buf) {
+		w.first = (w.first + 1) % len(w.buf)
+		w.n--
+	}
+	*w.at(w.n) = s
+	w.n++
+}
+
+// counts returns the calls passed and blocked between the baseline and the
+// newest sample. The baseline is the newest sample at least one span older
+// than the newest, or the oldest one while the history is shorter.
+func (w *window) counts() (passed, blocked uint64) {
+	if w.n < 2 {
+		return 0, 0
+	}
+	last := w.at(w.n - 1)
+	base := w.at(0)
+	for i := w.n - 2; i >= 0; i-- {
+		if s := w.at(i); last.at-s.at >= w.span {
+			base = s
+			break
+		}
+	}
+	return last.passed - base.passed, last.blocked - base.blocked
+}
