@@ -89,16 +89,7 @@ func (e *Engine) LoadRules(rules []Rule) error {
 
 // Rules returns a copy of the rules in force, as loaded.
 func (e *Engine) Rules() []Rule {
-	rs := e.rules.Load().rules
-	out := make([]Rule, len(rs))
-	for i, r := range rs {
-		if r.Cluster != nil {
-			c := *r.Cluster
-			r.Cluster = &c
-		}
-		out[i] = r
-	}
-	return out
+	return copyRules(e.rules.Load().rules)
 }
 
 // SetAdaptiveFactor scales the limit of every rule with Adaptive set by f,

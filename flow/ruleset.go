@@ -135,7 +135,7 @@ func (e *Engine) compile(rules []Rule, old *ruleSet, now int64) (*ruleSet, map[s
 	for k, v := range e.stats {
 		stats[k] = v
 	}
-	rs := &ruleSet{rules: append([]Rule(nil), rules...), byResource: map[string]*resourceRules{}}
+	rs := &ruleSet{rules: copyRules(rules), byResource: map[string]*resourceRules{}}
 	factor := e.AdaptiveFactor()
 	var errs []error
 	for i := range rules {
@@ -234,4 +234,18 @@ func (e *Engine) newCompiled(r Rule, factor float64, now int64) (*compiledRule, 
 		cr.global = lim
 	}
 	return cr, nil
+}
+
+// copyRules copies rules deeply (cluster specs too): the snapshot must not
+// change when the caller reuses its slice.
+func copyRules(rules []Rule) []Rule {
+	out := make([]Rule, len(rules))
+	for i, r := range rules {
+		if r.Cluster != nil {
+			c := *r.Cluster
+			r.Cluster = &c
+		}
+		out[i] = r
+	}
+	return out
 }
