@@ -45,7 +45,8 @@
 // keep their state. Package adaptive scales rules marked Adaptive through
 // SetAdaptiveFactor and guards the process with SetSystemLimit. Rules with a
 // Cluster spec are decided by a TokenServer (package cluster) with a local,
-// allow or deny fallback. Snapshot exposes lock-free statistics to packages
+// allow or deny fallback; on an engine without one they are decided locally
+// at their full Limit. Snapshot exposes lock-free statistics to packages
 // metrics and alerting. The engine starts no goroutine and needs no Close.
 //
 // Time comes from a clock.Clock (WithClock): tests drive the engine on
