@@ -122,8 +122,9 @@ func (w *Watcher) Document() *Document {
 	return w.doc
 }
 
-// Reload reads the file now, as if it had changed, and returns why it was
-// refused (nil when it was applied or already in force). Useful on SIGHUP.
+// Reload reads the file now and loads it into the engine even if it has
+// not changed, and returns why it was refused (nil when it was applied).
+// Useful on SIGHUP.
 func (w *Watcher) Reload() error {
 	reply := make(chan error, 1)
 	select {
@@ -267,8 +268,11 @@ func (w *Watcher) check(force bool) error {
 		return w.fail(fmt.Errorf("rules: %s: %w", w.path, err))
 	}
 	version := doc.Version()
+	// Equivalent content leaves the engine alone, unless forced (Reload):
+	// then the file is re-asserted, in case the engine's rules were changed
+	// by other means. LoadRules keeps the state of unchanged rules anyway.
 	w.mu.Lock()
-	changed := version != w.st.Version
+	changed := force || version != w.st.Version
 	w.mu.Unlock()
 	if changed {
 		if err := w.eng.LoadRules(doc.Rules()); err != nil {

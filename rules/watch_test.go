@@ -377,6 +377,13 @@ func TestWatchReload(t *testing.T) {
 		t.Fatal(err)
 	}
 	r.wantLimit(5)
+	// Someone loads other rules into the engine; Reload puts the file's back.
+	other, err := Parse([]byte(limitDoc(1)))
+	must(t, err)
+	must(t, r.eng.LoadRules(other.Rules()))
+	r.wantLimit(1)
+	must(t, r.w.Reload())
+	r.wantLimit(5)
 	r.write(r.path, "{")
 	if err := r.w.Reload(); err == nil || !strings.Contains(err.Error(), "line 1, column 2") {
 		t.Errorf("Reload of a broken file = %v", err)
