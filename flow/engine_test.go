@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -315,3 +317,29 @@ func TestMaxWaitQueuesAndCancelRefunds(t *testing.T) {
 }
 
 func nan() float64 { z := 0.0; return z / z }
+
+func TestSystemLimitConcurrent(t *testing.T) {
+	e, _ := newTestEngine(t, fw("g", "r", LevelGlobal, 1e6, time.Minute))
+	e.SetSystemLimit(10)
+	var admitted atomic.Int64
+	var wg sync.WaitGroup
+	for g := range 16 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 20 {
+				res := "r"
+				if (g+i)%2 == 0 {
+					res = "no-rule"
+				}
+				if _, err := e.Entry(res); err == nil { // held: never exits
+					admitted.Add(1)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if admitted.Load() != 10 || e.InFlight() != 10 {
+		t.Fatalf("admitted %d, in flight %d, want 10 and 10", admitted.Load(), e.InFlight())
+	}
+}

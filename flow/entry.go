@@ -100,26 +100,34 @@ func (e *Engine) entry(ctx context.Context, resource string, opts []EntryOption)
 	}
 	now := e.now()
 	if sys > 0 {
-		if e.sysInFlight.Load() >= sys {
+		// Take a place first, then check: concurrent callers can never
+		// overshoot the limit together.
+		if e.sysInFlight.Add(1) > sys {
+			e.sysInFlight.Add(-1)
 			if rr != nil {
 				rr.stats.block(now, LevelSystem)
 			}
 			return nil, &BlockError{Resource: resource, Level: LevelSystem, Reason: ReasonSystemOverload}
 		}
 		if rr == nil {
-			e.sysInFlight.Add(1)
 			e.unruled.Add(1)
-			p := e.getPermit(now, a.ctx)
+			p := e.getPermit(now)
 			p.sysCounted, p.unruled = true, true
 			return p, nil
 		}
 	}
 	st := entryState{now: now, tokens: a.tokens}
 	if err := e.admit(&a, resource, rr, &st); err != nil {
+		if sys > 0 {
+			e.sysInFlight.Add(-1)
+		}
 		return nil, err
 	}
 	if st.wait > 0 {
 		if err := e.cf.clk.Sleep(a.context(), st.wait); err != nil {
+			if sys > 0 {
+				e.sysInFlight.Add(-1)
+			}
 			e.undo(&st)
 			cr := st.waitRule
 			rr.stats.block(now, cr.rule.Level)
@@ -127,7 +135,7 @@ func (e *Engine) entry(ctx context.Context, resource string, opts []EntryOption)
 				Reason: ReasonWaitCancelled, Limit: cr.limit(), Window: cr.rule.Window, Err: err}
 		}
 	}
-	p := e.getPermit(now+int64(st.wait), a.ctx)
+	p := e.getPermit(now + int64(st.wait))
 	p.stats = rr.stats
 	p.tokens = st.tokens
 	p.waited = st.wait
@@ -148,10 +156,7 @@ func (e *Engine) entry(ctx context.Context, resource string, opts []EntryOption)
 		}
 	}
 	rr.stats.pass(now, st.wait)
-	if sys > 0 { // counted by the guard only when it was on: costs nothing when off
-		e.sysInFlight.Add(1)
-		p.sysCounted = true
-	}
+	p.sysCounted = sys > 0 // the guard counts only while on: it costs nothing when off
 	return p, nil
 }
 

@@ -17,7 +17,6 @@ type Permit struct {
 	state  atomic.Uint32
 	eng    *Engine
 	stats  *resourceStats
-	ctx    context.Context
 	start  int64
 	tokens int
 	waited time.Duration
@@ -43,12 +42,12 @@ func newStaticPermit() *Permit {
 	return p
 }
 
-func (e *Engine) getPermit(start int64, ctx context.Context) *Permit {
+func (e *Engine) getPermit(start int64) *Permit {
 	p, _ := e.permits.Get().(*Permit)
 	if p == nil {
 		p = &Permit{eng: e}
 	}
-	p.start, p.ctx = start, ctx
+	p.start = start
 	p.state.Store(permitActive)
 	return p
 }
@@ -90,7 +89,7 @@ func (p *Permit) Exit(opts ...ExitOption) {
 	}
 	p.sysCounted, p.unruled = false, false
 	p.held, p.grants = p.held[:0], p.grants[:0]
-	p.stats, p.ctx, p.quota, p.waited, p.tokens = nil, nil, quotaNote{}, 0, 0
+	p.stats, p.quota, p.waited, p.tokens = nil, quotaNote{}, 0, 0
 	e.permits.Put(p)
 }
 
