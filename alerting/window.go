@@ -10,10 +10,10 @@ type sample struct {
 }
 
 // window turns lifetime counters sampled at each evaluation into counts
-// over the last span. It keeps a fixed ring of samples spaced at least gap
-// apart (a sample closer than gap to the newest replaces it), so memory is
-// bounded however often Evaluate is called, and the ring still reaches back
-// one span: capacity × gap > span + gap.
+// over the last span. It keeps a fixed ring of samples, all but the newest
+// at least gap apart (a sample within gap of the one before the newest
+// replaces the newest), so memory is bounded however often Evaluate is
+// called, and a full ring still reaches back (capacity-2) × gap > span.
 type window struct {
 	buf   []sample
 	first int // index of the oldest sample
@@ -39,9 +39,9 @@ func (w *window) add(s sample) {
 		switch {
 		case s.at < last.at || s.passed < last.passed || s.blocked < last.blocked:
 			w.first, w.n = 0, 0
-		case s.at-last.at < w.gap && w.n > 1:
-			// Too close to the newest: replace it, keeping the spacing of
-			// the older ones (the oldest stays as the baseline).
+		case w.n > 1 && s.at-w.at(w.n-2).at < w.gap:
+			// The newest is still within gap of the one before: replace it,
+			// so the samples before the newest stay at least gap apart.
 			*last = s
 			return
 		}
