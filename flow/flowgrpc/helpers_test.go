@@ -69,3 +69,16 @@ func startServer(t testing.TB, serverOpts []grpc.ServerOption, dialOpts ...grpc.
 	ts.conn, ts.client = conn, healthpb.NewHealthClient(conn)
 	return ts
 }
+
+// recv takes the next value from ch. The deadline only turns a lost
+// wake-up into a failure instead of a hung test; no logic waits on it.
+func recv[T any](t *testing.T, ch <-chan T) T {
+	t.Helper()
+	select {
+	case v := <-ch:
+		return v
+	case <-time.After(10 * time.Second):
+		t.Fatal("nothing received within 10s")
+		panic("unreachable")
+	}
+}

@@ -99,7 +99,7 @@ func TestStreamServerResourceExhausted(t *testing.T) {
 	}
 	_, err = second.Recv()
 	wantExhausted(t, err, 3*time.Second, "watch-rate")
-	if err := <-ts.streamDone; status.Code(err) != codes.ResourceExhausted {
+	if err := recv(t, ts.streamDone); status.Code(err) != codes.ResourceExhausted {
 		t.Errorf("refused stream's handler chain returned %v", err)
 	}
 }
@@ -128,10 +128,10 @@ func TestStreamPermitReleasedWhenStreamEnds(t *testing.T) {
 	}
 	_, err = second.Recv()
 	wantExhausted(t, err, 0, "one-watch") // concurrency: no honest delay to offer
-	<-ts.streamDone                       // the refused one
+	recv(t, ts.streamDone)                // the refused one
 
 	cancel1() // the client ends the first stream
-	if err := <-ts.streamDone; status.Code(err) != codes.Canceled {
+	if err := recv(t, ts.streamDone); status.Code(err) != codes.Canceled {
 		t.Errorf("first stream's handler returned %v, want Canceled", err)
 	}
 	if n := eng.InFlight(); n != 0 {

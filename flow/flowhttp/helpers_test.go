@@ -82,3 +82,16 @@ func resourceStats(t *testing.T, eng *flow.Engine, name string) flow.ResourceSta
 	t.Fatalf("no statistics for resource %q", name)
 	return flow.ResourceStats{}
 }
+
+// recv takes the next value from ch. The deadline only turns a lost
+// wake-up into a failure instead of a hung test; no logic waits on it.
+func recv[T any](t *testing.T, ch <-chan T) T {
+	t.Helper()
+	select {
+	case v := <-ch:
+		return v
+	case <-time.After(10 * time.Second):
+		t.Fatal("nothing received within 10s")
+		panic("unreachable")
+	}
+}

@@ -38,11 +38,11 @@ func TestClientCancelsQueuedWait(t *testing.T) {
 		defer close(done)
 		h.ServeHTTP(w, r)
 	}()
-	if d := <-clk.sleeping; d != time.Second {
+	if d := recv(t, clk.sleeping); d != time.Second {
 		t.Errorf("queued for %v, want 1s (to the next window)", d)
 	}
 	cancel() // the client hangs up mid-wait
-	<-done
+	recv(t, done)
 	if w.Code != StatusClientClosedRequest {
 		t.Errorf("status %d, want %d", w.Code, StatusClientClosedRequest)
 	}
@@ -92,7 +92,7 @@ func TestClientHangsUpOverTheWire(t *testing.T) {
 		t.Fatal(err)
 	}
 	resp.Body.Close()
-	if s := <-returned; s != 200 {
+	if s := recv(t, returned); s != 200 {
 		t.Fatalf("first: %d", s)
 	}
 
@@ -106,12 +106,12 @@ func TestClientHangsUpOverTheWire(t *testing.T) {
 		}
 		errc <- err
 	}()
-	<-clk.sleeping // the second request is queued on the server
+	recv(t, clk.sleeping) // the second request is queued on the server
 	cancel()
-	if err := <-errc; !errors.Is(err, context.Canceled) {
+	if err := recv(t, errc); !errors.Is(err, context.Canceled) {
 		t.Errorf("client error %v, want context.Canceled", err)
 	}
-	if s := <-returned; s != StatusClientClosedRequest {
+	if s := recv(t, returned); s != StatusClientClosedRequest {
 		t.Errorf("server side status %d, want %d", s, StatusClientClosedRequest)
 	}
 }
