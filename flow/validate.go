@@ -91,6 +91,8 @@ func (r Rule) Validate() error {
 		bad("limit", "must be a whole number for concurrency, not %v", r.Limit)
 	case r.Algorithm == AlgoSlidingLog && r.Limit > MaxSlidingLogLimit:
 		bad("limit", "must be <= %d for sliding_log (it keeps limit timestamps per key), not %v", MaxSlidingLogLimit, r.Limit)
+	case r.Algorithm == AlgoSlidingWindow && r.Limit > maxSlidingWindowLimit:
+		bad("limit", "must be <= %d for sliding_window, not %v", maxSlidingWindowLimit, r.Limit)
 	}
 	if r.Window < 0 {
 		bad("window", "must be >= 0, not %v", r.Window)
@@ -123,6 +125,9 @@ func (r Rule) Validate() error {
 		case r.Buckets < 1 || r.Buckets > maxBuckets:
 			bad("buckets", "must be in [1, %d], not %d", maxBuckets, r.Buckets)
 		}
+	}
+	if d := r.WithDefaults(); d.Algorithm == AlgoSlidingWindow && d.Window > 0 && d.Buckets >= 1 && d.Window < time.Duration(d.Buckets) {
+		bad("window", "must be at least 1ns per bucket (%d buckets), not %v", d.Buckets, d.Window)
 	}
 	if r.MaxWait < 0 {
 		bad("maxWait", "must be >= 0, not %v", r.MaxWait)
