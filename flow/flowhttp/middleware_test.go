@@ -199,3 +199,14 @@ func TestUserOption(t *testing.T) {
 		}
 	}
 }
+
+// The headers state the effective limit: an adaptive rule scaled by the
+// CPU controller advertises the scaled quota.
+func TestHeadersShowAdaptiveLimit(t *testing.T) {
+	eng := newEngine(t, clock.NewFake(epoch), flow.Rule{ID: "ad", Resource: "GET /a", Algorithm: flow.AlgoFixedWindow,
+		Limit: 10, Window: time.Minute, Adaptive: true})
+	eng.SetAdaptiveFactor(0.5)
+	h := Middleware(eng, WithQuotaHeaders(true))(&okHandler{})
+	w := serve(h, "GET", "/a", peerAddr, nil)
+	wantHeaders(t, w.Header(), map[string]string{"RateLimit-Policy": `"ad";q=5;w=60`, "RateLimit": `"ad";r=4;t=60`})
+}
