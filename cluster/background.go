@@ -1,0 +1,157 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// heartbeatKey is the sorted set of live instances (one key, any slot).
+func (s *RedisTokenServer) heartbeatKey() string { return s.cf.prefix + "{instances}" }
+
+// Heartbeat announces this instance now and updates Instances from the
+// answer. The background loop calls it every WithHeartbeat interval; call
+// it yourself when that loop is off.
+func (s *RedisTokenServer) Heartbeat(ctx context.Context) (int, error) {
+	return s.beat(ctx, true)
+}
+
+func (s *RedisTokenServer) beat(ctx context.Context, join bool) (int, error) {
+	j := "1"
+	if !join {
+		j = "0"
+	}
+	v, err := heartbeatScript.run(ctx, s.rdb, []any{nil, nil, "1", s.heartbeatKey(), s.cf.id, s.cf.beatTTL.Microseconds(), j})
+	if err != nil {
+		return 0, err
+	}
+	n, ok := v.(int64)
+	if !ok {
+		return 0, errors.New("cluster: heartbeat reply: not an integer")
+	}
+	if join {
+		s.instances.Store(max(1, n))
+	}
+	return int(n), nil
+}
+
+// loop runs the heartbeat, renews held concurrency permits and returns
+// expired leases, until Close.
+func (s *RedisTokenServer) loop() {
+	defer close(s.done)
+	every := s.cf.beatEvery
+	renewEvery := s.cf.concTTL / 3
+	if every <= 0 || every > renewEvery {
+		every = renewEvery
+	}
+	if s.leases != nil && s.leases.cf.Period < every {
+		every = s.leases.cf.Period
+	}
+	t := time.NewTicker(every)
+	defer t.Stop()
+	var lastBeat, lastRenew time.Time
+	for {
+		select {
+		case <-s.stop:
+			return
+		case now := <-t.C:
+			if s.cf.beatEvery > 0 && now.Sub(lastBeat) >= s.cf.beatEvery {
+				lastBeat = now
+				s.background("cluster: heartbeat", func(ctx context.Context) error { _, err := s.Heartbeat(ctx); return err })
+			}
+			if now.Sub(lastRenew) >= renewEvery {
+				lastRenew = now
+				s.background("cluster: renewing concurrency permits", s.renew)
+			}
+			if s.leases != nil {
+				s.leases.sweep(false)
+			}
+		}
+	}
+}
+
+func (s *RedisTokenServer) background(msg string, f func(context.Context) error) {
+	ctx, cancel := context.WithTimeout(context.Background(), max(10*s.cf.timeout, 200*time.Millisecond))
+	defer cancel()
+	if err := f(ctx); err != nil {
+		s.logWarn(msg, err)
+	}
+}
+
+func (s *RedisTokenServer) logWarn(msg string, err error) {
+	if s.cf.log != nil {
+		s.cf.log.Warn(msg, slog.String("instance", s.cf.id), slog.Any("error", err))
+	}
+}
+
+// Close stops the background loop, gives back unspent leased permits and
+// removes this instance from the live set. It does not close the Redis
+// client. Calling it again does nothing.
+func (s *RedisTokenServer) Close() error {
+	var err error
+	s.closeOnce.Do(func() {
+		close(s.stop)
+		<-s.done
+		if s.leases != nil {
+			s.leases.sweep(true)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), max(10*s.cf.timeout, 200*time.Millisecond))
+		defer cancel()
+		if _, e := s.beat(ctx, false); e != nil {
+			err = errors.Join(err, e)
+		}
+	})
+	return err
+}
+
+// heldLeases are the concurrency permits this instance holds, so the loop
+// can renew them: a live instance's permits never expire under it, a
+// crashed one's do after the TTL.
+type heldLeases struct {
+	mu sync.Mutex
+	m  map[string]heldLease // lease (nonce) -> what it holds
+}
+
+type heldLease struct {
+	keys   []string // the concurrency rules' keys
+	tokens int
+}
+
+func (h *heldLeases) init() { h.m = map[string]heldLease{} }
+
+func (h *heldLeases) add(lease string, p *plan, key string, tokens int) {
+	h.mu.Lock()
+	h.m[lease] = heldLease{keys: p.concKeys(key), tokens: tokens}
+	h.mu.Unlock()
+}
+
+func (h *heldLeases) remove(lease string) {
+	h.mu.Lock()
+	delete(h.m, lease)
+	h.mu.Unlock()
+}
+
+// renew extends every held permit, one script call per key.
+func (s *RedisTokenServer) renew(ctx context.Context) error {
+	s.held.mu.Lock()
+	byKey := map[string][]any{}
+	for lease, hl := range s.held.m {
+		for _, k := range hl.keys {
+			byKey[k] = append(byKey[k], lease, strconv.Itoa(hl.tokens))
+		}
+	}
+	s.held.mu.Unlock()
+	var errs []error
+	for k, pairs := range byKey {
+		args := append([]any{nil, nil, "1", k, s.cf.concTTL.Microseconds()}, pairs...)
+		if _, err := renewScript.run(ctx, s.rdb, args); err != nil && !errors.Is(err, redis.Nil) {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}

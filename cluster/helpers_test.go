@@ -1,0 +1,136 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/flowgate/flowgate/clock"
+	"github.com/flowgate/flowgate/flow"
+	"github.com/redis/go-redis/v9"
+)
+
+// backend gives each engine of a test its own client to one Redis (a
+// single server or a cluster), as separate instances would have.
+type backend struct {
+	name   string
+	client func(t *testing.T) redis.UniversalClient
+}
+
+// newServer returns a token server on rdb, closed at the end of the test.
+func newServer(t *testing.T, rdb redis.UniversalClient, opts ...Option) *RedisTokenServer {
+	t.Helper()
+	ts, err := NewRedisTokenServer(rdb, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ts.Close() })
+	return ts
+}
+
+// newEngine returns an engine on a fake clock starting at start, so
+// engines of one test can disagree about the time.
+func newEngine(t *testing.T, ts flow.TokenServer, start time.Time, rules ...flow.Rule) *flow.Engine {
+	t.Helper()
+	e := flow.NewEngine(flow.WithClock(clock.NewFake(start)), flow.WithTokenServer(ts))
+	if err := e.LoadRules(rules); err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
+var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// crule is a global cluster rule of resource res.
+func crule(id, res string, algo flow.Algorithm, limit float64, window time.Duration) flow.Rule {
+	return flow.Rule{ID: id, Resource: res, Algorithm: algo, Limit: limit, Window: window,
+		Cluster: &flow.ClusterSpec{Threshold: "global", Fallback: "deny"}}
+}
+
+// uniq returns a resource name no other test uses, so keys start empty.
+var uniqN atomic.Int64
+
+func uniq(name string) string { return fmt.Sprintf("%s-%d-%d", name, time.Now().UnixNano(), uniqN.Add(1)) }
+
+// hammer runs goroutines on every engine, each making calls Entry until
+// stop says so, and returns how many were admitted and refused. An error
+// other than a *BlockError fails the test.
+func hammer(t *testing.T, engines []*flow.Engine, goroutines int, res string, calls int, hold func(), opts ...flow.EntryOption) (passed, refused int64) {
+	t.Helper()
+	var wg sync.WaitGroup
+	var p, r atomic.Int64
+	errc := make(chan error, 1)
+	for _, e := range engines {
+		for range goroutines {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for range calls {
+					pm, err := e.Entry(res, opts...)
+					if err != nil {
+						var be *flow.BlockError
+						if !errors.As(err, &be) {
+							select {
+							case errc <- err:
+							default:
+							}
+							return
+						}
+						r.Add(1)
+						continue
+					}
+					p.Add(1)
+					if hold != nil {
+						hold()
+					}
+					pm.Exit()
+				}
+			}()
+		}
+	}
+	wg.Wait()
+	select {
+	case err := <-errc:
+		t.Fatalf("Entry: %v", err)
+	default:
+	}
+	return p.Load(), r.Load()
+}
+
+// redisNow reads Redis's clock.
+func redisNow(t *testing.T, rdb redis.UniversalClient) time.Time {
+	t.Helper()
+	var now time.Time
+	var err error
+	if cc, ok := rdb.(*redis.ClusterClient); ok {
+		// Nodes share the host's clock; ask any one.
+		err = cc.ForEachShard(context.Background(), func(ctx context.Context, c *redis.Client) error {
+			if now.IsZero() {
+				now, err = c.Time(ctx).Result()
+			}
+			return err
+		})
+	} else {
+		now, err = rdb.Time(context.Background()).Result()
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return now
+}
+
+// waitWindowStart returns once Redis's clock has at least need left in its
+// current window of length w (windows are aligned on Redis's clock), so a
+// burst lands in one window. It waits for Redis, not for our own logic.
+func waitWindowStart(t *testing.T, rdb redis.UniversalClient, w, need time.Duration) {
+	t.Helper()
+	now := redisNow(t, rdb)
+	left := w - time.Duration(now.UnixMicro()%w.Microseconds())*time.Microsecond
+	if left < need {
+		time.Sleep(left + 5*time.Millisecond)
+	}
+}

@@ -1,0 +1,45 @@
+-- fixed_window.lua (code 4): a counter per window, windows aligned to
+-- multiples of the window length on Redis's clock, so every instance agrees
+-- where a window starts.
+--
+-- State (hash): w = start of the counted window (us), c = permits taken.
+-- Parameters: p1 window (us), p2 limit (whole permits).
+
+local function fixed_check(i, key, n)
+  local win, limit = param(i, 1), param(i, 2)
+  local ws = now - now % win
+  local v = redis.call('HMGET', key, 'w', 'c')
+  local c = 0
+  if tonumber(v[1]) == ws then c = tonumber(v[2]) or 0 end
+  local st = {ws = ws, c = c, left = math.max(0, limit - c), reset = ws + win - now}
+  st.avail = st.left
+  st.bound = ws + win - now -- a lease of this window's permits ends with it
+  if c + n > limit then
+    st.ok, st.wait, st.retry = 0, 0, ws + win - now
+    if n > limit then st.retry = 0 end -- never: no window holds n
+    return st
+  end
+  st.ok, st.wait, st.retry, st.rem = 1, 0, 0, limit - c - n
+  return st
+end
+
+local function fixed_commit(i, key, n, st)
+  if st.c == 0 then
+    -- A new window: counter and expiry are set together, the expiry at the
+    -- window's end (hits never push it back, so it is not an idle timeout).
+    redis.call('HSET', key, 'w', istr(st.ws), 'c', istr(n))
+    redis.call('PEXPIRE', key, istr(ceil_ms(st.ws + param(i, 1) - now)))
+    return
+  end
+  redis.call('HINCRBY', key, 'c', n)
+end
+
+local function fixed_refund(i, key, n)
+  local win = param(i, 1)
+  local ws = now - now % win
+  local v = redis.call('HMGET', key, 'w', 'c')
+  if tonumber(v[1]) ~= ws then return end -- that window is over
+  redis.call('HSET', key, 'c', istr(math.max(0, (tonumber(v[2]) or 0) - n)))
+end
+
+ALGO[4] = {check = fixed_check, commit = fixed_commit, refund = fixed_refund}

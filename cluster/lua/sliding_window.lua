@@ -1,0 +1,66 @@
+-- sliding_window.lua (code 5): the estimator of flow's local
+-- sliding_window. Sub-windows of width w = window/B are aligned to multiples
+-- of w on Redis's clock; k is the one now falls in and f how far into it
+-- now is. The window covers sub-windows k-B+1..k whole and k-B for its last
+-- (1-f) part:  estimate = sum(count[k-B+1..k]) + count[k-B]*(1-f).
+--
+-- State (hash): field = sub-window index, value = permits counted in it.
+-- Parameters: p1 width w (us), p2 buckets B, p3 limit.
+
+local function sliding_check(i, key, n)
+  local w, b, limit = param(i, 1), param(i, 2), param(i, 3)
+  local k = math.floor(now / w)
+  local f = (now - k * w) / w
+  local raw = redis.call('HGETALL', key)
+  local counts, stale = {}, {}
+  for j = 1, #raw, 2 do
+    local idx, c = tonumber(raw[j]), tonumber(raw[j + 1])
+    if idx < k - b then stale[#stale + 1] = raw[j] else counts[idx] = c end
+  end
+  if #stale > 0 then redis.call('HDEL', key, unpack(stale)) end -- cleanup only
+  local est = (counts[k - b] or 0) * (1 - f)
+  for idx = k - b + 1, k do est = est + (counts[idx] or 0) end
+  local st = {k = k, left = math.max(0, limit - est), reset = (k + b + 1) * w - now}
+  st.avail = math.floor(st.left)
+  if est + n <= limit then
+    st.ok, st.wait, st.retry, st.rem = 1, 0, 0, limit - est - n
+    return st
+  end
+  st.ok, st.wait, st.retry = 0, 0, 0
+  if n > limit then return st end -- never
+  -- Earliest moment the estimate, with nothing more admitted, lets n pass:
+  -- in sub-window k+j the whole part is count[k+j-B+1..k], and the partial
+  -- one count[k+j-B] shrinks linearly across it.
+  for j = 0, b do
+    local whole = 0
+    for idx = k + j - b + 1, k do whole = whole + (counts[idx] or 0) end
+    local part = counts[k + j - b] or 0
+    if whole + n <= limit then
+      local need = 0 -- fraction of sub-window k+j that must pass
+      if part > 0 then need = math.max(0, 1 - (limit - whole - n) / part) end
+      local at = math.ceil((k + j + need) * w)
+      if at > now then
+        st.retry = at - now
+        return st
+      end
+    end
+  end
+  return st
+end
+
+local function sliding_commit(i, key, n, st)
+  local w, b = param(i, 1), param(i, 2)
+  redis.call('HINCRBY', key, istr(st.k), n)
+  -- Sub-window k weighs nothing from (k+B+1)*w on: the newest count decides
+  -- when the whole key is void.
+  redis.call('PEXPIRE', key, istr(ceil_ms((st.k + b + 1) * w - now)))
+end
+
+local function sliding_refund(i, key, n)
+  local k = istr(math.floor(now / param(i, 1)))
+  local c = tonumber(redis.call('HGET', key, k))
+  if c == nil then return end
+  redis.call('HSET', key, k, istr(math.max(0, c - n)))
+end
+
+ALGO[5] = {check = sliding_check, commit = sliding_commit, refund = sliding_refund}

@@ -1,0 +1,128 @@
+package cluster
+
+import (
+	"log/slog"
+	"time"
+
+	"github.com/flowgate/flowgate/clock"
+)
+
+// Option configures a RedisTokenServer.
+type Option func(*config)
+
+type config struct {
+	prefix       string
+	timeout      time.Duration
+	failures     int
+	openFor      time.Duration
+	clk          clock.Clock
+	log          *slog.Logger
+	id           string
+	beatEvery    time.Duration
+	beatTTL      time.Duration
+	concTTL      time.Duration
+	leasing      *LeaseConfig
+	maxPlanCache int
+}
+
+func defaults() config {
+	return config{
+		prefix:       "flowgate:",
+		timeout:      20 * time.Millisecond,
+		failures:     5,
+		openFor:      time.Second,
+		clk:          clock.Real(),
+		beatEvery:    time.Second,
+		beatTTL:      3 * time.Second,
+		concTTL:      30 * time.Second,
+		maxPlanCache: 4096,
+	}
+}
+
+// WithPrefix namespaces every key the server writes. Default "flowgate:".
+func WithPrefix(p string) Option { return func(c *config) { c.prefix = p } }
+
+// WithTimeout bounds each call to Redis. Default 20ms (Sentinel's cluster
+// client default). The deadline reaches the socket only when the client
+// has ContextTimeoutEnabled (otherwise its Read/WriteTimeout apply), so
+// set that on the client you pass in.
+func WithTimeout(d time.Duration) Option {
+	return func(c *config) {
+		if d > 0 {
+			c.timeout = d
+		}
+	}
+}
+
+// WithBreaker opens the circuit after failures consecutive failed calls;
+// while open, calls fail at once with an error wrapping
+// flow.ErrTokenServerUnavailable, and after openFor one call probes Redis:
+// success closes the circuit, failure opens it again. Default 5 and 1s.
+func WithBreaker(failures int, openFor time.Duration) Option {
+	return func(c *config) {
+		if failures > 0 {
+			c.failures = failures
+		}
+		if openFor > 0 {
+			c.openFor = openFor
+		}
+	}
+}
+
+// WithClock is the clock the breaker and leases measure time on. Decisions
+// never use it: their time is Redis's. Default clock.Real().
+func WithClock(clk clock.Clock) Option {
+	return func(c *config) {
+		if clk != nil {
+			c.clk = clk
+		}
+	}
+}
+
+// WithLogger receives background failures (heartbeats, lease returns,
+// renewals). Default: silent.
+func WithLogger(l *slog.Logger) Option { return func(c *config) { c.log = l } }
+
+// WithInstanceID names this instance in the heartbeat set and in sliding
+// log and lease members. Default: 16 random hex digits. It must be unique
+// among the instances sharing the Redis.
+func WithInstanceID(id string) Option {
+	return func(c *config) {
+		if id != "" {
+			c.id = id
+		}
+	}
+}
+
+// WithHeartbeat sets how often this instance says it is alive and how long
+// that lasts (per_instance thresholds multiply by the live count). Every
+// 0 turns the background loop off: call Heartbeat yourself. Default 1s, 3s.
+func WithHeartbeat(every, ttl time.Duration) Option {
+	return func(c *config) {
+		c.beatEvery = every
+		if ttl > 0 {
+			c.beatTTL = ttl
+		}
+	}
+}
+
+// WithConcurrencyTTL is how long a cluster concurrency permit lives unless
+// released or renewed; the background loop renews the permits this
+// instance holds while it runs, so only a crashed instance's permits expire.
+// Default 30s.
+func WithConcurrencyTTL(d time.Duration) Option {
+	return func(c *config) {
+		if d > 0 {
+			c.concTTL = d
+		}
+	}
+}
+
+// WithLeasing lets the server take permits in batches and spend them
+// locally; see LeaseConfig for where that is sound and what it costs.
+func WithLeasing(lc LeaseConfig) Option {
+	return func(c *config) {
+		lc = lc.withDefaults()
+		c.leasing = &lc
+	}
+}

@@ -1,0 +1,228 @@
+package cluster
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+
+	"github.com/flowgate/flowgate/flow"
+)
+
+// Algorithm codes shared with the Lua files (ALGO[code]).
+var algoCode = map[flow.Algorithm]int{
+	flow.AlgoTokenBucket:   1,
+	flow.AlgoWarmUp:        2,
+	flow.AlgoLeakyBucket:   3,
+	flow.AlgoFixedWindow:   4,
+	flow.AlgoSlidingWindow: 5,
+	flow.AlgoSlidingLog:    6,
+	flow.AlgoConcurrency:   7,
+}
+
+const paramsPerRule = 7 // algorithm code + p1..p6, as prelude.lua reads them
+
+// plan is what a TokenRequest's rules turn into, computed once per rule
+// set, adaptive factor and instance count, and shared by every call: the
+// per-rule script parameters, already boxed, so a call copies them.
+type plan struct {
+	first     *flow.Rule // identity of the rule slice
+	n         int
+	factor    float64
+	instances int
+
+	suffixes []string // ":" + rule id, appended to the key's tag
+	params   []any    // paramsPerRule per rule, boxed strings
+	nrules   any      // len(rules) as a string
+	numkeys  any
+	conc     []int // indexes of concurrency rules
+	leasable bool  // every rule may be served from a lease (see LeaseConfig)
+	// global holds the boxed keys of a request without Key (the global
+	// level), built once; keyed requests build theirs per call.
+	global   []any
+	prefix   string
+	resource string
+	level    flow.Level
+}
+
+func (p *plan) matches(req *flow.TokenRequest, instances int) bool {
+	return p.first == req.Rules[0] && p.n == len(req.Rules) && p.factor == req.Factor &&
+		p.instances == instances && p.resource == req.Resource && p.level == req.Level
+}
+
+// newPlan computes each rule's parameters as Redis needs them: limits
+// after the threshold and the adaptive factor, times in microseconds.
+func newPlan(prefix string, req *flow.TokenRequest, instances int, concTTL int64) (*plan, error) {
+	p := &plan{first: req.Rules[0], n: len(req.Rules), factor: req.Factor, instances: instances,
+		resource: req.Resource, level: req.Level, leasable: true, prefix: prefix}
+	p.nrules = strconv.Itoa(p.n)
+	p.numkeys = p.nrules
+	var errs []error
+	for i, r := range req.Rules {
+		code, ok := algoCode[r.Algorithm]
+		if !ok {
+			errs = append(errs, fmt.Errorf("rules[%d] (id %q): algorithm: %v not supported by the token server", i, r.ID, r.Algorithm))
+			continue
+		}
+		id := r.ID
+		if id == "" {
+			id = "#" + strconv.Itoa(i)
+		}
+		p.suffixes = append(p.suffixes, ":"+id)
+		vals, err := ruleParams(r, effectiveLimit(r, req.Factor, instances), concTTL)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("rules[%d] (id %q): %w", i, r.ID, err))
+			continue
+		}
+		p.params = append(p.params, strconv.Itoa(code))
+		for _, v := range vals {
+			p.params = append(p.params, v)
+		}
+		if r.Algorithm == flow.AlgoConcurrency {
+			p.conc = append(p.conc, i)
+		}
+		p.leasable = p.leasable && leasable(r)
+	}
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	if req.Key == "" {
+		ks := p.keys("")
+		p.global = make([]any, len(ks))
+		for i, k := range ks {
+			p.global[i] = k
+		}
+	}
+	return p, nil
+}
+
+// keys builds the state key of every rule: prefix{resource|level|key}:id.
+// All share the {hash tag}, so Redis Cluster takes them in one call; they
+// are slices of one string, one allocation for all.
+func (p *plan) keys(key string) []string {
+	prefix := p.prefix
+	lvl := p.level.String()
+	size := 0
+	for _, s := range p.suffixes {
+		size += len(prefix) + len(p.resource) + len(lvl) + len(key) + 4 + len(s)
+	}
+	var b strings.Builder
+	b.Grow(size)
+	bounds := make([]int, 0, len(p.suffixes)+1)
+	for _, s := range p.suffixes {
+		bounds = append(bounds, b.Len())
+		b.WriteString(prefix)
+		b.WriteByte('{')
+		b.WriteString(p.resource)
+		b.WriteByte('|')
+		b.WriteString(lvl)
+		b.WriteByte('|')
+		b.WriteString(key)
+		b.WriteByte('}')
+		b.WriteString(s)
+	}
+	all := b.String()
+	bounds = append(bounds, len(all))
+	out := make([]string, len(p.suffixes))
+	for i := range out {
+		out[i] = all[bounds[i]:bounds[i+1]]
+	}
+	return out
+}
+
+// effectiveLimit is the rule's cluster-wide limit: per_instance limits
+// grow with the live instances, adaptive ones scale by the factor.
+func effectiveLimit(r *flow.Rule, factor float64, instances int) float64 {
+	l := r.Limit
+	if r.Cluster != nil && r.Cluster.Threshold == "per_instance" {
+		l *= float64(max(1, instances))
+	}
+	if r.Adaptive && factor > 0 && factor <= 1 {
+		l *= factor
+	}
+	return l
+}
+
+// capacity is the whole number of permits a window holds, as flow's local
+// limiters count it: at least 1.
+func capacity(limit float64) int64 {
+	return max(1, int64(math.Floor(limit+1e-9)))
+}
+
+// ruleParams returns p1..p6 for one rule (see each .lua file's header).
+func ruleParams(r *flow.Rule, limit float64, concTTL int64) ([6]string, error) {
+	var v [6]string
+	win := float64(r.Window.Microseconds())
+	if limit <= 0 || math.IsNaN(limit) || math.IsInf(limit, 0) {
+		return v, fmt.Errorf("limit: %v cannot be decided by the token server", limit)
+	}
+	if win <= 0 {
+		return v, fmt.Errorf("window: %v is under a microsecond", r.Window)
+	}
+	f := func(x float64) string { return strconv.FormatFloat(x, 'g', 17, 64) }
+	i := func(x int64) string { return strconv.FormatInt(x, 10) }
+	maxWait := r.MaxWait.Microseconds()
+	stable := win / limit
+	switch r.Algorithm {
+	case flow.AlgoTokenBucket:
+		burst := r.Burst
+		if burst <= 0 {
+			burst = r.Limit
+		}
+		// Burst is stated for the nominal Limit; it scales with the rate
+		// as flow's local bucket does (Guava's maxBurstSeconds).
+		v = [6]string{f(stable), f(burst * limit / r.Limit), i(maxWait), "0", "0", "0"}
+	case flow.AlgoWarmUp:
+		cold := r.ColdFactor
+		if cold <= 1 {
+			cold = 3
+		}
+		period := float64(r.Warmup.Microseconds())
+		threshold := 0.5 * period / stable
+		maxp := threshold + 2*period/(stable+stable*cold)
+		slope, coolDown := 0.0, stable
+		if maxp > threshold {
+			slope = (stable*cold - stable) / (maxp - threshold)
+		}
+		if maxp > 0 {
+			coolDown = period / maxp
+		}
+		v = [6]string{f(stable), f(maxp), i(maxWait), f(threshold), f(slope), f(coolDown)}
+	case flow.AlgoLeakyBucket:
+		v = [6]string{f(stable), i(maxWait), i(int64(win)), "0", "0", "0"}
+	case flow.AlgoFixedWindow:
+		v = [6]string{i(int64(win)), i(capacity(limit)), "0", "0", "0", "0"}
+	case flow.AlgoSlidingWindow:
+		b := int64(max(1, r.Buckets))
+		v = [6]string{i(max(1, int64(win)/b)), i(b), f(limit), "0", "0", "0"}
+	case flow.AlgoSlidingLog:
+		v = [6]string{i(int64(win)), i(capacity(limit)), "0", "0", "0", "0"}
+	case flow.AlgoConcurrency:
+		v = [6]string{i(capacity(limit)), i(concTTL), "0", "0", "0", "0"}
+	}
+	return v, nil
+}
+
+// leasable reports whether a rule's permits may be taken in batches and
+// spent locally: windows and the bursty token bucket count permits the same
+// whenever they are spent within a lease period; leaky_bucket (spacing),
+// warm_up (price depends on when), concurrency (must be released) and any
+// queueing rule (MaxWait) are always decided by Redis.
+func leasable(r *flow.Rule) bool {
+	switch r.Algorithm {
+	case flow.AlgoFixedWindow, flow.AlgoSlidingWindow, flow.AlgoSlidingLog, flow.AlgoTokenBucket:
+		return r.MaxWait == 0
+	}
+	return false
+}
+
+// concKeys returns the keys of the concurrency rules for key.
+func (p *plan) concKeys(key string) []string {
+	ks := p.keys(key)
+	out := make([]string, 0, len(p.conc))
+	for _, i := range p.conc {
+		out = append(out, ks[i])
+	}
+	return out
+}

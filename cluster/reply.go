@@ -1,0 +1,58 @@
+package cluster
+
+import (
+	"fmt"
+	"time"
+)
+
+// reply is a decoded decision script answer.
+type reply struct {
+	allowed   bool
+	refused   int   // rule index, -1 when allowed
+	remaining int64 // permits left at the most constrained rule
+	wait      time.Duration
+	retry     time.Duration
+	granted   int64         // lease.lua: permits taken
+	reset     time.Duration // lease.lua: until the soonest rule's state resets
+}
+
+// decodeReply turns a script's reply into a reply, checking every element:
+// want is 5 for acquire.lua and 7 for lease.lua. Every number is an integer
+// the script computed (microseconds for times).
+func decodeReply(v any, want int) (reply, error) {
+	arr, ok := v.([]any)
+	if !ok || len(arr) != want {
+		return reply{}, fmt.Errorf("cluster: script reply: got %T of length %d, want %d integers", v, lenOf(v), want)
+	}
+	var n [7]int64
+	for i, e := range arr {
+		x, ok := e.(int64)
+		if !ok {
+			return reply{}, fmt.Errorf("cluster: script reply[%d]: got %T, want an integer", i, e)
+		}
+		n[i] = x
+	}
+	if n[0] != 0 && n[0] != 1 {
+		return reply{}, fmt.Errorf("cluster: script reply[0]: got %d, want 0 or 1", n[0])
+	}
+	r := reply{
+		allowed:   n[0] == 1,
+		refused:   int(n[1]),
+		remaining: n[2],
+		wait:      time.Duration(n[3]) * time.Microsecond,
+		retry:     time.Duration(n[4]) * time.Microsecond,
+		granted:   n[5],
+		reset:     time.Duration(n[6]) * time.Microsecond,
+	}
+	if r.allowed != (r.refused == -1) || r.wait < 0 || r.retry < 0 || r.remaining < 0 || r.granted < 0 {
+		return reply{}, fmt.Errorf("cluster: script reply: inconsistent %v", n[:want])
+	}
+	return r, nil
+}
+
+func lenOf(v any) int {
+	if arr, ok := v.([]any); ok {
+		return len(arr)
+	}
+	return 0
+}

@@ -1,0 +1,78 @@
+package cluster
+
+import (
+	"context"
+	"crypto/sha1"
+	"embed"
+	"encoding/hex"
+	"strings"
+
+	"github.com/redis/go-redis/v9"
+)
+
+//go:embed lua/*.lua
+var luaFiles embed.FS
+
+// algorithmFiles are the per-algorithm files, in the order they are
+// assembled (warm_up.lua builds on token_bucket.lua's Guava core).
+var algorithmFiles = []string{
+	"token_bucket.lua", "warm_up.lua", "leaky_bucket.lua", "fixed_window.lua",
+	"sliding_window.lua", "sliding_log.lua", "concurrency.lua",
+}
+
+// script is one Lua program with its SHA1, run by EVALSHA.
+type script struct {
+	src string
+	sha string
+}
+
+func newScript(src string) *script {
+	sum := sha1.Sum([]byte(src))
+	return &script{src: src, sha: hex.EncodeToString(sum[:])}
+}
+
+// The scripts: the three decision mains each carry the prelude and every
+// algorithm, so one call decides any mix of rules of one key.
+var (
+	acquireScript   = assemble("acquire.lua")
+	leaseScript     = assemble("lease.lua")
+	releaseScript   = assemble("release.lua")
+	heartbeatScript = newScript(mustRead("heartbeat.lua"))
+	renewScript     = newScript(mustRead("renew.lua"))
+)
+
+func mustRead(name string) string {
+	b, err := luaFiles.ReadFile("lua/" + name)
+	if err != nil {
+		panic("cluster: embedded " + name + ": " + err.Error()) // the build embeds it
+	}
+	return string(b)
+}
+
+// assemble joins the prelude, every algorithm and one main into a script.
+func assemble(main string) *script {
+	var b strings.Builder
+	b.WriteString(mustRead("prelude.lua"))
+	for _, f := range algorithmFiles {
+		b.WriteString("\n")
+		b.WriteString(mustRead(f))
+	}
+	b.WriteString("\n")
+	b.WriteString(mustRead(main))
+	return newScript(b.String())
+}
+
+// run executes s with args laid out as EVALSHA wants them: args[0] and
+// args[1] are filled in here ("evalsha", sha), then numkeys, keys, argv.
+// Only a NOSCRIPT error (an empty script cache after a restart or a
+// failover) sends the source with EVAL; after any other error, a timeout
+// above all, the call is never re-sent, since it may have counted already.
+func (s *script) run(ctx context.Context, rdb redis.UniversalClient, args []any) (any, error) {
+	args[0], args[1] = "evalsha", s.sha
+	v, err := rdb.Do(ctx, args...).Result()
+	if err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
+		args[0], args[1] = "eval", s.src
+		v, err = rdb.Do(ctx, args...).Result()
+	}
+	return v, err
+}

@@ -1,0 +1,183 @@
+package cluster
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/flowgate/flowgate/clock"
+	"github.com/flowgate/flowgate/flow"
+	"github.com/redis/go-redis/v9"
+)
+
+// RedisTokenServer decides flow's cluster rules in Redis: one Lua call per
+// Entry and level, atomic over all the rules of that level and key. It is
+// safe for concurrent use; Close stops its background loop.
+type RedisTokenServer struct {
+	rdb redis.UniversalClient
+	cf  config
+
+	idArg     any // cf.id, boxed once
+	seq       atomic.Uint64
+	instances atomic.Int64
+	br        breaker
+	st        stats
+	plans     sync.Map // *flow.Rule (first rule of a request) -> *plan
+	nplans    atomic.Int64
+	argPool   sync.Pool
+	held      heldLeases
+	leases    *leaseTable // nil without WithLeasing
+
+	stop      chan struct{}
+	done      chan struct{}
+	closeOnce sync.Once
+}
+
+var _ flow.TokenServer = (*RedisTokenServer)(nil)
+
+// NewRedisTokenServer returns a token server on rdb (a *redis.Client,
+// *redis.ClusterClient or *redis.Ring to one shard). It announces this
+// instance with a first heartbeat (a failure there is not fatal: Redis may
+// come up later) and starts the background loop that Close stops.
+func NewRedisTokenServer(rdb redis.UniversalClient, opts ...Option) (*RedisTokenServer, error) {
+	if rdb == nil {
+		return nil, errors.New("cluster: nil redis client")
+	}
+	cf := defaults()
+	for _, o := range opts {
+		if o != nil {
+			o(&cf)
+		}
+	}
+	if cf.id == "" {
+		var b [8]byte
+		if _, err := rand.Read(b[:]); err != nil {
+			return nil, fmt.Errorf("cluster: instance id: %w", err)
+		}
+		cf.id = hex.EncodeToString(b[:])
+	}
+	if strings.ContainsAny(cf.id, ":{}") {
+		return nil, fmt.Errorf("cluster: instance id %q: must not contain ':', '{' or '}'", cf.id)
+	}
+	s := &RedisTokenServer{rdb: rdb, cf: cf, idArg: cf.id, stop: make(chan struct{}), done: make(chan struct{})}
+	s.instances.Store(1)
+	s.br.init(cf.failures, int64(cf.openFor))
+	s.held.init()
+	if cf.leasing != nil {
+		s.leases = newLeaseTable(s, *cf.leasing)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), max(cf.timeout, 250*time.Millisecond))
+	if _, err := s.Heartbeat(ctx); err != nil {
+		s.logWarn("cluster: first heartbeat", err)
+	}
+	cancel()
+	go s.loop()
+	return s, nil
+}
+
+// Instances is the number of live instances the last heartbeat saw (>= 1).
+func (s *RedisTokenServer) Instances() int { return int(max(1, s.instances.Load())) }
+
+// ID is this instance's id.
+func (s *RedisTokenServer) ID() string { return s.cf.id }
+
+func (s *RedisTokenServer) now() int64 { return clock.Nanotime(s.cf.clk) }
+
+// unavailable wraps err so the engine applies the rules' fallback.
+func unavailable(op string, err error) error {
+	return fmt.Errorf("cluster: %s: %w: %w", op, flow.ErrTokenServerUnavailable, err)
+}
+
+var errBreakerOpen = errors.New("circuit breaker open")
+
+// Acquire decides every rule of req in one script call (or from a lease).
+func (s *RedisTokenServer) Acquire(ctx context.Context, req flow.TokenRequest) (flow.TokenResult, error) {
+	if len(req.Rules) == 0 {
+		return flow.TokenResult{Allowed: true, Refused: -1}, nil
+	}
+	if req.Tokens <= 0 {
+		return flow.TokenResult{}, fmt.Errorf("cluster: tokens: %d must be > 0", req.Tokens)
+	}
+	p, err := s.plan(&req)
+	if err != nil {
+		return flow.TokenResult{}, err
+	}
+	if s.leases != nil && p.leasable {
+		return s.leases.acquire(ctx, p, &req)
+	}
+	r, seq, err := s.call(ctx, acquireScript, p, req.Key, s.idArg, 0, req.Tokens, 5, nil)
+	if err != nil {
+		return flow.TokenResult{}, err
+	}
+	res := flow.TokenResult{Allowed: r.allowed, Refused: r.refused, Remaining: float64(r.remaining), Wait: r.wait, RetryAfter: r.retry}
+	if r.allowed && len(p.conc) > 0 {
+		res.Lease = s.cf.id + ":" + strconv.FormatUint(seq, 10)
+		s.held.add(res.Lease, p, req.Key, req.Tokens)
+	}
+	return res, nil
+}
+
+// Release gives back what res took: concurrency permits when res.Lease is
+// set (Exit), otherwise every rule's permits (a later level refused).
+//
+// The engine calls Release in both cases with the same arguments, so for a
+// level holding both a concurrency rule and rate rules only the
+// concurrency permits come back: the rate permits of a call refused later
+// stay counted (a call refused by a later level consumes them).
+func (s *RedisTokenServer) Release(ctx context.Context, req flow.TokenRequest, res flow.TokenResult) error {
+	if len(req.Rules) == 0 || req.Tokens <= 0 || !res.Allowed {
+		return nil
+	}
+	p, err := s.plan(&req)
+	if err != nil {
+		return err
+	}
+	if res.Lease == "" && s.leases != nil && p.leasable {
+		s.leases.giveBack(p, req.Key, req.Tokens)
+		return nil
+	}
+	var only []int
+	var id any = s.idArg
+	var seq uint64
+	if res.Lease != "" {
+		i := strings.LastIndexByte(res.Lease, ':')
+		if i < 0 || len(p.conc) == 0 {
+			return fmt.Errorf("cluster: release: malformed lease %q", res.Lease)
+		}
+		if seq, err = strconv.ParseUint(res.Lease[i+1:], 10, 64); err != nil {
+			return fmt.Errorf("cluster: release: lease %q: %w", res.Lease, err)
+		}
+		id, only = res.Lease[:i], p.conc
+		s.held.remove(res.Lease)
+	}
+	_, _, err = s.call(ctx, releaseScript, p, req.Key, id, seq, req.Tokens, 0, only)
+	return err
+}
+
+// plan returns the cached plan for req's rules, factor and instance count.
+func (s *RedisTokenServer) plan(req *flow.TokenRequest) (*plan, error) {
+	n := s.Instances()
+	if v, ok := s.plans.Load(req.Rules[0]); ok {
+		if p := v.(*plan); p.matches(req, n) && (req.Key != "") == (p.global == nil) {
+			return p, nil
+		}
+	}
+	p, err := newPlan(s.cf.prefix, req, n, s.cf.concTTL.Microseconds())
+	if err != nil {
+		return nil, err
+	}
+	// Old rule sets stay until the cache is full: then it starts over.
+	if s.nplans.Add(1) > int64(s.cf.maxPlanCache) {
+		s.plans.Clear()
+		s.nplans.Store(1)
+	}
+	s.plans.Store(req.Rules[0], p)
+	return p, nil
+}

@@ -1,0 +1,73 @@
+package cluster
+
+import (
+	"sync/atomic"
+	"time"
+
+	"github.com/flowgate/flowgate/flow"
+	"github.com/flowgate/flowgate/metrics"
+)
+
+// latencyBounds are the upper bounds, in seconds, of the round-trip
+// histogram: around the 20ms default timeout.
+var latencyBounds = []float64{0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.02, 0.05, 0.1, 0.5}
+
+type stats struct {
+	passed, blocked, errors, breakerRejected atomic.Uint64
+	leaseLocal, leaseFetches, leaseReturned  atomic.Uint64
+	hist                                     [12]atomic.Uint64 // len(latencyBounds)+1
+	sumNs                                    atomic.Int64
+}
+
+func (s *stats) latency(ns int64) {
+	s.sumNs.Add(ns)
+	sec := float64(ns) / 1e9
+	i := 0
+	for i < len(latencyBounds) && sec > latencyBounds[i] {
+		i++
+	}
+	s.hist[i].Add(1)
+}
+
+// Stats counts what a RedisTokenServer did since it started.
+type Stats struct {
+	Passed          uint64 // script calls that admitted (leases included)
+	Blocked         uint64 // script calls that refused
+	Errors          uint64 // calls that failed (timeouts, connection, bad replies)
+	BreakerRejected uint64 // calls failed at once because the breaker was open
+	LeaseLocal      uint64 // decisions served from a local lease, without Redis
+	LeaseFetches    uint64 // leases taken (each one round trip)
+	LeaseReturned   uint64 // unspent leased permits given back
+	Latency         flow.Histogram
+	LatencySum      time.Duration
+	BreakerOpen     bool
+	Instances       int
+}
+
+// Stats returns the counters now; it never blocks a decision.
+func (s *RedisTokenServer) Stats() Stats {
+	st := Stats{
+		Passed: s.st.passed.Load(), Blocked: s.st.blocked.Load(), Errors: s.st.errors.Load(),
+		BreakerRejected: s.st.breakerRejected.Load(), LeaseLocal: s.st.leaseLocal.Load(),
+		LeaseFetches: s.st.leaseFetches.Load(), LeaseReturned: s.st.leaseReturned.Load(),
+		LatencySum:  time.Duration(s.st.sumNs.Load()),
+		BreakerOpen: s.br.open(), Instances: s.Instances(),
+	}
+	st.Latency = flow.Histogram{Bounds: latencyBounds, Counts: make([]uint64, len(s.st.hist))}
+	for i := range s.st.hist {
+		st.Latency.Counts[i] = s.st.hist[i].Load()
+	}
+	return st
+}
+
+// BreakerOpen reports whether calls are failing fast without trying Redis.
+func (s *RedisTokenServer) BreakerOpen() bool { return s.br.open() }
+
+var _ metrics.ClusterSource = (*RedisTokenServer)(nil)
+
+// ClusterMetrics implements metrics.ClusterSource: round-trip latency and
+// the breaker state, for metrics.WithCluster(ts).
+func (s *RedisTokenServer) ClusterMetrics() metrics.ClusterMetrics {
+	st := s.Stats()
+	return metrics.ClusterMetrics{Duration: st.Latency, DurationSum: st.LatencySum, BreakerOpen: st.BreakerOpen}
+}

@@ -1,0 +1,237 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"math"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/flowgate/flowgate/flow"
+	"github.com/flowgate/flowgate/internal/redistest"
+	"github.com/redis/go-redis/v9"
+)
+
+func TestSuiteSingleRedis(t *testing.T) {
+	srv := redistest.Start(t)
+	runSuite(t, backend{"single", func(t *testing.T) redis.UniversalClient { return srv.NewClient(nil) }})
+}
+
+func TestSuiteRedisCluster(t *testing.T) {
+	c := redistest.StartCluster(t)
+	runSuite(t, backend{"cluster", func(t *testing.T) redis.UniversalClient { return c.NewClient(nil) }})
+}
+
+// engines returns n engines, each with its own client and token server,
+// whose fake clocks disagree by seconds: time comes from Redis.
+func engines(t *testing.T, b backend, n int, rules ...flow.Rule) ([]*flow.Engine, []*RedisTokenServer, redis.UniversalClient) {
+	t.Helper()
+	var es []*flow.Engine
+	var ts []*RedisTokenServer
+	for i := range n {
+		s := newServer(t, b.client(t))
+		ts = append(ts, s)
+		es = append(es, newEngine(t, s, t0.Add(time.Duration(i*i)*3*time.Second-5*time.Second), rules...))
+	}
+	return es, ts, b.client(t)
+}
+
+func runSuite(t *testing.T, b backend) {
+	const window = 2 * time.Second
+	// Exact algorithms: 4 engines x 8 goroutines, 1600 calls at a limit of
+	// 1000 per 2s, inside one window, admit exactly 1000.
+	for _, algo := range []flow.Algorithm{flow.AlgoFixedWindow, flow.AlgoSlidingLog, flow.AlgoSlidingWindow} {
+		t.Run(algo.String()+" exact", func(t *testing.T) {
+			res := uniq(algo.String())
+			es, _, rdb := engines(t, b, 4, crule("r", res, algo, 1000, window))
+			waitWindowStart(t, rdb, window, 1500*time.Millisecond)
+			start := redisNow(t, rdb)
+			passed, refused := hammer(t, es, 8, res, 50, nil)
+			if el := redisNow(t, rdb).Sub(start); el > 1400*time.Millisecond {
+				t.Skipf("run took %v of the %v window: too slow to check exactness", el, window)
+			}
+			if passed != 1000 || refused != 600 {
+				t.Fatalf("passed %d refused %d, want exactly 1000 and 600", passed, refused)
+			}
+		})
+	}
+	// Rate algorithms never admit more than rate x time (+ burst).
+	rates := []struct {
+		name  string
+		rule  flow.Rule
+		bound func(elapsed time.Duration) float64 // most admissions in elapsed
+		least int64
+	}{
+		{"token_bucket", func() flow.Rule {
+			r := crule("r", "", flow.AlgoTokenBucket, 200, time.Second)
+			r.Burst = 50
+			return r
+		}(), func(d time.Duration) float64 { return 50 + 200*d.Seconds() + 1 }, 50},
+		{"warm_up", func() flow.Rule {
+			r := crule("r", "", flow.AlgoWarmUp, 200, time.Second)
+			r.Warmup = time.Second
+			return r
+		}(), func(d time.Duration) float64 { return 200*d.Seconds() + 1 }, 1},
+		{"leaky_bucket", crule("r", "", flow.AlgoLeakyBucket, 200, time.Second),
+			func(d time.Duration) float64 { return 200*d.Seconds() + 1 }, 1},
+	}
+	for _, tt := range rates {
+		t.Run(tt.name+" bound", func(t *testing.T) {
+			r := tt.rule
+			r.Resource = uniq(tt.name)
+			es, _, rdb := engines(t, b, 4, r)
+			start := redisNow(t, rdb)
+			passed, _ := hammer(t, es, 8, r.Resource, 40, nil)
+			el := redisNow(t, rdb).Sub(start)
+			if bound := tt.bound(el); float64(passed) > bound || passed < tt.least {
+				t.Fatalf("passed %d in %v, want %d..%.1f", passed, el, tt.least, bound)
+			}
+			t.Logf("passed %d in %v (bound %.1f)", passed, el, tt.bound(el))
+		})
+	}
+	t.Run("leaky_bucket queueing", func(t *testing.T) { leakyQueueing(t, b) })
+	t.Run("concurrency", func(t *testing.T) { concurrencyCap(t, b) })
+	t.Run("multi-rule atomic", func(t *testing.T) { multiRuleAtomic(t, b) })
+	t.Run("user and ip keys", func(t *testing.T) { keyedLevels(t, b) })
+}
+
+// leakyQueueing: with MaxWait, admitted calls are told to wait for slots
+// spaced by Window/Limit; none is further away than MaxWait.
+func leakyQueueing(t *testing.T, b backend) {
+	r := crule("r", uniq("leaky-q"), flow.AlgoLeakyBucket, 1000, time.Second) // 1ms spacing
+	r.MaxWait = 20 * time.Millisecond
+	es, _, rdb := engines(t, b, 4, r)
+	var maxWait atomic.Int64
+	start := redisNow(t, rdb)
+	passed := int64(0)
+	for _, e := range es {
+		for range 10 {
+			p, err := e.Entry(r.Resource)
+			if err != nil {
+				if !errors.Is(err, flow.ErrBlocked) {
+					t.Fatal(err)
+				}
+				continue
+			}
+			passed++
+			if w := int64(p.Waited()); w > maxWait.Load() {
+				maxWait.Store(w)
+			}
+			p.Exit()
+		}
+	}
+	el := redisNow(t, rdb).Sub(start)
+	// Slots are 1ms apart and at most 20ms ahead of Redis's now.
+	if bound := el.Seconds()*1000 + 21; float64(passed) > bound {
+		t.Fatalf("passed %d in %v, want <= %.0f", passed, el, bound)
+	}
+	if w := time.Duration(maxWait.Load()); w <= 0 || w > r.MaxWait {
+		t.Fatalf("longest wait %v, want in (0, %v]", w, r.MaxWait)
+	}
+}
+
+// concurrencyCap: in flight across engines never exceeds the cluster cap,
+// and every permit is gone from Redis after Exit.
+func concurrencyCap(t *testing.T, b backend) {
+	r := crule("r", uniq("conc"), flow.AlgoConcurrency, 5, time.Second)
+	es, _, rdb := engines(t, b, 4, r)
+	var inFlight, peak atomic.Int64
+	hold := func() {
+		n := inFlight.Add(1)
+		for {
+			p := peak.Load()
+			if n <= p || peak.CompareAndSwap(p, n) {
+				break
+			}
+		}
+		time.Sleep(200 * time.Microsecond) // hold the permit while others try
+		inFlight.Add(-1)
+	}
+	passed, refused := hammer(t, es, 8, r.Resource, 20, hold)
+	if p := peak.Load(); p > 5 || passed == 0 || refused == 0 {
+		t.Fatalf("peak in flight %d (cap 5), passed %d, refused %d", p, passed, refused)
+	}
+	key := "flowgate:{" + r.Resource + "|global|}:r"
+	if n, err := rdb.ZCard(context.Background(), key).Result(); err != nil || n != 0 {
+		t.Fatalf("permits left in Redis after every Exit: %d (%v), want 0", n, err)
+	}
+}
+
+// multiRuleAtomic: rules of one level are decided together; a refusal by
+// one counts the call at none.
+func multiRuleAtomic(t *testing.T, b backend) {
+	res := uniq("multi")
+	fw := crule("fw", res, flow.AlgoFixedWindow, 5, time.Hour)
+	log := crule("log", res, flow.AlgoSlidingLog, 3, time.Hour)
+	tb := crule("tb", res, flow.AlgoTokenBucket, 4, time.Hour)
+	es, _, rdb := engines(t, b, 2, fw, log, tb)
+	var refusedBy []string
+	passed := 0
+	for i := range 10 {
+		_, err := es[i%2].Entry(res)
+		var be *flow.BlockError
+		switch {
+		case err == nil:
+			passed++
+		case errors.As(err, &be):
+			refusedBy = append(refusedBy, be.RuleID)
+			if be.Reason != flow.ReasonClusterLimited || be.RetryAfter <= 0 {
+				t.Fatalf("block: %+v, want reason %q and a retry-after", be, flow.ReasonClusterLimited)
+			}
+		default:
+			t.Fatal(err)
+		}
+	}
+	if passed != 3 || len(refusedBy) != 7 || refusedBy[0] != "log" {
+		t.Fatalf("passed %d, refused by %v: want 3 passed and 7 refused by log", passed, refusedBy)
+	}
+	ctx := context.Background()
+	tag := "flowgate:{" + res + "|global|}:"
+	if c, err := rdb.HGet(ctx, tag+"fw", "c").Int(); err != nil || c != 3 {
+		t.Fatalf("fixed window counted %d (%v), want 3: refused calls must not count", c, err)
+	}
+	if s, err := rdb.HGet(ctx, tag+"tb", "s").Float64(); err != nil || math.Abs(s-1) > 1e-6 {
+		t.Fatalf("token bucket stores %v (%v), want 4-3 = 1", s, err)
+	}
+	if n, err := rdb.ZCard(ctx, tag+"log").Result(); err != nil || n != 3 {
+		t.Fatalf("sliding log holds %d (%v), want 3", n, err)
+	}
+}
+
+// keyedLevels: user and ip rules keep one cluster-wide count per key.
+func keyedLevels(t *testing.T, b backend) {
+	res := uniq("keyed")
+	u := crule("u", res, flow.AlgoFixedWindow, 2, time.Hour)
+	u.Level = flow.LevelUser
+	ip := crule("ip", res, flow.AlgoSlidingLog, 3, time.Hour)
+	ip.Level = flow.LevelIP
+	es, _, _ := engines(t, b, 2, u, ip)
+	try := func(i int, opts ...flow.EntryOption) string {
+		p, err := es[i%2].Entry(res, opts...)
+		if err != nil {
+			var be *flow.BlockError
+			if !errors.As(err, &be) {
+				t.Fatal(err)
+			}
+			return be.RuleID
+		}
+		p.Exit()
+		return "pass"
+	}
+	var got []string
+	for i := range 3 {
+		got = append(got, try(i, flow.WithUser("alice"), flow.WithIP("10.0.0.1")))
+	}
+	got = append(got, try(0, flow.WithUser("bob"), flow.WithIP("10.0.0.1")))
+	got = append(got, try(1, flow.WithUser("bob"), flow.WithIP("10.0.0.2")))
+	got = append(got, try(0, flow.WithUser("bob"), flow.WithIP("10.0.0.2")))
+	want := []string{"pass", "pass", "u", "pass", "pass", "u"}
+	// alice's third call is refused by the user rule after the ip rule
+	// counted it, and the ip permit is given back: 10.0.0.1 has room for bob.
+	for i := range want {
+		if got[i] != want[i] {
+			t.Fatalf("got %v, want %v", got, want)
+		}
+	}
+}
