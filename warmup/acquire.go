@@ -27,17 +27,19 @@ func (l *Limiter) Acquire(ctx context.Context, permits int) (time.Duration, erro
 	}
 	m := l.micros(clock.Nanotime(l.clk))
 	deadline, hasDeadline := ctx.Deadline()
-	st := l.lock()
-	// The wait is known before reserving: max(nextFree-now, 0), since resync
-	// moves nextFree only up to now.
-	wait := microsToDuration(max(st.next-m, 0))
-	if hasDeadline && wait > 0 && time.Until(deadline) < wait {
-		l.unlock(&st)
-		return 0, ErrWouldPassDeadline
+	for {
+		w0, w1, st := l.snapshot()
+		// The wait is known before reserving: max(nextFree-now, 0), since
+		// resync moves nextFree only up to now.
+		wait := microsToDuration(max(st.next-m, 0))
+		if hasDeadline && wait > 0 && time.Until(deadline) < wait {
+			return 0, ErrWouldPassDeadline
+		}
+		l.reserveEarliestAvailable(&st, permits, m)
+		if l.commit(w0, w1, &st) {
+			return wait, l.sleep(ctx, permits, wait)
+		}
 	}
-	l.reserveEarliestAvailable(&st, permits, m)
-	l.unlock(&st)
-	return wait, l.sleep(ctx, permits, wait)
 }
 
 // TryAcquire takes permits if they can be used within timeout (negative counts
@@ -72,10 +74,13 @@ func (l *Limiter) Reserve(permits int) (time.Duration, error) {
 		return 0, errPermits(permits)
 	}
 	m := l.micros(clock.Nanotime(l.clk))
-	st := l.lock()
-	at := l.reserveEarliestAvailable(&st, permits, m)
-	l.unlock(&st)
-	return microsToDuration(max(at-m, 0)), nil
+	for {
+		w0, w1, st := l.snapshot()
+		at := l.reserveEarliestAvailable(&st, permits, m)
+		if l.commit(w0, w1, &st) {
+			return microsToDuration(max(at-m, 0)), nil
+		}
+	}
 }
 
 // sleep waits on the limiter's clock; if ctx ends first the permits go back.

@@ -2,7 +2,9 @@ package warmup
 
 import (
 	"context"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/flowgate/flowgate/clock"
 	"golang.org/x/time/rate"
@@ -97,4 +99,63 @@ func mustBursty(b *testing.B, r float64) *Limiter {
 		b.Fatal(err)
 	}
 	return l
+}
+
+// BenchmarkVersusXTimeRate runs both libraries in alternating chunks of
+// calls, so that both see the same machine load (the CPUs here are shared),
+// and reports each one's wall and CPU nanoseconds per call and the ratios
+// (flowgate / x/time/rate). Its own ns/op counts a pair of calls.
+func BenchmarkVersusXTimeRate(b *testing.B) {
+	ctx := context.Background()
+	for _, r := range benchRates {
+		for _, goroutines := range []int{1, 2} {
+			name := r.name + "/serial"
+			if goroutines > 1 {
+				name = r.name + "/parallel"
+			}
+			b.Run(name, func(b *testing.B) {
+				ours := mustBursty(b, r.rate)
+				theirs := rate.NewLimiter(rate.Limit(r.rate), int(r.rate))
+				b.ReportAllocs()
+				const chunk = 1 << 14
+				var o, x chunkCost
+				calls := 0
+				for calls < b.N {
+					o.add(runChunk(goroutines, chunk, func() { _, _ = ours.TryAcquire(ctx, 1, 0) }))
+					x.add(runChunk(goroutines, chunk, func() { _ = theirs.Allow() }))
+					calls += chunk
+				}
+				n := float64(calls)
+				b.ReportMetric(float64(o.wall)/n, "flowgate-wall-ns/call")
+				b.ReportMetric(float64(x.wall)/n, "xrate-wall-ns/call")
+				b.ReportMetric(float64(o.wall)/float64(x.wall), "wall-ratio")
+				if x.cpu > 0 {
+					b.ReportMetric(float64(o.cpu)/n, "flowgate-cpu-ns/call")
+					b.ReportMetric(float64(x.cpu)/n, "xrate-cpu-ns/call")
+					b.ReportMetric(float64(o.cpu)/float64(x.cpu), "cpu-ratio")
+				}
+			})
+		}
+	}
+}
+
+type chunkCost struct{ wall, cpu time.Duration }
+
+func (c *chunkCost) add(d chunkCost) { c.wall += d.wall; c.cpu += d.cpu }
+
+// runChunk makes n calls of f spread over g goroutines.
+func runChunk(g, n int, f func()) chunkCost {
+	cpu, start := cpuTime(), time.Now()
+	var wg sync.WaitGroup
+	for range g {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range n / g {
+				f()
+			}
+		}()
+	}
+	wg.Wait()
+	return chunkCost{wall: time.Since(start), cpu: cpuTime() - cpu}
 }

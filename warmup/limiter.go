@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -21,18 +22,17 @@ var ErrInvalidArgument = errors.New("warmup: invalid argument")
 //
 // The struct is small on purpose: the flow engine keeps one per user or IP key.
 type Limiter struct {
-	// word holds nextFree (Guava's nextFreeTicketMicros) and doubles as the
-	// lock on the fields below: a writer swaps it for the value locked and
-	// stores the new nextFree to release it (see state.go). A refusal reads
-	// the word and writes nothing.
-	word atomic.Int64
-
-	// Guarded by word.
-	stored    float64 // storedPermits
-	maxP      float64 // maxPermits
-	stable    float64 // stableIntervalMicros
-	threshold float64 // warming up: thresholdPermits
-	slope     float64 // warming up: slope of the cost line above threshold
+	// pair is the mutable state, two words changed together by one 16-byte
+	// compare-and-swap (see state.go): nextFree (Guava's
+	// nextFreeTicketMicros, with the rate version in its top byte) and the
+	// stored permits. A grant costs one CAS; a refusal reads one word.
+	pair *[2]uint64
+	// rate is the current rate and its derived constants, immutable,
+	// replaced whole by SetRate.
+	rate atomic.Pointer[rateConfig]
+	// setMu serializes SetRate calls.
+	setMu sync.Mutex
+	guard casGuard // empty where the CPU has a 16-byte CAS
 
 	// Fixed at construction.
 	param  float64 // bursty: maxBurstSeconds; warming up: coldFactor
@@ -42,9 +42,9 @@ type Limiter struct {
 }
 
 // Option configures a Limiter at construction.
-type Option func(*config)
+type Option func(*settings)
 
-type config struct {
+type settings struct {
 	clk          clock.Clock
 	coldFactor   float64
 	burstSeconds float64
@@ -53,26 +53,26 @@ type config struct {
 }
 
 // WithClock sets the clock the limiter reads and sleeps on. Default clock.Real().
-func WithClock(c clock.Clock) Option { return func(o *config) { o.clk = c } }
+func WithClock(c clock.Clock) Option { return func(o *settings) { o.clk = c } }
 
 // WithColdFactor sets how much slower than the stable rate a cold warming-up
 // limiter starts (Guava's coldFactor). Default 3; must be finite and >= 1.
 // Ignored by NewBursty.
-func WithColdFactor(f float64) Option { return func(o *config) { o.coldFactor = f } }
+func WithColdFactor(f float64) Option { return func(o *settings) { o.coldFactor = f } }
 
 // WithMaxBurstSeconds sets how many seconds of work a bursty limiter may store
 // while idle (Guava's maxBurstSeconds). Default 1; must be finite and >= 0.
 // Ignored by NewWarmingUp.
-func WithMaxBurstSeconds(s float64) Option { return func(o *config) { o.burstSeconds = s } }
+func WithMaxBurstSeconds(s float64) Option { return func(o *settings) { o.burstSeconds = s } }
 
 // WithStoredPermits sets the permits stored at construction (clamped to [0, maxPermits]).
 // Default: Guava's (bursty starts empty, warming-up starts cold = maxPermits).
 func WithStoredPermits(p float64) Option {
-	return func(o *config) { o.stored, o.hasStored = p, true }
+	return func(o *settings) { o.stored, o.hasStored = p, true }
 }
 
-func newConfig(opts []Option) config {
-	c := config{coldFactor: 3, burstSeconds: 1}
+func newSettings(opts []Option) settings {
+	c := settings{coldFactor: 3, burstSeconds: 1}
 	for _, o := range opts {
 		if o != nil {
 			o(&c)
@@ -88,7 +88,7 @@ func newConfig(opts []Option) config {
 // to maxBurstSeconds (default 1) of unused permits stored for a free burst. It
 // starts with no stored permits. permitsPerSecond must be > 0; +Inf is allowed.
 func NewBursty(permitsPerSecond float64, opts ...Option) (*Limiter, error) {
-	c := newConfig(opts)
+	c := newSettings(opts)
 	var errs []error
 	if err := checkRate(permitsPerSecond); err != nil {
 		errs = append(errs, err)
@@ -113,7 +113,7 @@ func NewBursty(permitsPerSecond float64, opts ...Option) (*Limiter, error) {
 // warmupPeriod it goes cold again. permitsPerSecond must be > 0 (+Inf is
 // allowed) and warmupPeriod >= 0.
 func NewWarmingUp(permitsPerSecond float64, warmupPeriod time.Duration, opts ...Option) (*Limiter, error) {
-	c := newConfig(opts)
+	c := newSettings(opts)
 	var errs []error
 	if err := checkRate(permitsPerSecond); err != nil {
 		errs = append(errs, err)
@@ -142,7 +142,7 @@ func checkRate(r float64) error {
 	return nil
 }
 
-func checkStored(c config) error {
+func checkStored(c settings) error {
 	if c.hasStored && math.IsNaN(c.stored) {
 		return fmt.Errorf("%w: stored permits must not be NaN", ErrInvalidArgument)
 	}
@@ -151,14 +151,17 @@ func checkStored(c config) error {
 
 // start is Guava's factory: setRate on a fresh limiter (maxPermits 0 marks the
 // initial state), then our optional override of the stored permits.
-func (l *Limiter) start(rate float64, c config) {
+func (l *Limiter) start(rate float64, c settings) {
 	l.origin = clock.Nanotime(l.clk)
+	l.pair = newPair()
 	var st state
 	l.setRate(&st, rate, 0)
 	if c.hasStored {
 		st.stored = max(0, min(c.stored, st.maxP))
 	}
-	l.unlock(&st)
+	cfg := st.config(0)
+	l.pair[0], l.pair[1] = encodeNext(st.next, 0), math.Float64bits(st.stored)
+	l.rate.Store(&cfg)
 }
 
 // SetRate changes the stable rate as Guava's setRate does: time elapsed so far
@@ -170,31 +173,34 @@ func (l *Limiter) SetRate(permitsPerSecond float64) error {
 		return err
 	}
 	now := l.micros(clock.Nanotime(l.clk))
-	st := l.lock()
-	l.setRate(&st, permitsPerSecond, now)
-	l.unlock(&st)
-	return nil
+	l.setMu.Lock()
+	defer l.setMu.Unlock()
+	old := l.rate.Load()
+	cfg := new(rateConfig)
+	for {
+		w0, w1 := l.load128()
+		st := decode(w0, w1, old)
+		l.setRate(&st, permitsPerSecond, now)
+		*cfg = st.config(old.ver + 1)
+		if l.cas(w0, w1, encodeNext(st.next, cfg.ver), math.Float64bits(st.stored)) {
+			// Calls that see the new version before this store wait for it
+			// (see snapshot); calls that read the old state fail their CAS.
+			l.rate.Store(cfg)
+			return nil
+		}
+	}
 }
 
 // Rate reports the stable rate in permits per second.
-func (l *Limiter) Rate() float64 {
-	st := l.lock()
-	defer l.unlock(&st)
-	return 1e6 / st.stable
-}
+func (l *Limiter) Rate() float64 { return 1e6 / l.rate.Load().stable }
 
 // MaxPermits reports the most permits the limiter can store.
-func (l *Limiter) MaxPermits() float64 {
-	st := l.lock()
-	defer l.unlock(&st)
-	return st.maxP
-}
+func (l *Limiter) MaxPermits() float64 { return l.rate.Load().maxP }
 
 // StoredPermitsAt reports the permits available at now (after Guava's resync), for
 // "remaining" headers and snapshots. Does not change state.
 func (l *Limiter) StoredPermitsAt(now int64) float64 {
-	st := l.lock()
-	l.unlock(&st) // the copy is ours: resync it without writing back
+	st := l.read()
 	l.resync(&st, l.micros(now))
 	if math.IsNaN(st.stored) { // only after switching to +Inf, where everything is free
 		return st.maxP

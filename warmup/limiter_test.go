@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/flowgate/flowgate/clock"
 )
@@ -137,8 +138,8 @@ func TestHugeRequestsSaturate(t *testing.T) {
 	if d, err := l.Reserve(math.MaxInt); err != nil || d != math.MaxInt64 {
 		t.Fatalf("Reserve = %v, %v; want the saturated wait", d, err)
 	}
-	if next := l.word.Load(); next != math.MaxInt64 {
-		t.Fatalf("nextFree = %d, want saturated at MaxInt64 (no wrap)", next)
+	if next := nextFree(l); next != maxNext {
+		t.Fatalf("nextFree = %d, want saturated at %d (no wrap)", next, int64(maxNext))
 	}
 }
 
@@ -168,7 +169,7 @@ func TestTryReserveAt(t *testing.T) {
 		}
 	}
 	// 0.5 stored permits went first, the other 0.5 was fresh: next free 100ms later.
-	if got, want := l.word.Load(), int64(800_000); got != want {
+	if got, want := nextFree(l), int64(800_000); got != want {
 		t.Fatalf("nextFree = %dus, want %dus", got, want)
 	}
 	// A time from before construction counts as construction time.
@@ -236,11 +237,10 @@ func TestStoredPermits(t *testing.T) {
 }
 
 // snap reads the limiter's whole state for comparisons.
-func snap(l *Limiter) state {
-	st := l.lock()
-	l.unlock(&st)
-	return st
-}
+func snap(l *Limiter) state { return l.read() }
+
+// nextFree is the limiter's nextFree in micros.
+func nextFree(l *Limiter) int64 { return l.read().next }
 
 func TestRefund(t *testing.T) {
 	s := newStopwatch(t)
@@ -286,7 +286,7 @@ func TestRefund(t *testing.T) {
 	want := s.bursty(5)
 	want.TryReserveAt(0, 1, 0)
 	want.Refund(ms(300), 0) // no-op
-	if got := c.word.Load(); got != 300_000 {
+	if got := nextFree(c); got != 300_000 {
 		t.Fatalf("nextFree after a late Refund = %dus, want 300000us", got)
 	}
 	if got, w := c.StoredPermitsAt(ms(300)), want.StoredPermitsAt(ms(300)); got != w || got != 0.5 {
@@ -455,4 +455,19 @@ func TestConcurrentNeverOverRate(t *testing.T) {
 		t.Fatalf("net grants %d over %.3fs: far too few, the limiter is stuck", net, elapsed)
 	}
 	_ = l.Rate()
+}
+
+func TestLimiterIsSmall(t *testing.T) {
+	// The flow engine keeps one limiter per user or IP key.
+	// The limiter, its 24-byte state block and its 48-byte rate.
+	size := unsafe.Sizeof(Limiter{}) + 24 + 48
+	if size > 144 {
+		t.Fatalf("a limiter takes %d bytes, want <= 144", size)
+	}
+	for range 100 {
+		l, _ := NewBursty(1)
+		if p := uintptr(unsafe.Pointer(l.pair)); p&15 != 0 {
+			t.Fatalf("state pair at %#x: not 16-byte aligned", p)
+		}
+	}
 }

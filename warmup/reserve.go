@@ -25,25 +25,26 @@ func (l *Limiter) TryReserveAt(now int64, permits int, maxWait time.Duration) (R
 	m := l.micros(now)
 	timeout := max(int64(maxWait/time.Microsecond), 0)
 	for spins := 0; ; spins++ {
-		// Guava's canAcquire: nextFree - timeout <= now (nextFree >= 0 and
-		// timeout >= 0: no overflow). A refusal needs only this load: the
-		// word held nextFree at a moment later than the caller's now.
-		next := l.word.Load()
-		if next == locked {
-			backoff(spins)
-			continue
-		}
-		if next-timeout > m {
+		// Guava's canAcquire: nextFree - timeout <= now (both >= 0: no
+		// overflow). A refusal needs only this load, and writes nothing:
+		// nextFree held this value at a moment later than the caller's now.
+		w0 := l.load0()
+		if next := int64(w0 & maxNext); next-timeout > m {
 			return Reservation{Wait: microsToDuration(next - m)}, nil
 		}
-		st, ok := l.tryLock(next)
-		if !ok {
-			backoff(spins)
+		c := l.rate.Load()
+		w1 := l.load1()
+		if w0>>verShift != c.ver {
+			backoff(spins) // a SetRate is between its CAS and its store of the rate
 			continue
 		}
+		st := decode(w0, w1, c)
 		at := l.reserveEarliestAvailable(&st, permits, m)
-		l.unlock(&st)
-		return Reservation{OK: true, Wait: microsToDuration(max(at-m, 0))}, nil
+		// A torn read of w0, w1 or a concurrent grant fails the CAS: retry at
+		// once, the loser of a race has only a few nanoseconds of math to redo.
+		if l.commit(w0, w1, &st) {
+			return Reservation{OK: true, Wait: microsToDuration(max(at-m, 0))}, nil
+		}
 	}
 }
 
@@ -61,10 +62,17 @@ func (l *Limiter) Refund(now int64, permits int) {
 		return
 	}
 	m := l.micros(now)
-	st := l.lock()
-	defer l.unlock(&st)
-	l.resync(&st, m)
-	left := float64(permits)
+	for {
+		w0, w1, st := l.snapshot()
+		l.refund(&st, m, float64(permits))
+		if l.commit(w0, w1, &st) {
+			return
+		}
+	}
+}
+
+func (l *Limiter) refund(st *state, m int64, left float64) {
+	l.resync(st, m)
 	// A reservation takes fresh permits only once the stored ones are gone, so
 	// fresh permits are undone first, and only while nothing is stored.
 	if st.stored == 0 && st.next > m && st.stable > 0 {
@@ -74,7 +82,7 @@ func (l *Limiter) Refund(now int64, permits int) {
 	}
 	if back := min(left, st.maxP-st.stored); back > 0 {
 		// Undo the stored part's cost too (non-zero only when warming up).
-		cost := l.storedPermitsToWaitTime(&st, st.stored+back, back)
+		cost := l.storedPermitsToWaitTime(st, st.stored+back, back)
 		st.next = max(st.next-cost, m)
 		st.stored += back
 	}

@@ -3,14 +3,35 @@ package warmup
 import (
 	"math"
 	"runtime"
+	"unsafe"
 )
 
-// locked is the value of Limiter.word while a writer holds it. nextFree is
-// never negative, so it cannot be mistaken for a real nextFree.
-const locked = math.MinInt64
+// The state lives in two 64-bit words updated together by a 16-byte CAS, so
+// a grant is one atomic instruction and the Guava math runs on a private
+// copy before it, exactly as written. Word 0 is nextFree in micros (never
+// negative, saturating at maxNext instead of Java's Long.MAX_VALUE: 2^56 us
+// is over two thousand years) with the version of the rate it was computed
+// under in its top byte; word 1 is the stored permits as float64 bits.
+//
+// The rate (stable interval, maxPermits, warm-up threshold and slope) is an
+// immutable rateConfig swapped by SetRate. A call uses a rateConfig only if
+// its version matches the state's, and SetRate's CAS bumps the version, so a
+// call never mixes one rate with the state of another.
+const (
+	verShift = 56
+	maxNext  = 1<<verShift - 1
+)
 
-// state is a copy of a Limiter's mutable fields, worked on by the Guava math
-// on the caller's stack while the word is held.
+// rateConfig is what SetRate changes, besides the state.
+type rateConfig struct {
+	stable    float64 // stableIntervalMicros
+	maxP      float64 // maxPermits
+	threshold float64 // warming up: thresholdPermits
+	slope     float64 // warming up: slope of the cost line above threshold
+	ver       uint64  // 0..255, matches the state's top byte
+}
+
+// state is a private copy of the state and the rate it is read under.
 type state struct {
 	next      int64
 	stored    float64
@@ -20,43 +41,66 @@ type state struct {
 	slope     float64
 }
 
-// lock takes the limiter: it swaps nextFree out of the word for locked and
-// returns the state. One CAS takes the lock and reads nextFree together, and
-// unlock's one store publishes the new nextFree and releases the lock.
-func (l *Limiter) lock() state {
+func (st *state) config(ver uint64) rateConfig {
+	return rateConfig{stable: st.stable, maxP: st.maxP, threshold: st.threshold,
+		slope: st.slope, ver: ver & 0xff}
+}
+
+func decode(w0, w1 uint64, c *rateConfig) state {
+	return state{next: int64(w0 & maxNext), stored: math.Float64frombits(w1),
+		maxP: c.maxP, stable: c.stable, threshold: c.threshold, slope: c.slope}
+}
+
+func encodeNext(next int64, ver uint64) uint64 {
+	return uint64(min(next, maxNext)) | (ver&0xff)<<verShift
+}
+
+// newPair allocates the two words 16-byte aligned, as CMPXCHG16B needs: a
+// 24-byte block holds an aligned pair at offset 0 or 8 (Go's heap does not
+// move objects, and the interior pointer keeps the block alive).
+func newPair() *[2]uint64 {
+	b := new([3]uint64)
+	if uintptr(unsafe.Pointer(b))&15 != 0 {
+		return (*[2]uint64)(unsafe.Pointer(&b[1]))
+	}
+	return (*[2]uint64)(unsafe.Pointer(&b[0]))
+}
+
+// snapshot reads the state for a CAS: the words, and a copy decoded under
+// the matching rate. The two loads may be torn; the CAS then fails and the
+// caller reads again.
+func (l *Limiter) snapshot() (w0, w1 uint64, st state) {
 	for spins := 0; ; spins++ {
-		if v := l.word.Load(); v != locked && l.word.CompareAndSwap(v, locked) {
-			return l.state(v)
+		w0 = l.load0()
+		c := l.rate.Load()
+		w1 = l.load1()
+		if w0>>verShift == c.ver {
+			return w0, w1, decode(w0, w1, c)
+		}
+		backoff(spins) // a SetRate is between its CAS and its store of the rate
+	}
+}
+
+// read returns a consistent copy of the state, for callers that only look.
+func (l *Limiter) read() state {
+	for spins := 0; ; spins++ {
+		w0, w1 := l.load128()
+		if c := l.rate.Load(); w0>>verShift == c.ver {
+			return decode(w0, w1, c)
 		}
 		backoff(spins)
 	}
 }
 
-// tryLock takes the limiter only if the word still holds next.
-func (l *Limiter) tryLock(next int64) (state, bool) {
-	if !l.word.CompareAndSwap(next, locked) {
-		return state{}, false
-	}
-	return l.state(next), true
+// commit publishes st if the state still holds w0, w1.
+func (l *Limiter) commit(w0, w1 uint64, st *state) bool {
+	return l.cas(w0, w1, encodeNext(st.next, w0>>verShift), math.Float64bits(st.stored))
 }
 
-func (l *Limiter) state(next int64) state {
-	return state{next: next, stored: l.stored, maxP: l.maxP, stable: l.stable,
-		threshold: l.threshold, slope: l.slope}
-}
-
-// unlock writes st back and releases the limiter. The atomic store of the
-// word orders the plain writes before it for the next holder.
-func (l *Limiter) unlock(st *state) {
-	l.stored, l.maxP, l.stable = st.stored, st.maxP, st.stable
-	l.threshold, l.slope = st.threshold, st.slope
-	l.word.Store(st.next)
-}
-
-// backoff spins a few times, then yields: a holder keeps the word for a few
-// dozen nanoseconds unless it was descheduled, and then spinning won't help.
+// backoff yields after a few tries: what we wait for is a SetRate between
+// two of its instructions, or a CAS lost to a concurrent grant.
 func backoff(spins int) {
-	if spins > 8 {
+	if spins > 4 {
 		runtime.Gosched()
 	}
 }

@@ -1,0 +1,28 @@
+#include "textflag.h"
+
+// func cas128(addr *[2]uint64, old0, old1, new0, new1 uint64) bool
+TEXT ·cas128(SB), NOSPLIT, $0-41
+	MOVQ addr+0(FP), DI
+	MOVQ old0+8(FP), AX
+	MOVQ old1+16(FP), DX
+	MOVQ new0+24(FP), BX
+	MOVQ new1+32(FP), CX
+	LOCK
+	CMPXCHG16B (DI)
+	SETEQ ret+40(FP)
+	RET
+
+// func load128(addr *[2]uint64) (w0, w1 uint64)
+// A CMPXCHG16B that expects 0:0 and writes 0:0 back: it either finds 0:0
+// and leaves it, or fails and loads the current 16 bytes atomically.
+TEXT ·load128(SB), NOSPLIT, $0-24
+	MOVQ addr+0(FP), DI
+	XORQ AX, AX
+	XORQ DX, DX
+	XORQ BX, BX
+	XORQ CX, CX
+	LOCK
+	CMPXCHG16B (DI)
+	MOVQ AX, w0+8(FP)
+	MOVQ DX, w1+16(FP)
+	RET
