@@ -8,11 +8,16 @@ import (
 
 // Permit is a call admitted by Entry. Call Exit exactly when the call ends.
 //
-// Permits are pooled so the pass path allocates nothing. Exit is idempotent
-// until the Permit is handed out again: a second Exit (or one on a nil
-// Permit) is a no-op, but after Exit the Permit may be reused by another
-// Entry, so do not keep or use it after Exit. The usual
+// Permits are pooled so the pass path allocates nothing. What idempotent
+// Exit guarantees: the first Exit wins (a compare-and-swap on the permit's
+// state, so even two racing Exits count once); every later Exit before the
+// Permit is handed out again is a no-op, as is Exit on a nil Permit. After
+// Exit the Permit goes back to the pool and a later Entry may hand it out,
+// so a stale pointer's Exit would end that other call: do not keep or use
+// a Permit after Exit. The usual
 // `p, err := eng.Entry(r); if err != nil {...}; defer p.Exit()` is safe.
+// Calls to a resource with no rule (system guard off) share one static
+// Permit whose Exit does nothing.
 type Permit struct {
 	state  atomic.Uint32
 	eng    *Engine
