@@ -56,10 +56,22 @@ var uniqN atomic.Int64
 
 func uniq(name string) string { return fmt.Sprintf("%s-%d-%d", name, time.Now().UnixNano(), uniqN.Add(1)) }
 
-// hammer runs goroutines on every engine, each making calls Entry until
-// stop says so, and returns how many were admitted and refused. An error
-// other than a *BlockError fails the test.
+// hammer runs goroutines on every engine, each making calls Entry calls,
+// and returns how many were admitted and refused. An error other than a
+// *BlockError fails the test.
 func hammer(t *testing.T, engines []*flow.Engine, goroutines int, res string, calls int, hold func(), opts ...flow.EntryOption) (passed, refused int64) {
+	t.Helper()
+	return hammerUntil(t, engines, goroutines, res, func(i int) bool { return i >= calls }, hold, opts...)
+}
+
+// hammerFor is hammer for d of real time (the limits run on Redis's clock).
+func hammerFor(t *testing.T, engines []*flow.Engine, goroutines int, res string, d time.Duration) (passed, refused int64) {
+	t.Helper()
+	end := time.Now().Add(d)
+	return hammerUntil(t, engines, goroutines, res, func(int) bool { return !time.Now().Before(end) }, nil)
+}
+
+func hammerUntil(t *testing.T, engines []*flow.Engine, goroutines int, res string, stop func(i int) bool, hold func(), opts ...flow.EntryOption) (passed, refused int64) {
 	t.Helper()
 	var wg sync.WaitGroup
 	var p, r atomic.Int64
@@ -69,7 +81,7 @@ func hammer(t *testing.T, engines []*flow.Engine, goroutines int, res string, ca
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				for range calls {
+				for i := 0; !stop(i); i++ {
 					pm, err := e.Entry(res, opts...)
 					if err != nil {
 						var be *flow.BlockError

@@ -61,20 +61,20 @@ func runSuite(t *testing.T, b backend) {
 		name  string
 		rule  flow.Rule
 		bound func(elapsed time.Duration) float64 // most admissions in elapsed
-		least int64
+		least float64                             // fraction of bound that must pass
 	}{
 		{"token_bucket", func() flow.Rule {
 			r := crule("r", "", flow.AlgoTokenBucket, 200, time.Second)
 			r.Burst = 50
 			return r
-		}(), func(d time.Duration) float64 { return 50 + 200*d.Seconds() + 1 }, 50},
+		}(), func(d time.Duration) float64 { return 50 + 200*d.Seconds() + 1 }, 0.7},
 		{"warm_up", func() flow.Rule {
 			r := crule("r", "", flow.AlgoWarmUp, 200, time.Second)
 			r.Warmup = time.Second
 			return r
-		}(), func(d time.Duration) float64 { return 200*d.Seconds() + 1 }, 1},
+		}(), coldBound, 0.7},
 		{"leaky_bucket", crule("r", "", flow.AlgoLeakyBucket, 200, time.Second),
-			func(d time.Duration) float64 { return 200*d.Seconds() + 1 }, 1},
+			func(d time.Duration) float64 { return 200*d.Seconds() + 1 }, 0.7},
 	}
 	for _, tt := range rates {
 		t.Run(tt.name+" bound", func(t *testing.T) {
@@ -82,10 +82,12 @@ func runSuite(t *testing.T, b backend) {
 			r.Resource = uniq(tt.name)
 			es, _, rdb := engines(t, b, 4, r)
 			start := redisNow(t, rdb)
-			passed, _ := hammer(t, es, 8, r.Resource, 40, nil)
+			passed, _ := hammerFor(t, es, 8, r.Resource, 300*time.Millisecond)
 			el := redisNow(t, rdb).Sub(start)
-			if bound := tt.bound(el); float64(passed) > bound || passed < tt.least {
-				t.Fatalf("passed %d in %v, want %d..%.1f", passed, el, tt.least, bound)
+			// The callers never stop asking: most of what may pass does.
+			bound := tt.bound(el)
+			if least := tt.least * bound; float64(passed) > bound || float64(passed) < least {
+				t.Fatalf("passed %d in %v, want %.1f..%.1f", passed, el, least, bound)
 			}
 			t.Logf("passed %d in %v (bound %.1f)", passed, el, tt.bound(el))
 		})
@@ -94,6 +96,26 @@ func runSuite(t *testing.T, b backend) {
 	t.Run("concurrency", func(t *testing.T) { concurrencyCap(t, b) })
 	t.Run("multi-rule atomic", func(t *testing.T) { multiRuleAtomic(t, b) })
 	t.Run("user and ip keys", func(t *testing.T) { keyedLevels(t, b) })
+}
+
+// coldBound is the most a cold warm_up bucket of 200/s with a 1s warm-up
+// admits in d, by Guava's arithmetic: the first call passes at once and the
+// k+1-th once the first k have been paid for. Stored permits start at
+// max = 200 with threshold 100; above it a permit at level p costs
+// 5ms + (p-100)*100us (15ms at the top).
+func coldBound(d time.Duration) float64 {
+	paid, k := 0.0, 0
+	for stored := 200; ; stored-- {
+		cost := 5000.0
+		if stored > 100 {
+			cost += (float64(stored) - 100 - 0.5) * 100 // trapezoid of one permit
+		}
+		if paid+cost > float64(d.Microseconds()) {
+			return float64(k + 1)
+		}
+		paid += cost
+		k++
+	}
 }
 
 // leakyQueueing: with MaxWait, admitted calls are told to wait for slots

@@ -1,0 +1,207 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"runtime"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/flowgate/flowgate/clock"
+	"github.com/flowgate/flowgate/flow"
+	"github.com/flowgate/flowgate/internal/redistest"
+	"github.com/redis/go-redis/v9"
+)
+
+// faultClient is a client as the docs recommend for a token server: the
+// context deadline reaches the socket, and no command is re-sent.
+func faultClient(srv *redistest.Server) *redis.Client {
+	o := srv.ClientOptions()
+	o.MaxRetries = -1
+	return srv.NewClient(o)
+}
+
+func policyRules() []flow.Rule {
+	rules := []flow.Rule{}
+	for _, fb := range []string{"allow", "deny", "local"} {
+		r := crule(fb, fb, flow.AlgoFixedWindow, 8, time.Hour)
+		r.Cluster.Fallback = fb
+		rules = append(rules, r)
+	}
+	return rules
+}
+
+// TestRedisKilledEachPolicy: with Redis gone, "allow" passes, "deny"
+// blocks and "local" decides at Limit/instances, each within the timeout,
+// the breaker opens, and no goroutines pile up.
+func TestRedisKilledEachPolicy(t *testing.T) {
+	srv := redistest.Start(t)
+	brClock := clock.NewFake(t0)
+	ts := newServer(t, faultClient(srv), WithClock(brClock))
+	other := newServer(t, faultClient(srv)) // a second live instance: local share is 8/2
+	if _, err := ts.Heartbeat(context.Background()); err != nil || ts.Instances() != 2 {
+		t.Fatalf("instances %d (%v), want 2", ts.Instances(), err)
+	}
+	_ = other
+	e := newEngine(t, ts, t0, policyRules()...)
+	for _, res := range []string{"allow", "deny", "local"} {
+		p, err := e.Entry(res)
+		if err != nil {
+			t.Fatalf("%s with Redis up: %v", res, err)
+		}
+		p.Exit()
+	}
+	before := runtime.NumGoroutine()
+	srv.Kill()
+
+	var mu sync.Mutex
+	got := map[string]map[string]int{"allow": {}, "deny": {}, "local": {}}
+	var slowest time.Duration
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 30 {
+				res := []string{"allow", "deny", "local"}[(g+i)%3]
+				start := time.Now()
+				p, err := e.Entry(res)
+				d := time.Since(start)
+				out := "pass"
+				var be *flow.BlockError
+				switch {
+				case err == nil:
+					p.Exit()
+				case errors.As(err, &be):
+					out = be.Reason
+				default:
+					out = err.Error()
+				}
+				mu.Lock()
+				got[res][out]++
+				slowest = max(slowest, d)
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	if got["allow"]["pass"] != 80 || len(got["allow"]) != 1 {
+		t.Errorf("allow: %v, want all 80 passed", got["allow"])
+	}
+	if got["deny"][flow.ReasonClusterUnavailable] != 80 || len(got["deny"]) != 1 {
+		t.Errorf("deny: %v, want all 80 blocked as %q", got["deny"], flow.ReasonClusterUnavailable)
+	}
+	if got["local"]["pass"] != 4 || got["local"][flow.ReasonRateLimited] != 76 {
+		t.Errorf("local: %v, want 4 (8 over 2 instances) passed, 76 rate limited", got["local"])
+	}
+	// A refused connection fails at once; the timeout (20ms) bounds the rest.
+	if slowest > ts.cf.timeout+100*time.Millisecond {
+		t.Errorf("slowest call with Redis dead took %v, want under the %v timeout (+slack)", slowest, ts.cf.timeout)
+	}
+	st := ts.Stats()
+	if !st.BreakerOpen || st.BreakerRejected == 0 || st.Errors < 5 {
+		t.Errorf("stats %+v: want the breaker open after 5 failures, later calls rejected by it", st)
+	}
+	fb := e.Snapshot().Cluster.Fallbacks
+	if fb["allow"] != 80 || fb["deny"] != 80 || fb["local"] != 80 {
+		t.Errorf("engine fallbacks %v, want 80 of each", fb)
+	}
+	if after := runtime.NumGoroutine(); after > before+2 {
+		t.Errorf("goroutines %d after the outage, %d before: piling up", after, before)
+	}
+}
+
+// TestRedisRestartedRecoversThroughNOSCRIPT: a restarted Redis has an
+// empty script cache; the server sends the script again by itself.
+func TestRedisRestartedRecoversThroughNOSCRIPT(t *testing.T) {
+	srv := redistest.Start(t)
+	rdb := faultClient(srv)
+	ts := newServer(t, rdb)
+	r := crule("r", uniq("restart"), flow.AlgoSlidingLog, 100, time.Hour)
+	e := newEngine(t, ts, t0, r)
+	entry := func() error {
+		p, err := e.Entry(r.Resource)
+		if err == nil {
+			p.Exit()
+		}
+		return err
+	}
+	if err := entry(); err != nil {
+		t.Fatal(err)
+	}
+	srv.Restart()
+	ctx := context.Background()
+	if ok, err := srv.Client().ScriptExists(ctx, acquireScript.sha).Result(); err != nil || ok[0] {
+		t.Fatalf("script cache after restart: %v %v, want empty", ok, err)
+	}
+	// The pooled connection died with the old process: the first call may
+	// fail (and fall back); a call after it must be decided by Redis.
+	passedBefore := ts.Stats().Passed
+	var errs []error
+	for range 3 {
+		if err := entry(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if ts.Stats().Passed < passedBefore+2 || len(errs) > 1 {
+		t.Fatalf("after restart: stats %+v, errors %v", ts.Stats(), errs)
+	}
+	if ok, err := srv.Client().ScriptExists(ctx, acquireScript.sha).Result(); err != nil || !ok[0] {
+		t.Fatalf("script not reloaded: %v %v", ok, err)
+	}
+}
+
+// TestRedisPausedFailsFastAfterBreakerOpens: a frozen Redis costs the
+// timeout for the first calls only; then calls fail at once, and once
+// Redis is back a probe closes the breaker.
+func TestRedisPausedFailsFastAfterBreakerOpens(t *testing.T) {
+	srv := redistest.Start(t)
+	brClock := clock.NewFake(t0)
+	ts := newServer(t, faultClient(srv), WithClock(brClock), WithHeartbeat(0, 0))
+	r := crule("r", uniq("pause"), flow.AlgoFixedWindow, 1000, time.Hour)
+	r.Cluster.Fallback = "allow"
+	e := newEngine(t, ts, t0, r)
+	call := func() time.Duration {
+		start := time.Now()
+		p, err := e.Entry(r.Resource)
+		if err != nil {
+			t.Fatalf("allow fallback: %v", err)
+		}
+		p.Exit()
+		return time.Since(start)
+	}
+	call()
+	srv.Pause()
+	var slow []time.Duration
+	for range 5 { // the breaker's threshold
+		slow = append(slow, call())
+	}
+	if !ts.BreakerOpen() {
+		t.Fatalf("breaker closed after 5 timeouts (%v)", slow)
+	}
+	var fastest, slowest time.Duration = time.Hour, 0
+	for range 50 {
+		d := call()
+		fastest, slowest = min(fastest, d), max(slowest, d)
+	}
+	if slowest > 5*time.Millisecond {
+		t.Fatalf("with the breaker open a call took %v, want fast failure (first 5 took %v)", slowest, slow)
+	}
+	for _, d := range slow {
+		if d < ts.cf.timeout/2 || d > ts.cf.timeout+200*time.Millisecond {
+			t.Fatalf("calls before the breaker opened took %v, want about the %v timeout", slow, ts.cf.timeout)
+		}
+	}
+	srv.Resume()
+	brClock.Advance(time.Second) // openFor: the next call probes
+	call()
+	if ts.BreakerOpen() {
+		t.Fatalf("breaker still open after Redis came back: %+v", ts.Stats())
+	}
+	before := ts.Stats().Passed
+	call()
+	if ts.Stats().Passed != before+1 {
+		t.Fatalf("calls not decided by Redis after recovery: %+v", ts.Stats())
+	}
+}
