@@ -54,7 +54,9 @@ func crule(id, res string, algo flow.Algorithm, limit float64, window time.Durat
 // uniq returns a resource name no other test uses, so keys start empty.
 var uniqN atomic.Int64
 
-func uniq(name string) string { return fmt.Sprintf("%s-%d-%d", name, time.Now().UnixNano(), uniqN.Add(1)) }
+func uniq(name string) string {
+	return fmt.Sprintf("%s-%d-%d", name, time.Now().UnixNano(), uniqN.Add(1))
+}
 
 // hammer runs goroutines on every engine, each making calls Entry calls,
 // and returns how many were admitted and refused. An error other than a

@@ -1,0 +1,115 @@
+package cluster
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/flowgate/flowgate/flow"
+	"github.com/flowgate/flowgate/internal/redistest"
+)
+
+const (
+	leaseBatch  = 32
+	leasePeriod = 50 * time.Millisecond
+)
+
+// leasedEngines returns 4 engines on leasing token servers.
+func leasedEngines(t *testing.T, srv *redistest.Server, r flow.Rule) ([]*flow.Engine, []*RedisTokenServer) {
+	t.Helper()
+	var es []*flow.Engine
+	var ts []*RedisTokenServer
+	for i := range 4 {
+		s := newServer(t, srv.NewClient(nil), WithLeasing(LeaseConfig{Period: leasePeriod, MaxBatch: leaseBatch}))
+		ts = append(ts, s)
+		es = append(es, newEngine(t, s, t0.Add(time.Duration(i)*time.Minute), r))
+	}
+	return es, ts
+}
+
+func roundTrips(ts []*RedisTokenServer) (trips, local uint64) {
+	for _, s := range ts {
+		st := s.Stats()
+		trips += st.Passed + st.Blocked + st.Errors
+		local += st.LeaseLocal
+	}
+	return trips, local
+}
+
+// TestLeasingOverAdmissionBound: with leases, a sliding log of 1000 per 2s
+// admits at most 1000 + instances x MaxBatch in the window, in far fewer
+// round trips than decisions; unspent permits go back on Close, after
+// which Redis holds exactly what was admitted.
+func TestLeasingOverAdmissionBound(t *testing.T) {
+	srv := redistest.Start(t)
+	r := crule("r", uniq("lease-log"), flow.AlgoSlidingLog, 1000, 2*time.Second)
+	es, ts := leasedEngines(t, srv, r)
+	start := time.Now()
+	passed, refused := hammer(t, es, 8, r.Resource, 100, nil)
+	if el := time.Since(start); el > 1500*time.Millisecond {
+		t.Skipf("run took %v: too slow to check within one window", el)
+	}
+	const bound = 1000 + 4*leaseBatch
+	if passed > bound || passed < 1000-4*leaseBatch {
+		t.Fatalf("passed %d (refused %d), want within 1000 ± 4 x %d", passed, refused, leaseBatch)
+	}
+	trips, local := roundTrips(ts)
+	if decisions := uint64(passed + refused); trips*5 > decisions {
+		t.Fatalf("%d round trips for %d decisions: leasing saved too little", trips, decisions)
+	}
+	t.Logf("passed %d refused %d: %d round trips, %d local decisions", passed, refused, trips, local)
+	for _, s := range ts {
+		if err := s.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	n, err := srv.Client().ZCard(context.Background(), "flowgate:{"+r.Resource+"|global|}:r").Result()
+	if err != nil || n != passed {
+		t.Fatalf("log holds %d (%v) after Close returned unspent permits, want %d admitted", n, err, passed)
+	}
+}
+
+// TestLeasingFixedWindowNeverOverAdmits: a fixed window's batch ends with
+// its window, and every leased permit is counted in Redis, so the window
+// never admits more than its limit.
+func TestLeasingFixedWindowNeverOverAdmits(t *testing.T) {
+	srv := redistest.Start(t)
+	r := crule("r", uniq("lease-fw"), flow.AlgoFixedWindow, 1000, time.Hour)
+	es, ts := leasedEngines(t, srv, r)
+	waitWindowStart(t, srv.Client(), time.Hour, 2*time.Second)
+	passed, _ := hammer(t, es, 8, r.Resource, 100, nil)
+	if passed > 1000 || passed < 1000-4*leaseBatch {
+		t.Fatalf("passed %d, want 1000 - 4 x %d .. 1000", passed, leaseBatch)
+	}
+	trips, local := roundTrips(ts)
+	if local == 0 || trips*5 > uint64(len(es)*8*100) {
+		t.Fatalf("%d round trips, %d local decisions for %d calls", trips, local, len(es)*8*100)
+	}
+}
+
+// TestLeasingBatchFollowsDemand: the batch doubles while it runs out early,
+// up to MaxBatch, and a batch that expires unspent goes back to Redis.
+func TestLeasingBatchFollowsDemand(t *testing.T) {
+	srv := redistest.Start(t)
+	r := crule("r", uniq("lease-size"), flow.AlgoTokenBucket, 1e6, time.Second)
+	ts := newServer(t, srv.NewClient(nil), WithLeasing(LeaseConfig{Period: time.Hour, MaxBatch: 16}), WithHeartbeat(0, 0))
+	e := newEngine(t, ts, t0, r)
+	for range 1 + 2 + 4 + 8 + 16 + 16 {
+		p, err := e.Entry(r.Resource)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p.Exit()
+	}
+	if st := ts.Stats(); st.LeaseFetches != 6 || st.LeaseLocal != 47-6 {
+		t.Fatalf("stats %+v: want batches 1,2,4,8,16,16 = 6 fetches", st)
+	}
+	p, _ := e.Entry(r.Resource) // a 7th batch of 16, one spent
+	p.Exit()
+	if err := ts.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if st := ts.Stats(); st.LeaseReturned != 15 {
+		t.Fatalf("returned %d unspent permits on Close, want 15", st.LeaseReturned)
+	}
+}
