@@ -284,7 +284,7 @@ func (a *Alerter) alert(s *series, status string, now time.Time) Alert {
 		StartsAt: s.activeAt, Labels: labels, UpdatedAt: now,
 		Requests: s.requests, Blocked: s.blocked, Threshold: a.cfg.RejectionRatio,
 		Annotations: map[string]string{
-			"summary": fmt.Sprintf("flowgate blocks %.0f%% of calls to %s", 100*s.ratio, what),
+			"summary": summary(status, s.ratio, what),
 			"description": fmt.Sprintf("%d of %d calls to %s blocked over the last %v (ratio %.3f, threshold %v, resolves below %v).",
 				s.blocked, s.requests, what, a.cfg.Window, s.ratio, a.cfg.RejectionRatio, a.cfg.ResolveRatio),
 		},
@@ -349,4 +349,11 @@ func (a *Alerter) Stats() Stats {
 		st.Dropped += q.dropped.Load()
 	}
 	return st
+}
+
+func summary(status string, ratio float64, what string) string {
+	if status == StatusResolved {
+		return fmt.Sprintf("flowgate blocks %.0f%% of calls to %s again, no longer too many", 100*ratio, what)
+	}
+	return fmt.Sprintf("flowgate blocks %.0f%% of calls to %s", 100*ratio, what)
 }
