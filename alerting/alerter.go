@@ -125,8 +125,11 @@ func (a *Alerter) Evaluate(ctx context.Context) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	snap := a.eng.Snapshot()
-	now := a.clk.Now()
+	return a.evaluate(a.eng.Snapshot(), a.clk.Now())
+}
+
+// evaluate is Evaluate on a given snapshot and time.
+func (a *Alerter) evaluate(snap flow.Snapshot, now time.Time) error {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.closed {

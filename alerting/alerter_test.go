@@ -288,3 +288,50 @@ func TestEvaluateErrors(t *testing.T) {
 		t.Errorf("after Close: %v, want ErrClosed", err)
 	}
 }
+
+// snap builds a snapshot of lifetime counters: resource → passed, blocked.
+func snap(counts map[string][2]uint64) flow.Snapshot {
+	var s flow.Snapshot
+	for name, c := range counts {
+		rs := flow.ResourceStats{Resource: name, Passed: c[0]}
+		rs.Blocked[flow.LevelUser] = c[1] // any level counts
+		s.Resources = append(s.Resources, rs)
+	}
+	return s
+}
+
+func TestVanishedResourceResolvesAndIsDropped(t *testing.T) {
+	rec := &recorder{}
+	al := New(flow.NewEngine(), WithSink(rec), WithFor(0), WithOverall(false))
+	defer al.Close()
+	ctx := context.Background()
+	at := t0
+	step := func(counts map[string][2]uint64) {
+		t.Helper()
+		if err := al.evaluate(snap(counts), at); err != nil {
+			t.Fatal(err)
+		}
+		if err := al.Flush(ctx); err != nil {
+			t.Fatal(err)
+		}
+		at = at.Add(10 * time.Second)
+	}
+	step(map[string][2]uint64{"a": {0, 0}, "b": {0, 0}})
+	step(map[string][2]uint64{"a": {100, 100}, "b": {100, 0}})
+	if got := al.Firing(); len(got) != 1 || got[0].Resource != "a" {
+		t.Fatalf("Firing() = %+v, want a", got)
+	}
+	step(map[string][2]uint64{"b": {200, 0}}) // a is gone
+	got := rec.all()
+	if len(got) != 2 || got[1].Status != StatusResolved || got[1].Resource != "a" || !got[1].EndsAt.Equal(t0.Add(20*time.Second)) {
+		t.Fatalf("notifications = %+v, want a firing then a resolved at +20s", got)
+	}
+	if st := al.State(); len(st) != 1 || st[0].Resource != "b" {
+		t.Fatalf("State() = %+v, want only b", st)
+	}
+	// It comes back: a fresh window, no stale baseline.
+	step(map[string][2]uint64{"a": {500, 500}, "b": {300, 0}})
+	if s := al.State()[0]; s.Resource != "a" || s.State != Inactive || s.Requests != 0 {
+		t.Fatalf("returned resource: %+v, want inactive with an empty window", s)
+	}
+}
