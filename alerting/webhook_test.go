@@ -182,6 +182,25 @@ func TestWebhookSinkRetries(t *testing.T) {
 		t.Errorf("400: %d posts, want 1", len(bodies))
 	}
 
+	// 429 asks to come back later: retried.
+	srv = newHookServer(t, 429, 200)
+	hook, _ = NewWebhookSink(srv.URL, WithHTTPClock(clk))
+	if err := hook.Notify(context.Background(), testAlert()); err != nil {
+		t.Fatalf("429 then 200: %v", err)
+	}
+	if bodies, _ := srv.requests(); len(bodies) != 2 {
+		t.Errorf("429: %d posts, want 2", len(bodies))
+	}
+
+	// A cancelled context stops the backoff.
+	srv = newHookServer(t, 500, 500)
+	hook, _ = NewWebhookSink(srv.URL)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := hook.Notify(ctx, testAlert()); !errors.Is(err, context.Canceled) {
+		t.Errorf("cancelled Notify = %v, want context.Canceled", err)
+	}
+
 	// Always 500: retries, then the last error.
 	srv = newHookServer(t, 500, 500, 500, 500, 500)
 	hook, _ = NewWebhookSink(srv.URL, WithHTTPClock(clk), WithRetries(2))
