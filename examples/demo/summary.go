@@ -1,0 +1,150 @@
+package main
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/flowgate/flowgate/alerting"
+	"github.com/flowgate/flowgate/flow"
+)
+
+// scrape fetches the demo's own /metrics once, as Prometheus would.
+func scrape(c *http.Client, url string) (string, error) {
+	resp, err := c.Get(url)
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return "", fmt.Errorf("GET %s: %s", url, resp.Status)
+	}
+	b, err := io.ReadAll(resp.Body)
+	return string(b), err
+}
+
+// pickMetrics keeps a few telling flowgate_ lines of a scrape: the refusals
+// by level, the queued orders, the reloaded limit, reload status and alerts.
+func pickMetrics(text string) []string {
+	var out []string
+	sc := bufio.NewScanner(strings.NewReader(text))
+	for sc.Scan() {
+		l := sc.Text()
+		if !strings.HasPrefix(l, "flowgate_") {
+			continue
+		}
+		keep := false
+		switch {
+		case strings.HasPrefix(l, "flowgate_requests_total"):
+			keep = (strings.Contains(l, `result="blocked"`) || strings.Contains(l, `result="waited"`)) &&
+				!strings.HasSuffix(l, " 0") && !strings.Contains(l, `level="system"`)
+		case strings.HasPrefix(l, "flowgate_rule_limit"):
+			keep = strings.Contains(l, reloadRule)
+		case strings.HasPrefix(l, "flowgate_rules_last_reload_successful"),
+			strings.HasPrefix(l, "flowgate_alerts_firing"):
+			keep = true
+		}
+		if keep {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+// printSummary ends the demo: totals, the ramp, the reload, the alerts, the
+// metrics, and a line saying which of the things to show were shown.
+func printSummary(w io.Writer, m *monitor, f frame, scraped string) {
+	var sent, dropped uint64
+	for _, a := range f.actors {
+		sent += a.sent
+		dropped += a.dropped
+	}
+	fmt.Fprintf(w, "== summary: %s of load, %d HTTP requests over loopback", time.Since(m.start).Round(100*time.Millisecond), sent)
+	if dropped > 0 {
+		fmt.Fprintf(w, " (%d not sent: every worker busy)", dropped)
+	}
+	fmt.Fprintln(w)
+
+	fmt.Fprintf(w, "\n%-24s %7s %6s  %6s %6s %6s\n", "resource", "passed", "waited", "ip", "user", "global")
+	var byLevel [flow.NumLevels]uint64
+	var passed, waited uint64
+	for _, r := range f.resources {
+		fmt.Fprintf(w, "%-24s %7d %6d  %6d %6d %6d\n", r.name, r.passed, r.waited,
+			r.blocked[flow.LevelIP], r.blocked[flow.LevelUser], r.blocked[flow.LevelGlobal])
+		for l, n := range r.blocked {
+			byLevel[l] += n
+		}
+		passed += r.passed
+		waited += r.waited
+	}
+	fmt.Fprintf(w, "%-24s %7d %6d  %6d %6d %6d   (blocked at ip, user, global)\n", "all", passed, waited,
+		byLevel[flow.LevelIP], byLevel[flow.LevelUser], byLevel[flow.LevelGlobal])
+
+	fmt.Fprintf(w, "\n%-26s %6s %6s  %6s %6s %6s %6s\n", "client", "sent", "ok", "ip", "user", "global", "errors")
+	for _, a := range f.actors {
+		fmt.Fprintf(w, "%-26s %6d %6d  %6d %6d %6d %6d\n", a.name, a.sent, a.ok,
+			a.blocked[flow.LevelIP], a.blocked[flow.LevelUser], a.blocked[flow.LevelGlobal], a.failed)
+	}
+
+	fmt.Fprintf(w, "\nwarm-up ramp on %s (admitted per second; cold %.0f/s, stable %.0f/s, warm-up %s):\n",
+		resRecs, f.cold, f.stable, f.warmup)
+	ramped := false
+	for _, p := range f.ramp {
+		fmt.Fprintf(w, "  %5.1fs %4.0f/s %s\n", p.at.Seconds(), p.rate, strings.Repeat("#", int(p.rate/f.stable*40+0.5)))
+		ramped = ramped || p.rate > 1.5*f.cold
+	}
+
+	m.mu.Lock()
+	versions := append([]string(nil), m.versions...)
+	alerts := append([]alerting.Alert(nil), m.alerts...)
+	reloadOK := m.reloadOK
+	events := append([]event(nil), m.events...)
+	m.mu.Unlock()
+	fmt.Fprintln(w, "\nhot reload:")
+	for _, e := range events {
+		if strings.Contains(e.text, "reload") || strings.Contains(e.text, "rules file") {
+			fmt.Fprintf(w, "  [%5.1fs] %s\n", e.at.Seconds(), e.text)
+		}
+	}
+	st := m.watcher.Status()
+	fmt.Fprintf(w, "  watcher: %d loads, %d refused, version in force %s\n", st.Reloads, st.Failures, short(st.Version))
+
+	fmt.Fprintln(w, "\nalert history (from the alerting sink):")
+	fired := 0
+	for _, a := range alerts {
+		at := m.since(a.UpdatedAt).Seconds()
+		if a.Status == alerting.StatusFiring {
+			fired++
+			fmt.Fprintf(w, "  [%5.1fs] FIRING   %-24s ratio %3.0f%% (%d of %d refused)\n", at, a.Resource, 100*a.Ratio, a.Blocked, a.Requests)
+		} else {
+			fmt.Fprintf(w, "  [%5.1fs] resolved %-24s ratio %3.0f%% (high since %.1fs)\n", at, a.Resource, 100*a.Ratio,
+				m.since(a.StartsAt).Seconds())
+		}
+	}
+	if len(alerts) == 0 {
+		fmt.Fprintln(w, "  none")
+	}
+	for _, s := range f.states {
+		if s.State == alerting.Firing {
+			fmt.Fprintf(w, "  still firing at the end: %s\n", s.Resource)
+		}
+	}
+
+	fmt.Fprintf(w, "\n/metrics scraped once from %s; a few of its flowgate_ lines:\n", m.metricsURL)
+	for _, l := range pickMetrics(scraped) {
+		fmt.Fprintf(w, "  %s\n", l)
+	}
+
+	mark := func(ok bool) string {
+		if ok {
+			return "yes"
+		}
+		return "NO"
+	}
+	fmt.Fprintf(w, "\nshown: blocks at ip %s, user %s, global %s; queued waits %s; warm-up ramp %s; hot reload %s (%d versions); alert fired %s\n",
+		mark(byLevel[flow.LevelIP] > 0), mark(byLevel[flow.LevelUser] > 0), mark(byLevel[flow.LevelGlobal] > 0),
+		mark(waited > 0), mark(ramped), mark(reloadOK), len(versions), mark(fired > 0))
+}
