@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -65,11 +66,25 @@ func (s *RedisTokenServer) withTimeout(ctx context.Context) (context.Context, co
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	if dl, ok := ctx.Deadline(); ok && s.cf.clk.Now().Add(s.cf.timeout).After(dl) {
+	dl := time.Now().Add(s.cf.timeout)
+	if pdl, ok := ctx.Deadline(); ok && !dl.Before(pdl) {
 		return ctx, nil
 	}
-	return context.WithTimeout(ctx, s.cf.timeout)
+	return &deadlineCtx{Context: ctx, dl: dl}, nil
 }
+
+// deadlineCtx is ctx with an earlier deadline and no timer: go-redis (with
+// ContextTimeoutEnabled) sets the socket deadline from Deadline, which is
+// what bounds a call to a slow Redis, so the timer, goroutine-free as it
+// is, and the four allocations of context.WithTimeout buy nothing here.
+// Done and Err stay the parent's: cancelling the caller still stops the
+// call where go-redis watches for it.
+type deadlineCtx struct {
+	context.Context
+	dl time.Time
+}
+
+func (c *deadlineCtx) Deadline() (time.Time, bool) { return c.dl, true }
 
 // args lays out EVALSHA's arguments in a pooled slice: command and sha
 // (filled by script.run), numkeys, keys, then ARGV as prelude.lua reads it.
@@ -91,12 +106,11 @@ func (s *RedisTokenServer) args(p *plan, key string, id any, seq uint64, tokens 
 	case only == nil && key == "" && p.global != nil:
 		a = append(a, p.global...)
 	default:
-		ks := p.keys(key)
-		for i := range ks {
+		p.eachKey(key, func(i int, k string) {
 			if only == nil || contains(only, i) {
-				a = append(a, ks[i])
+				a = append(a, k)
 			}
-		}
+		})
 	}
 	a = append(a, id, seq, tokens, a[2])
 	if only == nil {

@@ -98,21 +98,26 @@ func newPlan(prefix string, req *flow.TokenRequest, instances int, concTTL int64
 }
 
 // keys builds the state key of every rule: prefix{resource|level|key}:id.
-// All share the {hash tag}, so Redis Cluster takes them in one call; they
-// are slices of one string, one allocation for all.
 func (p *plan) keys(key string) []string {
-	prefix := p.prefix
+	ks := make([]string, 0, p.n)
+	p.eachKey(key, func(_ int, k string) { ks = append(ks, k) })
+	return ks
+}
+
+// eachKey calls f with every rule's key. All keys share the {hash tag}, so
+// Redis Cluster takes them in one call; they are slices of one string, one
+// allocation for all.
+func (p *plan) eachKey(key string, f func(i int, k string)) {
 	lvl := p.level.String()
+	one := len(p.prefix) + len(p.resource) + len(lvl) + len(key) + 4
 	size := 0
 	for _, s := range p.suffixes {
-		size += len(prefix) + len(p.resource) + len(lvl) + len(key) + 4 + len(s)
+		size += one + len(s)
 	}
 	var b strings.Builder
 	b.Grow(size)
-	bounds := make([]int, 0, len(p.suffixes)+1)
 	for _, s := range p.suffixes {
-		bounds = append(bounds, b.Len())
-		b.WriteString(prefix)
+		b.WriteString(p.prefix)
 		b.WriteByte('{')
 		b.WriteString(p.resource)
 		b.WriteByte('|')
@@ -122,13 +127,11 @@ func (p *plan) keys(key string) []string {
 		b.WriteByte('}')
 		b.WriteString(s)
 	}
-	all := b.String()
-	bounds = append(bounds, len(all))
-	out := make([]string, len(p.suffixes))
-	for i := range out {
-		out[i] = all[bounds[i]:bounds[i+1]]
+	all, at := b.String(), 0
+	for i, s := range p.suffixes {
+		f(i, all[at:at+one+len(s)])
+		at += one + len(s)
 	}
-	return out
 }
 
 // effectiveLimit is the rule's cluster-wide limit: per_instance limits

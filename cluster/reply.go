@@ -45,7 +45,7 @@ func decodeReply(v any, want int) (reply, error) {
 		reset:     time.Duration(n[6]) * time.Microsecond,
 	}
 	if r.allowed != (r.refused == -1) || r.wait < 0 || r.retry < 0 || r.remaining < 0 || r.granted < 0 {
-		return reply{}, fmt.Errorf("cluster: script reply: inconsistent %v", n[:want])
+		return reply{}, fmt.Errorf("cluster: script reply: inconsistent %v", arr)
 	}
 	return r, nil
 }

@@ -24,11 +24,15 @@ var algorithmFiles = []string{
 type script struct {
 	src string
 	sha string
+	// The same, boxed once: a string put in an interface per call would
+	// allocate.
+	srcArg, shaArg any
 }
 
 func newScript(src string) *script {
 	sum := sha1.Sum([]byte(src))
-	return &script{src: src, sha: hex.EncodeToString(sum[:])}
+	sha := hex.EncodeToString(sum[:])
+	return &script{src: src, sha: sha, srcArg: src, shaArg: sha}
 }
 
 // The scripts: the three decision mains each carry the prelude and every
@@ -68,10 +72,10 @@ func assemble(main string) *script {
 // failover) sends the source with EVAL; after any other error, a timeout
 // above all, the call is never re-sent, since it may have counted already.
 func (s *script) run(ctx context.Context, rdb redis.UniversalClient, args []any) (any, error) {
-	args[0], args[1] = "evalsha", s.sha
+	args[0], args[1] = "evalsha", s.shaArg
 	v, err := rdb.Do(ctx, args...).Result()
 	if err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
-		args[0], args[1] = "eval", s.src
+		args[0], args[1] = "eval", s.srcArg
 		v, err = rdb.Do(ctx, args...).Result()
 	}
 	return v, err
