@@ -134,7 +134,7 @@ func phase(f float64) string {
 		s += " + abuser"
 	}
 	if f >= coldFrom {
-		s += " + recommendations (cold)"
+		s += " + recommendations"
 	}
 	if f >= spikeFrom && f < spikeUntil {
 		s += " + FLASH SALE"

@@ -162,8 +162,7 @@ func run(ctx context.Context, cfg config) (*monitor, error) {
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
 	edited := false
-	var last frame
-	var lastFull time.Time
+	var lastFull time.Time // when the whole table was last drawn
 loop:
 	for n := 1; ; n++ {
 		select {
@@ -175,17 +174,16 @@ loop:
 			edited = true
 			mon.edit(path)
 		}
-		last = mon.sample(true)
 		full := n%2 == 0
-		scr.frame(last, full)
-		if full {
+		scr.frame(mon.sample(true), full)
+		if full || !cfg.plain {
 			lastFull = time.Now()
 		}
 	}
-	// The load is over; show the last counts unless plain mode just did.
-	if !cfg.plain || time.Since(lastFull) > 500*time.Millisecond {
-		last = mon.sample(false)
-		scr.frame(last, true)
+	// The load is over: show the last counts, unless the table just did
+	// (a frame of a few milliseconds would show rates of nothing).
+	if time.Since(lastFull) > 500*time.Millisecond {
+		scr.frame(mon.sample(false), true)
 	}
 	scr.end()
 

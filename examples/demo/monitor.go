@@ -79,7 +79,7 @@ func (m *monitor) onReload(ev rules.Event) {
 	}
 	lag := ""
 	if !m.editedAt.IsZero() {
-		lag = fmt.Sprintf(", %dms after the edit", ev.Time.Sub(m.editedAt).Milliseconds())
+		lag = fmt.Sprintf(" (+%dms)", ev.Time.Sub(m.editedAt).Milliseconds())
 		m.reloadOK = true
 	}
 	m.addEvent(m.since(ev.Time), "reload applied by the watcher: version %s -> %s%s",
@@ -108,7 +108,7 @@ func (m *monitor) edit(path string) {
 		m.addEvent(m.since(m.editedAt), "editing the rules file failed: %v", err)
 		return
 	}
-	m.addEvent(m.since(m.editedAt), "rules file edited: %s limit %v -> %v/s, burst %v -> %v (u-4711 is a paying customer)",
+	m.addEvent(m.since(m.editedAt), "rules file edited: %s limit %v -> %v/s, burst %v -> %v",
 		reloadRule, old["limit"], reloadLimit, old["burst"], reloadBurst)
 }
 
@@ -118,11 +118,11 @@ func (m *monitor) onAlert(a alerting.Alert) {
 	defer m.mu.Unlock()
 	m.alerts = append(m.alerts, a)
 	if a.Status == alerting.StatusFiring {
-		m.addEvent(m.since(a.UpdatedAt), "ALERT FIRING   %s: %.0f%% of %d calls refused over the window (threshold %.0f%%)",
+		m.addEvent(m.since(a.UpdatedAt), "ALERT FIRING   %s: %.0f%% of %d calls refused (> %.0f%%)",
 			a.Resource, 100*a.Ratio, a.Requests, 100*a.Threshold)
 		return
 	}
-	m.addEvent(m.since(a.UpdatedAt), "alert resolved %s: ratio down to %.0f%% (high since %.1fs)",
+	m.addEvent(m.since(a.UpdatedAt), "alert resolved %s: ratio %.0f%% (high since %.1fs)",
 		a.Resource, 100*a.Ratio, m.since(a.StartsAt).Seconds())
 }
 

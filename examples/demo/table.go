@@ -114,7 +114,7 @@ func table(f frame, ascii bool, maxLines int) []string {
 			ev = ev[len(ev)-6:]
 		}
 		for _, e := range ev {
-			events = append(events, fmt.Sprintf("[%5.1fs] %s", e.at.Seconds(), clip(e.text, 70)))
+			events = append(events, fmt.Sprintf("[%5.1fs] %s", e.at.Seconds(), clip(e.text, 71)))
 		}
 	}
 
