@@ -39,6 +39,7 @@ func (l *Limiter) Acquire(ctx context.Context, permits int) (time.Duration, erro
 		if l.commit(w0, w1, &st) {
 			return wait, l.sleep(ctx, permits, wait)
 		}
+		lostRace()
 	}
 }
 
@@ -80,6 +81,7 @@ func (l *Limiter) Reserve(permits int) (time.Duration, error) {
 		if l.commit(w0, w1, &st) {
 			return microsToDuration(max(at-m, 0)), nil
 		}
+		lostRace()
 	}
 }
 

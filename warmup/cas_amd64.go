@@ -2,9 +2,12 @@ package warmup
 
 import "sync/atomic"
 
-// casGuard is empty: amd64 has CMPXCHG16B (every x86-64 CPU Go supports
-// from GOAMD64=v2 on, and in practice all in service).
-type casGuard struct{}
+// useCAS16 reports whether the CPU has CMPXCHG16B (all x86-64 CPUs of the
+// last fifteen years; GOAMD64=v1 does not promise it). Set once at start;
+// tests turn it off to run the locked path.
+var useCAS16 = hasCX16()
+
+func hasCX16() bool
 
 //go:noescape
 func cas128(addr *[2]uint64, old0, old1, new0, new1 uint64) bool
@@ -13,9 +16,18 @@ func cas128(addr *[2]uint64, old0, old1, new0, new1 uint64) bool
 func load128(addr *[2]uint64) (w0, w1 uint64)
 
 func (l *Limiter) cas(old0, old1, new0, new1 uint64) bool {
-	return cas128(l.pair, old0, old1, new0, new1)
+	if useCAS16 {
+		return cas128(l.pair, old0, old1, new0, new1)
+	}
+	return l.casLocked(old0, old1, new0, new1)
 }
 
-func (l *Limiter) load0() uint64             { return atomic.LoadUint64(&l.pair[0]) }
-func (l *Limiter) load1() uint64             { return atomic.LoadUint64(&l.pair[1]) }
-func (l *Limiter) load128() (uint64, uint64) { return load128(l.pair) }
+func (l *Limiter) load128() (uint64, uint64) {
+	if useCAS16 {
+		return load128(l.pair)
+	}
+	return l.load128Locked()
+}
+
+func (l *Limiter) load0() uint64 { return atomic.LoadUint64(&l.pair[0]) }
+func (l *Limiter) load1() uint64 { return atomic.LoadUint64(&l.pair[1]) }

@@ -26,3 +26,14 @@ TEXT ·load128(SB), NOSPLIT, $0-24
 	MOVQ AX, w0+8(FP)
 	MOVQ DX, w1+16(FP)
 	RET
+
+// func hasCX16() bool: CPUID leaf 1, ECX bit 13 (CMPXCHG16B), which the
+// x86-64 baseline (GOAMD64=v1) does not promise.
+TEXT ·hasCX16(SB), NOSPLIT, $0-1
+	MOVL $1, AX
+	XORL CX, CX
+	CPUID
+	SHRL $13, CX
+	ANDL $1, CX
+	MOVB CX, ret+0(FP)
+	RET

@@ -2,31 +2,16 @@
 
 package warmup
 
-import (
-	"sync"
-	"sync/atomic"
-)
+import "sync/atomic"
 
-// casGuard makes the two-word CAS atomic with a lock where the CPU has no
-// 16-byte CAS we use. Loads stay lock-free: a torn pair fails the CAS.
-type casGuard struct{ mu sync.Mutex }
+// useCAS16 is false: no 16-byte CAS is used on this architecture.
+var useCAS16 = false
 
 func (l *Limiter) cas(old0, old1, new0, new1 uint64) bool {
-	l.guard.mu.Lock()
-	defer l.guard.mu.Unlock()
-	if atomic.LoadUint64(&l.pair[0]) != old0 || atomic.LoadUint64(&l.pair[1]) != old1 {
-		return false
-	}
-	atomic.StoreUint64(&l.pair[0], new0)
-	atomic.StoreUint64(&l.pair[1], new1)
-	return true
+	return l.casLocked(old0, old1, new0, new1)
 }
+
+func (l *Limiter) load128() (uint64, uint64) { return l.load128Locked() }
 
 func (l *Limiter) load0() uint64 { return atomic.LoadUint64(&l.pair[0]) }
 func (l *Limiter) load1() uint64 { return atomic.LoadUint64(&l.pair[1]) }
-
-func (l *Limiter) load128() (uint64, uint64) {
-	l.guard.mu.Lock()
-	defer l.guard.mu.Unlock()
-	return l.pair[0], l.pair[1]
-}

@@ -11,6 +11,10 @@
 // Guava's SmoothRateLimiter). A warming-up limiter starts cold, a bursty one
 // empty; WithStoredPermits overrides both.
 //
+// The state is two 64-bit words (nextFree and the stored permits) swapped
+// together by one 16-byte compare-and-swap, so a grant is one atomic
+// instruction after the Guava math, and a refusal is one load; see state.go.
+//
 // Time is kept in whole microseconds since construction and every float to
 // integer conversion saturates, as Java's (long) cast does, so waits match
 // Guava's to the microsecond. Acquire and TryAcquire read the limiter's clock and

@@ -32,7 +32,8 @@ type Limiter struct {
 	rate atomic.Pointer[rateConfig]
 	// setMu serializes SetRate calls.
 	setMu sync.Mutex
-	guard casGuard // empty where the CPU has a 16-byte CAS
+	// guard makes the two-word CAS atomic where the CPU has no 16-byte CAS.
+	guard sync.Mutex
 
 	// Fixed at construction.
 	param  float64 // bursty: maxBurstSeconds; warming up: coldFactor

@@ -471,3 +471,16 @@ func TestLimiterIsSmall(t *testing.T) {
 		}
 	}
 }
+
+func TestLockedCASPath(t *testing.T) {
+	// The path taken where the CPU has no 16-byte CAS, run here too.
+	saved := useCAS16
+	useCAS16 = false
+	defer func() { useCAS16 = saved }()
+	for _, test := range []func(*testing.T){
+		TestGuavaWarmUpAndUpdate, TestGuavaInfinityBursty, TestRefund,
+		TestConcurrentExactCount, TestConcurrentNeverOverRate,
+	} {
+		test(t)
+	}
+}

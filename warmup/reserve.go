@@ -40,11 +40,10 @@ func (l *Limiter) TryReserveAt(now int64, permits int, maxWait time.Duration) (R
 		}
 		st := decode(w0, w1, c)
 		at := l.reserveEarliestAvailable(&st, permits, m)
-		// A torn read of w0, w1 or a concurrent grant fails the CAS: retry at
-		// once, the loser of a race has only a few nanoseconds of math to redo.
 		if l.commit(w0, w1, &st) {
 			return Reservation{OK: true, Wait: microsToDuration(max(at-m, 0))}, nil
 		}
+		lostRace()
 	}
 }
 
@@ -68,6 +67,7 @@ func (l *Limiter) Refund(now int64, permits int) {
 		if l.commit(w0, w1, &st) {
 			return
 		}
+		lostRace()
 	}
 }
 

@@ -3,6 +3,7 @@ package warmup
 import (
 	"math"
 	"runtime"
+	"sync/atomic"
 	"unsafe"
 )
 
@@ -97,10 +98,37 @@ func (l *Limiter) commit(w0, w1 uint64, st *state) bool {
 	return l.cas(w0, w1, encodeNext(st.next, w0>>verShift), math.Float64bits(st.stored))
 }
 
+// lostRace is called when a CAS failed because another call changed the
+// state first (or the read was torn). Yielding, rather than retrying at
+// once, lets the winner go on with the cache line to itself for a while
+// instead of bouncing it between cores on every call; it costs nothing when
+// there is no contention.
+func lostRace() { runtime.Gosched() }
+
 // backoff yields after a few tries: what we wait for is a SetRate between
 // two of its instructions, or a CAS lost to a concurrent grant.
 func backoff(spins int) {
 	if spins > 4 {
 		runtime.Gosched()
 	}
+}
+
+// casLocked is the two-word CAS made atomic by a lock, where the CPU has no
+// 16-byte CAS. Loads stay lock-free (atomic per word): a torn pair fails
+// the comparison here.
+func (l *Limiter) casLocked(old0, old1, new0, new1 uint64) bool {
+	l.guard.Lock()
+	defer l.guard.Unlock()
+	if atomic.LoadUint64(&l.pair[0]) != old0 || atomic.LoadUint64(&l.pair[1]) != old1 {
+		return false
+	}
+	atomic.StoreUint64(&l.pair[0], new0)
+	atomic.StoreUint64(&l.pair[1], new1)
+	return true
+}
+
+func (l *Limiter) load128Locked() (uint64, uint64) {
+	l.guard.Lock()
+	defer l.guard.Unlock()
+	return atomic.LoadUint64(&l.pair[0]), atomic.LoadUint64(&l.pair[1])
 }
