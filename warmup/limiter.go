@@ -30,8 +30,6 @@ type Limiter struct {
 	// rate is the current rate and its derived constants, immutable,
 	// replaced whole by SetRate.
 	rate atomic.Pointer[rateConfig]
-	// setMu serializes SetRate calls.
-	setMu sync.Mutex
 	// guard makes the two-word CAS atomic where the CPU has no 16-byte CAS.
 	guard sync.Mutex
 
@@ -174,18 +172,21 @@ func (l *Limiter) SetRate(permitsPerSecond float64) error {
 		return err
 	}
 	now := l.micros(clock.Nanotime(l.clk))
-	l.setMu.Lock()
-	defer l.setMu.Unlock()
-	old := l.rate.Load()
 	cfg := new(rateConfig)
-	for {
+	for spins := 0; ; spins++ {
+		old := l.rate.Load()
 		w0, w1 := l.load128()
+		if w0>>verShift != old.ver {
+			backoff(spins) // another SetRate is between its CAS and its store
+			continue
+		}
 		st := decode(w0, w1, old)
 		l.setRate(&st, permitsPerSecond, now)
 		*cfg = st.config(old.ver + 1)
+		// The CAS bumps the version: concurrent SetRates are ordered by it,
+		// calls that read the old state fail their CAS, and calls that see
+		// the new version before the store below wait for it (snapshot).
 		if l.cas(w0, w1, encodeNext(st.next, cfg.ver), math.Float64bits(st.stored)) {
-			// Calls that see the new version before this store wait for it
-			// (see snapshot); calls that read the old state fail their CAS.
 			l.rate.Store(cfg)
 			return nil
 		}

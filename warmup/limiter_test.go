@@ -461,8 +461,8 @@ func TestLimiterIsSmall(t *testing.T) {
 	// The flow engine keeps one limiter per user or IP key.
 	// The limiter, its 24-byte state block and its 48-byte rate.
 	size := unsafe.Sizeof(Limiter{}) + 24 + 48
-	if size > 144 {
-		t.Fatalf("a limiter takes %d bytes, want <= 144", size)
+	if size > 136 {
+		t.Fatalf("a limiter takes %d bytes, want <= 136", size)
 	}
 	for range 100 {
 		l, _ := NewBursty(1)
@@ -479,8 +479,55 @@ func TestLockedCASPath(t *testing.T) {
 	defer func() { useCAS16 = saved }()
 	for _, test := range []func(*testing.T){
 		TestGuavaWarmUpAndUpdate, TestGuavaInfinityBursty, TestRefund,
-		TestConcurrentExactCount, TestConcurrentNeverOverRate,
+		TestConcurrentExactCount, TestConcurrentNeverOverRate, TestConcurrentSetRate,
 	} {
 		test(t)
+	}
+}
+
+func TestConcurrentSetRate(t *testing.T) {
+	c := clock.NewFake(epoch)
+	l, err := NewBursty(1000, WithClock(c))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var granted atomic.Int64
+	var wg sync.WaitGroup
+	for g := range 6 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 1500 {
+				switch {
+				case g < 2: // two writers racing each other and the readers
+					if err := l.SetRate(float64(1000 * (1 + (i+g)%2))); err != nil {
+						t.Error(err)
+						return
+					}
+				case i%3 == 0:
+					c.Advance(50 * time.Microsecond)
+				default:
+					if r, _ := l.TryReserveAt(c.Nanotime(), 1, 0); r.OK {
+						granted.Add(1)
+					}
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if r := l.Rate(); r != 1000 && r != 2000 {
+		t.Fatalf("Rate() = %v after racing SetRates, want 1000 or 2000", r)
+	}
+	if got, want := l.MaxPermits(), l.Rate(); got != want {
+		t.Fatalf("MaxPermits() = %v, want %v (one second at the current rate)", got, want)
+	}
+	// Never more than a full bucket at the higher rate plus the time elapsed
+	// at the higher rate, plus the one request whose cost is unpaid.
+	elapsed := time.Duration(c.Nanotime()).Seconds()
+	if got, bound := float64(granted.Load()), 2000+elapsed*2000+1; got > bound {
+		t.Fatalf("granted %v permits in %.4fs, bound %v", got, elapsed, bound)
+	}
+	if got := l.StoredPermitsAt(c.Nanotime()); got < 0 || got > l.MaxPermits() {
+		t.Fatalf("stored permits %v outside [0, %v]", got, l.MaxPermits())
 	}
 }
