@@ -23,7 +23,7 @@ func TestDemo(t *testing.T) {
 	var buf bytes.Buffer
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Second)
 	defer cancel()
-	mon, err := run(ctx, config{duration: 6 * time.Second, plain: true, out: &buf, workers: 64})
+	mon, err := run(ctx, cancel, config{duration: 6 * time.Second, plain: true, out: &buf, workers: 64})
 	if err != nil {
 		t.Fatalf("run: %v\n%s", err, buf.String())
 	}
@@ -48,7 +48,7 @@ func TestDemo(t *testing.T) {
 			t.Errorf("no blocks at level %s in the scraped metrics", level)
 		}
 	}
-	if !regexp.MustCompile(`reload applied by the watcher: version [0-9a-f]{12} -> [0-9a-f]{12}`).MatchString(out) {
+	if !regexp.MustCompile(`reload applied: version [0-9a-f]{12} -> [0-9a-f]{12}`).MatchString(out) {
 		t.Errorf("output has no reload line")
 	}
 	if !strings.Contains(out, `flowgate_rule_limit{level="user",resource="GET /api/products",rule="products-per-user"} 15`) {

@@ -75,14 +75,16 @@ func main() {
 		out:      os.Stdout,
 		workers:  64,
 	}
-	if _, err := run(ctx, cfg); err != nil {
+	if _, err := run(ctx, stop, cfg); err != nil {
 		fmt.Fprintln(os.Stderr, "demo:", err)
 		os.Exit(1)
 	}
 }
 
 // run is the whole demo; it returns what happened, for the test.
-func run(ctx context.Context, cfg config) (*monitor, error) {
+// stop, called once the load is over, lets a second interrupt end the
+// program.
+func run(ctx context.Context, stop func(), cfg config) (*monitor, error) {
 	path, cleanup, err := copyRules(rulesJSON)
 	if err != nil {
 		return nil, err
@@ -145,7 +147,8 @@ func run(ctx context.Context, cfg config) (*monitor, error) {
 
 	fmt.Fprintf(cfg.out, "flowgate demo: a shop on %s guarded by flowhttp, %s of real traffic over loopback\n", base, cfg.duration)
 	fmt.Fprintf(cfg.out, "rules:   %s (a copy of examples/demo/rules.json, watched), version %s\n", path, short(w.Status().Version))
-	fmt.Fprintf(cfg.out, "metrics: %s (try: curl -s %s | grep flowgate_requests)\n\n", mon.metricsURL, mon.metricsURL)
+	fmt.Fprintf(cfg.out, "metrics: %s (try: curl -s %s | grep flowgate_requests)\n", mon.metricsURL, mon.metricsURL)
+	printIntro(cfg.out, eng.Rules(), cfg.duration)
 
 	al.Start()
 	client := newClient(cfg.workers)
@@ -161,18 +164,19 @@ func run(ctx context.Context, cfg config) (*monitor, error) {
 	scr := newScreen(cfg.out, cfg.plain)
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
-	edited := false
+	edit := time.NewTimer(time.Duration(reloadAt * float64(cfg.duration)))
+	defer edit.Stop()
 	var lastFull time.Time // when the whole table was last drawn
 loop:
 	for n := 1; ; n++ {
 		select {
 		case <-done:
 			break loop
-		case <-tick.C:
-		}
-		if el := time.Since(mon.start); !edited && el >= time.Duration(reloadAt*float64(cfg.duration)) {
-			edited = true
+		case <-edit.C:
 			mon.edit(path)
+			n--
+			continue
+		case <-tick.C:
 		}
 		full := n%2 == 0
 		scr.frame(mon.sample(true), full)
@@ -186,6 +190,7 @@ loop:
 		scr.frame(mon.sample(false), true)
 	}
 	scr.end()
+	stop() // a second Ctrl-C now ends the program at once
 
 	// Scrape while the alerter still runs, so a firing alert shows.
 	scraped, err := scrape(client, mon.metricsURL)

@@ -82,7 +82,7 @@ func (m *monitor) onReload(ev rules.Event) {
 		lag = fmt.Sprintf(" (+%dms)", ev.Time.Sub(m.editedAt).Milliseconds())
 		m.reloadOK = true
 	}
-	m.addEvent(m.since(ev.Time), "reload applied by the watcher: version %s -> %s%s",
+	m.addEvent(m.since(ev.Time), "reload applied: version %s -> %s%s",
 		short(m.versions[len(m.versions)-2]), short(ev.Version), lag)
 }
 

@@ -98,7 +98,6 @@ func printSummary(w io.Writer, m *monitor, f frame, scraped string) {
 	}
 
 	m.mu.Lock()
-	versions := append([]string(nil), m.versions...)
 	alerts := append([]alerting.Alert(nil), m.alerts...)
 	reloadOK := m.reloadOK
 	events := append([]event(nil), m.events...)
@@ -144,7 +143,35 @@ func printSummary(w io.Writer, m *monitor, f frame, scraped string) {
 		}
 		return "NO"
 	}
-	fmt.Fprintf(w, "\nshown: blocks at ip %s, user %s, global %s; queued waits %s; warm-up ramp %s; hot reload %s (%d versions); alert fired %s\n",
+	fmt.Fprintf(w, "\nshown: blocks at ip %s, user %s, global %s; queued waits %s; warm-up ramp %s; hot reload %s; alert fired %s\n",
 		mark(byLevel[flow.LevelIP] > 0), mark(byLevel[flow.LevelUser] > 0), mark(byLevel[flow.LevelGlobal] > 0),
-		mark(waited > 0), mark(ramped), mark(reloadOK), len(versions), mark(fired > 0))
+		mark(waited > 0), mark(ramped), mark(reloadOK), mark(fired > 0))
+}
+
+// printIntro says what is about to happen: the rules in force, read back
+// from the engine, and the scenario's timeline for this run's duration.
+func printIntro(w io.Writer, rs []flow.Rule, d time.Duration) {
+	fmt.Fprintln(w, "rules in force:")
+	for _, r := range rs {
+		per := "/s"
+		if r.Window != time.Second {
+			per = " per " + r.Window.String()
+		}
+		what := fmt.Sprintf("%g%s", r.Limit, per)
+		switch r.Algorithm {
+		case flow.AlgoTokenBucket:
+			what += fmt.Sprintf(", burst %g", r.Burst)
+		case flow.AlgoWarmUp:
+			what += fmt.Sprintf(", cold %.0f/s, warm-up %s", r.Limit/r.ColdFactor/r.Window.Seconds(), r.Warmup)
+		}
+		if r.MaxWait > 0 {
+			what += fmt.Sprintf(", queue %s", r.MaxWait)
+		}
+		fmt.Fprintf(w, "  %-24s %-26s %-6s %-14s %s\n", r.ID, r.Resource, r.Level, r.Algorithm, what)
+	}
+	at := func(f float64) string { return (time.Duration(f * float64(d))).Round(100 * time.Millisecond).String() }
+	fmt.Fprintf(w, "timeline: 0s crowd of %d users + power user u-4711 | %s abuser | %s cold start on recommendations\n",
+		crowdUsers, at(abuseFrom), at(coldFrom))
+	fmt.Fprintf(w, "          %s rules file edited | %s-%s flash sale (%d more users) | %s end\n\n",
+		at(reloadAt), at(spikeFrom), at(spikeUntil), spikeUsers, d)
 }
