@@ -153,14 +153,14 @@ func checkStored(c settings) error {
 func (l *Limiter) start(rate float64, c settings) {
 	l.origin = clock.Nanotime(l.clk)
 	l.pair = newPair()
-	var st state
-	l.setRate(&st, rate, 0)
+	cfg := new(rateConfig) // all zero: maxPermits 0 marks the initial state
+	st := state{rateConfig: cfg}
+	l.setRate(&st, cfg, rate, 0)
 	if c.hasStored {
 		st.stored = max(0, min(c.stored, st.maxP))
 	}
-	cfg := st.config(0)
 	l.pair[0], l.pair[1] = encodeNext(st.next, 0), math.Float64bits(st.stored)
-	l.rate.Store(&cfg)
+	l.rate.Store(cfg)
 }
 
 // SetRate changes the stable rate as Guava's setRate does: time elapsed so far
@@ -181,8 +181,8 @@ func (l *Limiter) SetRate(permitsPerSecond float64) error {
 			continue
 		}
 		st := decode(w0, w1, old)
-		l.setRate(&st, permitsPerSecond, now)
-		*cfg = st.config(old.ver + 1)
+		l.setRate(&st, cfg, permitsPerSecond, now)
+		cfg.ver = (old.ver + 1) & 0xff
 		// The CAS bumps the version: concurrent SetRates are ordered by it,
 		// calls that read the old state fail their CAS, and calls that see
 		// the new version before the store below wait for it (snapshot).

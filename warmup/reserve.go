@@ -88,11 +88,13 @@ func (l *Limiter) refund(st *state, m int64, left float64) {
 	}
 }
 
-// setRate is Guava's doSetRate on both levels.
-func (l *Limiter) setRate(st *state, rate float64, now int64) {
+// setRate is Guava's doSetRate on both levels: it resyncs st under its
+// current rate, then fills cfg for the new rate and moves st to it.
+func (l *Limiter) setRate(st *state, cfg *rateConfig, rate float64, now int64) {
 	l.resync(st, now)
-	st.stable = 1e6 / rate
 	old := st.maxP
+	st.rateConfig = cfg
+	st.stable = 1e6 / rate
 	if l.warmup < 0 {
 		st.maxP = 0 // a zero burst stays zero even at +Inf (0*Inf would be NaN)
 		if l.param > 0 {

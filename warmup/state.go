@@ -32,24 +32,16 @@ type rateConfig struct {
 	ver       uint64  // 0..255, matches the state's top byte
 }
 
-// state is a private copy of the state and the rate it is read under.
+// state is a private copy of the two words, with the rate they were read
+// under (embedded: the Guava math reads st.stable, st.maxP...).
 type state struct {
-	next      int64
-	stored    float64
-	maxP      float64
-	stable    float64
-	threshold float64
-	slope     float64
-}
-
-func (st *state) config(ver uint64) rateConfig {
-	return rateConfig{stable: st.stable, maxP: st.maxP, threshold: st.threshold,
-		slope: st.slope, ver: ver & 0xff}
+	next   int64
+	stored float64
+	*rateConfig
 }
 
 func decode(w0, w1 uint64, c *rateConfig) state {
-	return state{next: int64(w0 & maxNext), stored: math.Float64frombits(w1),
-		maxP: c.maxP, stable: c.stable, threshold: c.threshold, slope: c.slope}
+	return state{next: int64(w0 & maxNext), stored: math.Float64frombits(w1), rateConfig: c}
 }
 
 func encodeNext(next int64, ver uint64) uint64 {
