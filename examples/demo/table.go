@@ -101,7 +101,7 @@ func table(f frame, ascii bool, maxLines int) []string {
 	for _, st := range f.states {
 		state := st.State.String()
 		if st.State == alerting.Firing {
-			state = strings.ToUpper(state)
+			state = paint(strings.ToUpper(state), red, ascii)
 		}
 		ratio = append(ratio, fmt.Sprintf("  %-24s %4.0f%% %s %s", st.Resource, 100*st.Ratio, ratioBar(st.Ratio, f.threshold, ascii), state))
 	}
@@ -114,7 +114,11 @@ func table(f frame, ascii bool, maxLines int) []string {
 			ev = ev[len(ev)-6:]
 		}
 		for _, e := range ev {
-			events = append(events, fmt.Sprintf("[%5.1fs] %s", e.at.Seconds(), clip(e.text, 71)))
+			text := clip(e.text, 71)
+			if strings.HasPrefix(text, "ALERT FIRING") {
+				text = paint(text, red, false)
+			}
+			events = append(events, fmt.Sprintf("[%5.1fs] %s", e.at.Seconds(), text))
 		}
 	}
 
@@ -197,4 +201,14 @@ func clip(s string, n int) string {
 		return string(r[:n-1]) + "…"
 	}
 	return s
+}
+
+const red = "\x1b[1;31m"
+
+// paint colours s on a terminal; plain mode gets s as it is.
+func paint(s, color string, plain bool) string {
+	if plain {
+		return s
+	}
+	return color + s + "\x1b[0m"
 }
