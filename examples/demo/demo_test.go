@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"regexp"
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -20,6 +21,7 @@ func TestDemo(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs 6 s of real HTTP load")
 	}
+	before := runtime.NumGoroutine()
 	var buf bytes.Buffer
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Second)
 	defer cancel()
@@ -59,6 +61,16 @@ func TestDemo(t *testing.T) {
 	}
 	if !strings.Contains(out, "warm-up ramp on GET /api/recommendations") {
 		t.Errorf("output has no warm-up ramp")
+	}
+	// Everything the demo started has stopped: server, watcher, alerter,
+	// workers, idle connections.
+	deadline := time.Now().Add(5 * time.Second)
+	for runtime.NumGoroutine() > before && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond) // waiting for goroutines to exit, not for logic
+	}
+	if n := runtime.NumGoroutine(); n > before {
+		buf := make([]byte, 1<<16)
+		t.Errorf("%d goroutines after the run, %d before:\n%s", n, before, buf[:runtime.Stack(buf, true)])
 	}
 	// The clients saw the same levels in the 429 bodies.
 	var ip, user uint64
