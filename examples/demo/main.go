@@ -153,8 +153,11 @@ func run(ctx context.Context, stop func(), cfg config) (*monitor, error) {
 	al.Start()
 	client := newClient(cfg.workers)
 	defer client.CloseIdleConnections()
-	mon.start = time.Now()
-	l := &load{sc: sc, base: base, client: client, workers: cfg.workers, start: mon.start, d: cfg.duration}
+	start := time.Now()
+	mon.mu.Lock() // the watcher's and alerter's callbacks read it
+	mon.start = start
+	mon.mu.Unlock()
+	l := &load{sc: sc, base: base, client: client, workers: cfg.workers, start: start, d: cfg.duration}
 	done := make(chan struct{})
 	go func() {
 		defer close(done)

@@ -16,7 +16,7 @@ type monitor struct {
 	eng        *flow.Engine
 	sc         *scenario
 	d          time.Duration
-	start      time.Time
+	start      time.Time // set once, under mu, before the load starts
 	watcher    *rules.Watcher
 	alerter    *alerting.Alerter
 	metricsURL string
