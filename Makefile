@@ -9,9 +9,9 @@ export FLOWGATE_REQUIRE_REDIS ?=
 
 all: lint test
 
-## demo: the main show, on virtual time and an embedded default; no Redis needed.
+## demo: the main show: an HTTP service under ~20 s of load, live table, hot reload, alert; no Redis.
 demo:
-	$(GO) run ./examples/warmup
+	$(GO) run ./examples/demo
 
 ## test: vet + race-enabled tests with a real redis-server (installed by deps when missing).
 test: deps

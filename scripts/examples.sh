@@ -10,6 +10,7 @@ LIMIT=${EXAMPLE_TIMEOUT:-90}
 args_for() {
 	case "$1" in
 	http) echo "-selftest" ;;
+	demo) echo "-duration 6s -plain" ;;
 	*) echo "" ;;
 	esac
 }
