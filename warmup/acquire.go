@@ -37,7 +37,10 @@ func (l *Limiter) Acquire(ctx context.Context, permits int) (time.Duration, erro
 		}
 		l.reserveEarliestAvailable(&st, permits, m)
 		if l.commit(w0, w1, &st) {
-			return wait, l.sleep(ctx, permits, wait)
+			if err := l.sleep(ctx, permits, wait); err != nil {
+				return 0, err
+			}
+			return wait, nil
 		}
 		lostRace()
 	}

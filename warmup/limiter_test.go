@@ -5,8 +5,6 @@ import (
 	"errors"
 	"math"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 	"unsafe"
@@ -236,80 +234,6 @@ func TestStoredPermits(t *testing.T) {
 	}
 }
 
-// snap reads the limiter's whole state for comparisons.
-func snap(l *Limiter) state { return l.read() }
-
-// nextFree is the limiter's nextFree in micros.
-func nextFree(l *Limiter) int64 { return l.read().next }
-
-func TestRefund(t *testing.T) {
-	s := newStopwatch(t)
-	ms := func(n int64) int64 { return n * int64(time.Millisecond) }
-
-	// Fresh permits: nextFree goes back.
-	b := s.bursty(5)
-	for range 3 {
-		before := snap(b)
-		if r, _ := b.TryReserveAt(0, 2, time.Second); !r.OK {
-			t.Fatalf("TryReserveAt refused: %+v", r)
-		}
-		b.Refund(0, 2)
-		if after := snap(b); after != before {
-			t.Fatalf("Refund right after the reservation: state %+v, want %+v", after, before)
-		}
-	}
-
-	// Stored permits: they come back, never above maxPermits.
-	b.Refund(ms(1000), 0)
-	if r, _ := b.TryReserveAt(ms(1000), 3, 0); !r.OK {
-		t.Fatalf("burst refused: %+v", r)
-	}
-	if got := b.StoredPermitsAt(ms(1000)); got != 2 {
-		t.Fatalf("stored after taking 3 of 5 = %v, want 2", got)
-	}
-	b.Refund(ms(1000), 3)
-	if got := b.StoredPermitsAt(ms(1000)); got != 5 {
-		t.Fatalf("stored after Refund = %v, want 5", got)
-	}
-	b.Refund(ms(1000), 10)
-	if got := b.StoredPermitsAt(ms(1000)); got != 5 {
-		t.Fatalf("stored after an excess Refund = %v, want maxPermits 5", got)
-	}
-
-	// Late: the refund leaves the state the limiter would have had without
-	// the reservation (nextFree never goes before now; the idle time since
-	// the earlier debt was paid is credited as stored permits).
-	c := s.bursty(5)
-	c.TryReserveAt(0, 1, 0)           // free, next at 200ms
-	c.TryReserveAt(0, 1, time.Second) // next at 400ms
-	c.Refund(ms(300), 1)
-	want := s.bursty(5)
-	want.TryReserveAt(0, 1, 0)
-	want.Refund(ms(300), 0) // no-op
-	if got := nextFree(c); got != 300_000 {
-		t.Fatalf("nextFree after a late Refund = %dus, want 300000us", got)
-	}
-	if got, w := c.StoredPermitsAt(ms(300)), want.StoredPermitsAt(ms(300)); got != w || got != 0.5 {
-		t.Fatalf("late Refund: stored %v, without the reservation %v; want both 0.5", got, w)
-	}
-
-	// Warming up: refunding stored permits also undoes their (trapezoid) cost.
-	w := s.warming(2, 4*time.Second, 3)
-	now := s.clk.Nanotime()
-	for range 4 {
-		before := snap(w)
-		r, _ := w.TryReserveAt(now, 1, time.Hour)
-		if !r.OK {
-			t.Fatalf("warming TryReserveAt refused: %+v", r)
-		}
-		w.Refund(now, 1)
-		if after := snap(w); after != before {
-			t.Fatalf("warming Refund: state %+v, want %+v", after, before)
-		}
-		w.TryReserveAt(now, 1, time.Hour) // move along the ramp
-	}
-}
-
 func TestAcquireContext(t *testing.T) {
 	s := newStopwatch(t)
 	l := s.bursty(0.1) // 10s per permit
@@ -386,77 +310,6 @@ func TestWarmUpZeroPeriod(t *testing.T) {
 	}
 }
 
-func TestConcurrentExactCount(t *testing.T) {
-	// On a stopped clock 10 stored permits plus the one free request is all
-	// that can be had, however many goroutines race for them.
-	l, err := NewBursty(10, WithClock(clock.NewFake(epoch)), WithStoredPermits(10))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var granted atomic.Int64
-	var wg sync.WaitGroup
-	for range 16 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for range 200 {
-				if r, _ := l.TryReserveAt(0, 1, 0); r.OK {
-					granted.Add(1)
-				}
-				l.StoredPermitsAt(0)
-			}
-		}()
-	}
-	wg.Wait()
-	if got := granted.Load(); got != 11 {
-		t.Fatalf("granted %d permits, want 11", got)
-	}
-}
-
-func TestConcurrentNeverOverRate(t *testing.T) {
-	// Goroutines move a shared fake clock, reserve, refund, query and change
-	// nothing else; the grants must stay within Guava's bound:
-	// stored at start + elapsed*rate + the one request whose cost is unpaid.
-	c := clock.NewFake(epoch)
-	const rate = 1000.0
-	l, err := NewWarmingUp(rate, time.Second, WithClock(c), WithStoredPermits(0))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var granted, refunded atomic.Int64
-	var wg sync.WaitGroup
-	for g := range 8 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range 2000 {
-				if i%7 == g%7 {
-					c.Advance(137 * time.Microsecond)
-				}
-				now := c.Nanotime()
-				if r, _ := l.TryReserveAt(now, 1+i%3, 50*time.Microsecond); r.OK {
-					granted.Add(int64(1 + i%3))
-					if i%5 == 0 {
-						l.Refund(now, 1+i%3)
-						refunded.Add(int64(1 + i%3))
-					}
-				}
-				_ = l.StoredPermitsAt(now)
-			}
-		}()
-	}
-	wg.Wait()
-	elapsed := time.Duration(c.Nanotime()).Seconds()
-	net := granted.Load() - refunded.Load()
-	if bound := elapsed*rate + 3 + 1; float64(net) > bound+1e-9 {
-		t.Fatalf("net grants %d over %.3fs, bound %.1f", net, elapsed, bound)
-	}
-	if net < int64(elapsed*rate/4) {
-		t.Fatalf("net grants %d over %.3fs: far too few, the limiter is stuck", net, elapsed)
-	}
-	_ = l.Rate()
-}
-
 func TestLimiterIsSmall(t *testing.T) {
 	// The flow engine keeps one limiter per user or IP key.
 	// The limiter, its 24-byte state block and its 48-byte rate.
@@ -482,52 +335,5 @@ func TestLockedCASPath(t *testing.T) {
 		TestConcurrentExactCount, TestConcurrentNeverOverRate, TestConcurrentSetRate,
 	} {
 		test(t)
-	}
-}
-
-func TestConcurrentSetRate(t *testing.T) {
-	c := clock.NewFake(epoch)
-	l, err := NewBursty(1000, WithClock(c))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var granted atomic.Int64
-	var wg sync.WaitGroup
-	for g := range 6 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range 1500 {
-				switch {
-				case g < 2: // two writers racing each other and the readers
-					if err := l.SetRate(float64(1000 * (1 + (i+g)%2))); err != nil {
-						t.Error(err)
-						return
-					}
-				case i%3 == 0:
-					c.Advance(50 * time.Microsecond)
-				default:
-					if r, _ := l.TryReserveAt(c.Nanotime(), 1, 0); r.OK {
-						granted.Add(1)
-					}
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	if r := l.Rate(); r != 1000 && r != 2000 {
-		t.Fatalf("Rate() = %v after racing SetRates, want 1000 or 2000", r)
-	}
-	if got, want := l.MaxPermits(), l.Rate(); got != want {
-		t.Fatalf("MaxPermits() = %v, want %v (one second at the current rate)", got, want)
-	}
-	// Never more than a full bucket at the higher rate plus the time elapsed
-	// at the higher rate, plus the one request whose cost is unpaid.
-	elapsed := time.Duration(c.Nanotime()).Seconds()
-	if got, bound := float64(granted.Load()), 2000+elapsed*2000+1; got > bound {
-		t.Fatalf("granted %v permits in %.4fs, bound %v", got, elapsed, bound)
-	}
-	if got := l.StoredPermitsAt(c.Nanotime()); got < 0 || got > l.MaxPermits() {
-		t.Fatalf("stored permits %v outside [0, %v]", got, l.MaxPermits())
 	}
 }
