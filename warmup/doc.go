@@ -17,7 +17,11 @@
 //
 // Time is kept in whole microseconds since construction and every float to
 // integer conversion saturates, as Java's (long) cast does, so waits match
-// Guava's to the microsecond. Acquire and TryAcquire read the limiter's clock and
+// Guava's to the microsecond (nextFree saturates at 2^56 us, over two
+// thousand years, rather than at Long.MAX_VALUE). Two deliberate departures
+// from Guava: a zero warm-up period stores nothing (Guava computes 0/0 there
+// and its stored permits turn NaN, which makes every later wait zero), and a
+// cold factor below 1 is refused. Acquire and TryAcquire read the limiter's clock and
 // sleep on it; the flow engine calls TryReserveAt, Refund and StoredPermitsAt
 // with a time it read once, and never sleeps here.
 package warmup
