@@ -1,0 +1,142 @@
+package tokenrpc
+
+import (
+	"strings"
+	"sync/atomic"
+
+	"github.com/flowgate/flowgate/cluster/tokenpb"
+	"github.com/flowgate/flowgate/metrics"
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Metric names of the token service. The Redis side, when the wrapped
+// token server reports it (metrics.ClusterSource), keeps package metrics'
+// names: flowgate_cluster_request_duration_seconds and
+// flowgate_cluster_breaker_open.
+const (
+	NameServerRequests        = "flowgate_token_server_requests_total"
+	NameServerDuration        = "flowgate_token_server_request_duration_seconds"
+	NameServerBackendErrors   = "flowgate_token_server_backend_errors_total"
+	NameServerUnauthenticated = "flowgate_token_server_unauthenticated_total"
+)
+
+const (
+	methodAcquire = iota
+	methodRelease
+	numMethods
+)
+
+var methodNames = [numMethods]string{"acquire", "release"}
+
+const numStatuses = 8 // tokenpb.Status values
+
+// durationBounds are the upper bounds, in seconds, of the handling-time
+// histogram (the server's own time, Redis round trip included).
+var durationBounds = []float64{0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.02, 0.05, 0.1, 0.5}
+
+type serverStats struct {
+	requests        [numMethods][numStatuses]atomic.Uint64
+	hist            [numMethods][13]atomic.Uint64 // len(durationBounds)+1
+	sumNs           [numMethods]atomic.Int64
+	backendErrors   atomic.Uint64
+	unauthenticated atomic.Uint64
+}
+
+func (st *serverStats) observe(method int, s tokenpb.Status, ns int64) {
+	if int(s) >= 0 && int(s) < numStatuses {
+		st.requests[method][s].Add(1)
+	}
+	st.sumNs[method].Add(ns)
+	sec := float64(ns) / 1e9
+	i := 0
+	for i < len(durationBounds) && sec > durationBounds[i] {
+		i++
+	}
+	st.hist[method][i].Add(1)
+}
+
+// Requests returns how many calls of method ("acquire" or "release") were
+// answered with status so far.
+func (s *Server) Requests(method string, status tokenpb.Status) uint64 {
+	for m, name := range methodNames {
+		if name == method && int(status) >= 0 && int(status) < numStatuses {
+			return s.st.requests[m][status].Load()
+		}
+	}
+	return 0
+}
+
+// Collector returns the server's Prometheus metrics; register it where you
+// like (flowgate serve puts it on /metrics).
+func (s *Server) Collector() prometheus.Collector {
+	c := &collector{s: s,
+		requests: prometheus.NewDesc(NameServerRequests,
+			"Token service calls by method and answer status.", []string{"method", "status"}, nil),
+		duration: prometheus.NewDesc(NameServerDuration,
+			"Time the token service took to answer a call, Redis round trip included.", []string{"method"}, nil),
+		backend: prometheus.NewDesc(NameServerBackendErrors,
+			"Calls the wrapped token server could not decide because its Redis was unavailable.", nil, nil),
+		unauth: prometheus.NewDesc(NameServerUnauthenticated,
+			"Calls refused for a missing or wrong bearer token.", nil, nil),
+	}
+	if _, ok := s.ts.(metrics.ClusterSource); ok {
+		c.redisDur = prometheus.NewDesc(metrics.NameClusterDuration, "Latency of requests to the cluster token server's Redis.", nil, nil)
+		c.breaker = prometheus.NewDesc(metrics.NameClusterBreaker, "1 while the circuit breaker in front of Redis is open, else 0.", nil, nil)
+	}
+	return c
+}
+
+type collector struct {
+	s                                   *Server
+	requests, duration, backend, unauth *prometheus.Desc
+	redisDur, breaker                   *prometheus.Desc // nil unless ts is a metrics.ClusterSource
+}
+
+func (c *collector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- c.requests
+	ch <- c.duration
+	ch <- c.backend
+	ch <- c.unauth
+	if c.redisDur != nil {
+		ch <- c.redisDur
+		ch <- c.breaker
+	}
+}
+
+func (c *collector) Collect(ch chan<- prometheus.Metric) {
+	st := &c.s.st
+	for m := range numMethods {
+		for s := 1; s < numStatuses; s++ {
+			name := strings.ToLower(strings.TrimPrefix(tokenpb.Status(s).String(), "STATUS_"))
+			ch <- prometheus.MustNewConstMetric(c.requests, prometheus.CounterValue, float64(st.requests[m][s].Load()), methodNames[m], name)
+		}
+		var count uint64
+		buckets := make(map[float64]uint64, len(durationBounds))
+		for i, b := range durationBounds {
+			count += st.hist[m][i].Load()
+			buckets[b] = count
+		}
+		count += st.hist[m][len(durationBounds)].Load()
+		ch <- prometheus.MustNewConstHistogram(c.duration, count, float64(st.sumNs[m].Load())/1e9, buckets, methodNames[m])
+	}
+	ch <- prometheus.MustNewConstMetric(c.backend, prometheus.CounterValue, float64(st.backendErrors.Load()))
+	ch <- prometheus.MustNewConstMetric(c.unauth, prometheus.CounterValue, float64(st.unauthenticated.Load()))
+	if c.redisDur != nil {
+		m := c.s.ts.(metrics.ClusterSource).ClusterMetrics()
+		var count uint64
+		buckets := make(map[float64]uint64, len(m.Duration.Bounds))
+		for i, b := range m.Duration.Bounds {
+			count += m.Duration.Counts[i]
+			buckets[b] = count
+		}
+		if n := len(m.Duration.Bounds); n < len(m.Duration.Counts) {
+			count += m.Duration.Counts[n]
+		}
+		ch <- prometheus.MustNewConstHistogram(c.redisDur, count, m.DurationSum.Seconds(), buckets)
+		open := 0.0
+		if m.BreakerOpen {
+			open = 1
+		}
+		ch <- prometheus.MustNewConstMetric(c.breaker, prometheus.GaugeValue, open)
+	}
+}

@@ -1,0 +1,139 @@
+package tokenrpc
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+	"sync"
+
+	"github.com/flowgate/flowgate/cluster/tokenpb"
+	"github.com/flowgate/flowgate/flow"
+)
+
+// ruleSets turns a request's rules (inline or by id) into the []*flow.Rule
+// the token server sees, interned: the same rules give the same slice and
+// pointers on every call, which is what the token server's per-rule-set
+// caches key on. Bounded: past max entries it starts over.
+type ruleSets struct {
+	mu   sync.RWMutex
+	sets map[string][]*flow.Rule
+	max  int
+	pool sync.Pool // *[]byte key buffers
+}
+
+func newRuleSets(max int) *ruleSets {
+	return &ruleSets{sets: map[string][]*flow.Rule{}, max: max}
+}
+
+// errNoRule marks a rule id the served document does not hold.
+var errNoRule = errors.New("no such rule")
+
+// resolve returns the rules of in. byID may be nil (no document served).
+func (rs *ruleSets) resolve(in *tokenpb.AcquireRequest, inline bool, byID func(string) (*flow.Rule, bool)) ([]*flow.Rule, error) {
+	bp, _ := rs.pool.Get().(*[]byte)
+	if bp == nil {
+		bp = new([]byte)
+	}
+	defer rs.pool.Put(bp)
+	var key []byte
+	switch {
+	case len(in.GetRules()) > 0:
+		if !inline {
+			return nil, errors.New("rules: inline rules are not accepted by this server; name them by id")
+		}
+		key = appendRulesKey((*bp)[:0], in.GetRules())
+	case len(in.GetRuleIds()) > 0:
+		if byID == nil {
+			return nil, fmt.Errorf("rule_ids: %w: this server serves no rules document", errNoRule)
+		}
+		key = append((*bp)[:0], 0) // ids keys start with 0, inline ones with 1
+		for _, id := range in.GetRuleIds() {
+			key = append(append(key, id...), 0)
+		}
+	default:
+		return nil, nil
+	}
+	*bp = key
+	rs.mu.RLock()
+	set, ok := rs.sets[string(key)]
+	rs.mu.RUnlock()
+	if ok && key[0] == 0 && !current(set, in.GetRuleIds(), byID) {
+		ok = false // the document was reloaded: resolve the ids again
+	}
+	if ok {
+		return set, nil
+	}
+	set, err := build(in, byID)
+	if err != nil {
+		return nil, err
+	}
+	rs.mu.Lock()
+	if len(rs.sets) >= rs.max {
+		clear(rs.sets)
+	}
+	rs.sets[string(key)] = set
+	rs.mu.Unlock()
+	return set, nil
+}
+
+// current reports whether set still holds the rules the ids name now.
+func current(set []*flow.Rule, ids []string, byID func(string) (*flow.Rule, bool)) bool {
+	for i, id := range ids {
+		if r, ok := byID(id); !ok || r != set[i] {
+			return false
+		}
+	}
+	return true
+}
+
+func build(in *tokenpb.AcquireRequest, byID func(string) (*flow.Rule, bool)) ([]*flow.Rule, error) {
+	var set []*flow.Rule
+	var errs []error
+	if prs := in.GetRules(); len(prs) > 0 {
+		for i, pr := range prs {
+			r, err := pr.ToFlow()
+			if err != nil {
+				errs = append(errs, fmt.Errorf("rules[%d] (id %q): %w", i, pr.GetId(), err))
+				continue
+			}
+			set = append(set, &r)
+		}
+	} else {
+		for i, id := range in.GetRuleIds() {
+			r, ok := byID(id)
+			switch {
+			case !ok:
+				errs = append(errs, fmt.Errorf("rule_ids[%d] %q: %w", i, id, errNoRule))
+			case r.Cluster == nil:
+				errs = append(errs, fmt.Errorf("rule_ids[%d] %q: not a cluster rule", i, id))
+			default:
+				set = append(set, r)
+			}
+		}
+	}
+	return set, errors.Join(errs...)
+}
+
+// appendRulesKey appends a byte string that differs whenever two rule
+// lists differ in a field the token server reads.
+func appendRulesKey(b []byte, prs []*tokenpb.Rule) []byte {
+	b = append(b, 1)
+	for _, r := range prs {
+		for _, s := range [...]string{r.GetId(), r.GetResource(), r.GetAlgorithm(), r.GetThreshold()} {
+			b = append(strconv.AppendInt(b, int64(len(s)), 10), ':')
+			b = append(b, s...)
+		}
+		for _, f := range [...]float64{r.GetLimit(), r.GetBurst(), r.GetColdFactor()} {
+			b = strconv.AppendUint(append(b, ','), math.Float64bits(f), 16)
+		}
+		for _, n := range [...]int64{int64(r.GetLevel()), r.GetWindowNanos(), r.GetWarmupNanos(), int64(r.GetBuckets()), r.GetMaxWaitNanos()} {
+			b = strconv.AppendInt(append(b, ','), n, 10)
+		}
+		if r.GetAdaptive() {
+			b = append(b, 'a')
+		}
+		b = append(b, ';')
+	}
+	return b
+}

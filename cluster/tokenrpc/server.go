@@ -1,0 +1,218 @@
+package tokenrpc
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/flowgate/flowgate/clock"
+	"github.com/flowgate/flowgate/cluster/tokenpb"
+	"github.com/flowgate/flowgate/flow"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/health"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+)
+
+// Server serves a flow.TokenServer over gRPC. Create it with NewServer,
+// run it with Serve, stop it with Shutdown (draining) or Stop.
+type Server struct {
+	tokenpb.UnimplementedTokenServiceServer
+
+	ts     flow.TokenServer
+	byID   func(id string) (*flow.Rule, bool)
+	cf     config
+	guard  *guard
+	sets   *ruleSets
+	st     serverStats
+	grpc   *grpc.Server
+	health *health.Server
+
+	stopOnce sync.Once
+}
+
+var _ tokenpb.TokenServiceServer = (*Server)(nil)
+
+// NewServer returns a server deciding with ts. rulesByID resolves the rule
+// ids clients name (nil: no document is served, clients send rules
+// inline); it must return the same pointer for a rule until the document
+// changes, and be safe for concurrent use.
+func NewServer(ts flow.TokenServer, rulesByID func(id string) (*flow.Rule, bool), opts ...Option) (*Server, error) {
+	if ts == nil {
+		return nil, errors.New("tokenrpc: nil token server")
+	}
+	cf := defaults()
+	for _, o := range opts {
+		if o != nil {
+			o(&cf)
+		}
+	}
+	s := &Server{ts: ts, byID: rulesByID, cf: cf, guard: newGuard(cf.maxQPS), sets: newRuleSets(cf.maxRuleSet)}
+	gopts := []grpc.ServerOption{grpc.ChainUnaryInterceptor(s.authorize)}
+	if cf.tls != nil {
+		gopts = append(gopts, grpc.Creds(credentials.NewTLS(cf.tls)))
+	}
+	s.grpc = grpc.NewServer(append(gopts, cf.grpcOpts...)...)
+	tokenpb.RegisterTokenServiceServer(s.grpc, s)
+	s.health = health.NewServer()
+	s.health.SetServingStatus("", healthpb.HealthCheckResponse_SERVING)
+	s.health.SetServingStatus(tokenpb.TokenService_ServiceDesc.ServiceName, healthpb.HealthCheckResponse_SERVING)
+	healthpb.RegisterHealthServer(s.grpc, s.health)
+	return s, nil
+}
+
+// Serve accepts connections on lis until Shutdown or Stop; it then returns
+// nil. Any other error is the listener's.
+func (s *Server) Serve(lis net.Listener) error {
+	s.logInfo("tokenrpc: serving", slog.String("addr", lis.Addr().String()), slog.Bool("tls", s.cf.tls != nil), slog.Bool("auth", s.cf.token != ""))
+	err := s.grpc.Serve(lis)
+	if errors.Is(err, grpc.ErrServerStopped) {
+		return nil
+	}
+	return err
+}
+
+// Shutdown stops accepting calls, reports NOT_SERVING to health checks,
+// and waits for the calls in flight to finish; if ctx ends first, it
+// closes every connection at once and returns ctx's error.
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.health.Shutdown()
+	done := make(chan struct{})
+	go func() {
+		s.grpc.GracefulStop()
+		close(done)
+	}()
+	select {
+	case <-done:
+		s.logInfo("tokenrpc: stopped, calls drained")
+		return nil
+	case <-ctx.Done():
+		s.grpc.Stop()
+		<-done
+		return ctx.Err()
+	}
+}
+
+// Stop closes every connection and listener at once, as a crash would
+// from the clients' side (calls in flight fail).
+func (s *Server) Stop() {
+	s.health.Shutdown()
+	s.grpc.Stop()
+}
+
+// Acquire implements tokenpb.TokenServiceServer.
+func (s *Server) Acquire(ctx context.Context, in *tokenpb.AcquireRequest) (*tokenpb.AcquireResponse, error) {
+	start := clock.Nanotime(s.cf.clk)
+	out := s.acquire(ctx, in, start)
+	s.st.observe(methodAcquire, out.Status, clock.Nanotime(s.cf.clk)-start)
+	return out, nil
+}
+
+func (s *Server) acquire(ctx context.Context, in *tokenpb.AcquireRequest, now int64) *tokenpb.AcquireResponse {
+	ns := in.GetNamespace()
+	if ns == "" {
+		ns = DefaultNamespace
+	}
+	if !s.guard.admit(ns, now) {
+		return &tokenpb.AcquireResponse{Status: tokenpb.Status_STATUS_TOO_MANY_REQUEST, Refused: -1,
+			RetryAfterNanos: int64(time.Second - time.Duration(now%1e9)), Message: "namespace " + ns + " over its request cap"}
+	}
+	req, st, err := s.request(in)
+	if err != nil {
+		return &tokenpb.AcquireResponse{Status: st, Refused: -1, Message: err.Error()}
+	}
+	if len(req.Rules) == 0 {
+		return &tokenpb.AcquireResponse{Status: tokenpb.Status_STATUS_OK, Refused: -1}
+	}
+	res, err := s.ts.Acquire(ctx, req)
+	if err != nil {
+		s.backendError(err)
+		return &tokenpb.AcquireResponse{Status: tokenpb.Status_STATUS_FAIL, Refused: -1, Message: err.Error()}
+	}
+	out := &tokenpb.AcquireResponse{Status: tokenpb.Status_STATUS_OK, Remaining: res.Remaining,
+		RetryAfterNanos: int64(res.RetryAfter), WaitNanos: int64(res.Wait), Lease: res.Lease, Refused: -1}
+	switch {
+	case !res.Allowed:
+		out.Status, out.Refused = tokenpb.Status_STATUS_BLOCKED, int32(res.Refused)
+		if res.Refused >= 0 && res.Refused < len(req.Rules) {
+			out.RefusedRuleId = req.Rules[res.Refused].ID
+		}
+	case res.Wait > 0:
+		out.Status = tokenpb.Status_STATUS_SHOULD_WAIT
+	}
+	return out
+}
+
+// Release implements tokenpb.TokenServiceServer. Releases are not capped.
+func (s *Server) Release(ctx context.Context, in *tokenpb.ReleaseRequest) (*tokenpb.ReleaseResponse, error) {
+	start := clock.Nanotime(s.cf.clk)
+	out := s.release(ctx, in)
+	s.st.observe(methodRelease, out.Status, clock.Nanotime(s.cf.clk)-start)
+	return out, nil
+}
+
+func (s *Server) release(ctx context.Context, in *tokenpb.ReleaseRequest) *tokenpb.ReleaseResponse {
+	req, st, err := s.request(in.GetRequest())
+	if err != nil {
+		return &tokenpb.ReleaseResponse{Status: st, Message: err.Error()}
+	}
+	if len(req.Rules) > 0 {
+		if err := s.ts.Release(ctx, req, flow.TokenResult{Allowed: true, Refused: -1, Lease: in.GetLease()}); err != nil {
+			s.backendError(err)
+			return &tokenpb.ReleaseResponse{Status: tokenpb.Status_STATUS_FAIL, Message: err.Error()}
+		}
+	}
+	return &tokenpb.ReleaseResponse{Status: tokenpb.Status_STATUS_OK}
+}
+
+// request turns in into a flow.TokenRequest; on error the status says
+// which kind of refusal it is.
+func (s *Server) request(in *tokenpb.AcquireRequest) (flow.TokenRequest, tokenpb.Status, error) {
+	if in == nil {
+		return flow.TokenRequest{}, tokenpb.Status_STATUS_BAD_REQUEST, errors.New("request: missing")
+	}
+	lv, err := tokenpb.ToLevel(in.GetLevel())
+	if err != nil {
+		return flow.TokenRequest{}, tokenpb.Status_STATUS_BAD_REQUEST, err
+	}
+	if in.GetTokens() <= 0 {
+		return flow.TokenRequest{}, tokenpb.Status_STATUS_BAD_REQUEST, fmt.Errorf("tokens: %d must be > 0", in.GetTokens())
+	}
+	rules, err := s.sets.resolve(in, s.cf.inline, s.byID)
+	if err != nil {
+		if errors.Is(err, errNoRule) {
+			return flow.TokenRequest{}, tokenpb.Status_STATUS_NO_RULE_EXISTS, err
+		}
+		return flow.TokenRequest{}, tokenpb.Status_STATUS_BAD_REQUEST, err
+	}
+	for i, r := range rules {
+		if r.Resource != in.GetResource() || r.Level != lv {
+			return flow.TokenRequest{}, tokenpb.Status_STATUS_BAD_REQUEST,
+				fmt.Errorf("rules[%d] (id %q): is for %q at level %v, not %q at level %v", i, r.ID, r.Resource, r.Level, in.GetResource(), lv)
+		}
+	}
+	f := in.GetFactor()
+	if f <= 0 || f > 1 {
+		f = 1
+	}
+	return flow.TokenRequest{Resource: in.GetResource(), Level: lv, Key: in.GetKey(), Tokens: int(in.GetTokens()), Rules: rules, Factor: f}, 0, nil
+}
+
+func (s *Server) backendError(err error) {
+	if errors.Is(err, flow.ErrTokenServerUnavailable) {
+		s.st.backendErrors.Add(1)
+	}
+	if s.cf.log != nil {
+		s.cf.log.Warn("tokenrpc: token server", slog.Any("err", err))
+	}
+}
+
+func (s *Server) logInfo(msg string, attrs ...any) {
+	if s.cf.log != nil {
+		s.cf.log.Info(msg, attrs...)
+	}
+}
