@@ -1,0 +1,362 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/flowgate/flowgate/clock"
+	"github.com/flowgate/flowgate/cluster/tokenpb"
+	"github.com/flowgate/flowgate/flow"
+	"github.com/flowgate/flowgate/metrics"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/connectivity"
+	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/credentials/insecure"
+)
+
+// RemoteTokenServer is a flow.TokenServer that asks `flowgate serve`
+// replicas (package tokenrpc) instead of Redis. To the engine it is the
+// embedded RedisTokenServer, slower by one hop: the same results, the same
+// per-call timeout (20ms by default) and the same breaker, per replica.
+//
+// Failover: a call goes to the preferred replica if its connection is
+// ready and its breaker closed, else to the next such replica (and only
+// when none is ready, to one still connecting). A call handed to gRPC is
+// never sent again elsewhere, whatever its error: codes.Unavailable can
+// come after the request left (a connection reset mid-call), and an
+// Acquire applied twice double-counts. gRPC already retries, by itself,
+// calls that provably never reached a server. So a replica dying costs the
+// calls in flight on it (they fail with flow.ErrTokenServerUnavailable and
+// the engine applies each rule's fallback) and nothing after: the dead
+// connection is no longer ready, and calls go to the next replica.
+// Releases of a concurrency lease are idempotent and are retried on the
+// next replica; refunds are not.
+//
+// It holds one grpc.ClientConn per replica for its life; Close closes
+// them.
+type RemoteTokenServer struct {
+	cf       remoteConfig
+	replicas []*remoteReplica
+	pref     atomic.Uint32 // index of the preferred replica
+	st       stats
+	wire     sync.Map // *flow.Rule (first of a request) -> *remoteWire
+	nwire    atomic.Int64
+
+	closeOnce sync.Once
+	closeErr  error
+}
+
+type remoteReplica struct {
+	addr   string
+	cc     *grpc.ClientConn
+	client tokenpb.TokenServiceClient
+	br     breaker
+}
+
+// remoteWire is a rule set in wire form, built once per rule set.
+type remoteWire struct {
+	first *flow.Rule
+	n     int
+	ids   []string
+	rules []*tokenpb.Rule
+}
+
+// RemoteError is a replica's answer that is not a decision: the status
+// and the server's reason. Busy (TOO_MANY_REQUEST) and FAIL wrap
+// flow.ErrTokenServerUnavailable as well.
+type RemoteError struct {
+	Addr    string
+	Status  tokenpb.Status
+	Message string
+}
+
+func (e *RemoteError) Error() string {
+	return fmt.Sprintf("cluster: replica %s: %v: %s", e.Addr, e.Status, e.Message)
+}
+
+var (
+	_ flow.TokenServer      = (*RemoteTokenServer)(nil)
+	_ metrics.ClusterSource = (*RemoteTokenServer)(nil)
+
+	errRemoteNotReady = errors.New("no replica ready")
+)
+
+// NewRemoteTokenServer returns a client of the token service replicas at
+// addrs ("host:port"). It dials lazily: an unreachable replica is not an
+// error here, only in the calls that would need it.
+func NewRemoteTokenServer(addrs []string, opts ...RemoteOption) (*RemoteTokenServer, error) {
+	if len(addrs) == 0 {
+		return nil, errors.New("cluster: remote: no replica addresses")
+	}
+	cf := remoteDefaults()
+	for _, o := range opts {
+		if o != nil {
+			o(&cf)
+		}
+	}
+	creds := insecure.NewCredentials()
+	if cf.tls != nil {
+		creds = credentials.NewTLS(cf.tls)
+	}
+	dial := []grpc.DialOption{grpc.WithTransportCredentials(creds)}
+	if cf.token != "" {
+		dial = append(dial, grpc.WithPerRPCCredentials(bearer(cf.token)))
+	}
+	dial = append(dial, cf.dialOpts...)
+	s := &RemoteTokenServer{cf: cf}
+	var errs []error
+	for i, a := range addrs {
+		cc, err := grpc.NewClient(a, dial...)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("addrs[%d] %q: %w", i, a, err))
+			continue
+		}
+		r := &remoteReplica{addr: a, cc: cc, client: tokenpb.NewTokenServiceClient(cc)}
+		r.br.init(cf.failures, int64(cf.openFor))
+		s.replicas = append(s.replicas, r)
+	}
+	if err := errors.Join(errs...); err != nil {
+		s.Close()
+		return nil, fmt.Errorf("cluster: remote: %w", err)
+	}
+	for _, r := range s.replicas {
+		r.cc.Connect() // start dialing now, so the first call finds a ready connection
+	}
+	return s, nil
+}
+
+// Instances is the WithRemoteInstances count (>= 1).
+func (s *RemoteTokenServer) Instances() int { return s.cf.instances }
+
+func (s *RemoteTokenServer) now() int64 { return clock.Nanotime(s.cf.clk) }
+
+// Acquire asks one replica to decide every rule of req.
+func (s *RemoteTokenServer) Acquire(ctx context.Context, req flow.TokenRequest) (flow.TokenResult, error) {
+	if len(req.Rules) == 0 {
+		return flow.TokenResult{Allowed: true, Refused: -1}, nil
+	}
+	if req.Tokens <= 0 {
+		return flow.TokenResult{}, fmt.Errorf("cluster: tokens: %d must be > 0", req.Tokens)
+	}
+	in := s.request(&req)
+	var out *tokenpb.AcquireResponse
+	r, err := s.once(ctx, func(ctx context.Context, r *remoteReplica) (err error) {
+		out, err = r.client.Acquire(ctx, in)
+		return err
+	})
+	if err != nil {
+		return flow.TokenResult{}, err
+	}
+	res := flow.TokenResult{Refused: -1, Remaining: out.GetRemaining(), RetryAfter: time.Duration(out.GetRetryAfterNanos()),
+		Wait: time.Duration(out.GetWaitNanos()), Lease: out.GetLease()}
+	switch st := out.GetStatus(); st {
+	case tokenpb.Status_STATUS_OK, tokenpb.Status_STATUS_SHOULD_WAIT:
+		res.Allowed = true
+		s.st.passed.Add(1)
+	case tokenpb.Status_STATUS_BLOCKED:
+		res.Refused = int(out.GetRefused())
+		if res.Refused < 0 || res.Refused >= len(req.Rules) {
+			s.st.errors.Add(1)
+			return flow.TokenResult{}, &RemoteError{Addr: r.addr, Status: st, Message: fmt.Sprintf("refused rule index %d out of range", res.Refused)}
+		}
+		s.st.blocked.Add(1)
+	default:
+		return flow.TokenResult{}, s.answerError(r, st, out.GetMessage())
+	}
+	return res, nil
+}
+
+// Release gives back what res took, as RedisTokenServer.Release does.
+func (s *RemoteTokenServer) Release(ctx context.Context, req flow.TokenRequest, res flow.TokenResult) error {
+	if len(req.Rules) == 0 || req.Tokens <= 0 || !res.Allowed {
+		return nil
+	}
+	in := &tokenpb.ReleaseRequest{Request: s.request(&req), Lease: res.Lease}
+	call := func(ctx context.Context, r *remoteReplica) error {
+		out, err := r.client.Release(ctx, in)
+		if err == nil && out.GetStatus() != tokenpb.Status_STATUS_OK {
+			return s.answerError(r, out.GetStatus(), out.GetMessage())
+		}
+		return err
+	}
+	_, err := s.once(ctx, call)
+	if err != nil && res.Lease != "" && errors.Is(err, flow.ErrTokenServerUnavailable) {
+		// Removing a lease twice removes it once: safe to try elsewhere.
+		_, err = s.once(ctx, call)
+	}
+	if err != nil && s.cf.log != nil {
+		s.cf.log.Warn("cluster: remote release", slog.Any("err", err))
+	}
+	return err
+}
+
+// answerError is the error for a replica's non-decision; FAIL (its Redis
+// is down) counts against the replica's breaker, the others do not (it
+// answered).
+func (s *RemoteTokenServer) answerError(r *remoteReplica, st tokenpb.Status, msg string) error {
+	s.st.errors.Add(1)
+	re := &RemoteError{Addr: r.addr, Status: st, Message: msg}
+	switch st {
+	case tokenpb.Status_STATUS_FAIL:
+		r.br.failure(s.now())
+		return fmt.Errorf("%w: %w", flow.ErrTokenServerUnavailable, re)
+	case tokenpb.Status_STATUS_TOO_MANY_REQUEST:
+		return fmt.Errorf("%w: %w", flow.ErrTokenServerUnavailable, re)
+	}
+	return re
+}
+
+// once sends one call to one replica chosen as the type's doc says, under
+// the per-call timeout, and returns the replica it used.
+func (s *RemoteTokenServer) once(ctx context.Context, call func(context.Context, *remoteReplica) error) (*remoteReplica, error) {
+	start := s.now()
+	r, i := s.pick(start)
+	if r == nil {
+		s.st.breakerRejected.Add(1)
+		return nil, fmt.Errorf("cluster: remote: %w: %w", flow.ErrTokenServerUnavailable, errRemoteNotReady)
+	}
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	cctx, cancel := context.WithTimeout(ctx, s.cf.timeout)
+	err := call(cctx, r)
+	cancel()
+	end := s.now()
+	s.st.latency(end - start)
+	if err != nil {
+		var re *RemoteError
+		if errors.As(err, &re) {
+			return r, err
+		}
+		s.st.errors.Add(1)
+		r.br.failure(end)
+		// Prefer another replica from now on; this call is not replayed.
+		s.pref.CompareAndSwap(uint32(i), uint32((i+1)%len(s.replicas)))
+		return r, fmt.Errorf("cluster: remote %s: %w: %w", r.addr, flow.ErrTokenServerUnavailable, err)
+	}
+	r.br.success()
+	return r, nil
+}
+
+// pick returns the replica to call and its index: the first, from the
+// preferred one on, that is ready and whose breaker lets calls through;
+// else the first still connecting (a call on it waits for the connection).
+func (s *RemoteTokenServer) pick(now int64) (*remoteReplica, int) {
+	n := len(s.replicas)
+	first := int(s.pref.Load()) % n
+	fallback := -1
+	for k := range n {
+		i := (first + k) % n
+		r := s.replicas[i]
+		switch r.cc.GetState() {
+		case connectivity.Ready:
+		case connectivity.Idle, connectivity.Connecting:
+			r.cc.Connect() // an idle connection (dropped, or never used) dials again
+			if fallback < 0 {
+				fallback = i
+			}
+			continue
+		default: // TransientFailure, Shutdown: a call would fail unsent
+			continue
+		}
+		if r.br.allow(now) {
+			if k > 0 {
+				s.pref.Store(uint32(i))
+			}
+			return r, i
+		}
+	}
+	if fallback >= 0 && s.replicas[fallback].br.allow(now) {
+		return s.replicas[fallback], fallback
+	}
+	return nil, -1
+}
+
+// request is req on the wire; the rules' wire form is built once per rule
+// set.
+func (s *RemoteTokenServer) request(req *flow.TokenRequest) *tokenpb.AcquireRequest {
+	w := s.wireRules(req.Rules)
+	in := &tokenpb.AcquireRequest{Namespace: s.cf.namespace, Resource: req.Resource, Level: tokenpb.FromLevel(req.Level),
+		Key: req.Key, Tokens: int32(req.Tokens), RuleIds: w.ids, Factor: req.Factor}
+	if !s.cf.byID {
+		in.Rules = w.rules
+	}
+	return in
+}
+
+func (s *RemoteTokenServer) wireRules(rules []*flow.Rule) *remoteWire {
+	if v, ok := s.wire.Load(rules[0]); ok {
+		if w := v.(*remoteWire); w.first == rules[0] && w.n == len(rules) {
+			return w
+		}
+	}
+	w := &remoteWire{first: rules[0], n: len(rules)}
+	for _, r := range rules {
+		w.ids = append(w.ids, r.ID)
+		w.rules = append(w.rules, tokenpb.FromRule(r))
+	}
+	if s.nwire.Add(1) > 4096 { // old rule sets stay until the cache is full
+		s.wire.Clear()
+		s.nwire.Store(1)
+	}
+	s.wire.Store(rules[0], w)
+	return w
+}
+
+// Close closes the connections to every replica. Calling it again does
+// nothing.
+func (s *RemoteTokenServer) Close() error {
+	s.closeOnce.Do(func() {
+		var errs []error
+		for _, r := range s.replicas {
+			errs = append(errs, r.cc.Close())
+		}
+		s.closeErr = errors.Join(errs...)
+	})
+	return s.closeErr
+}
+
+// BreakerOpen reports whether every replica's breaker is open.
+func (s *RemoteTokenServer) BreakerOpen() bool {
+	for _, r := range s.replicas {
+		if !r.br.open() {
+			return false
+		}
+	}
+	return true
+}
+
+// Stats returns the counters now (the lease fields stay 0; Errors counts
+// failed calls and non-decisions).
+func (s *RemoteTokenServer) Stats() Stats {
+	st := Stats{Passed: s.st.passed.Load(), Blocked: s.st.blocked.Load(), Errors: s.st.errors.Load(),
+		BreakerRejected: s.st.breakerRejected.Load(), LatencySum: time.Duration(s.st.sumNs.Load()),
+		BreakerOpen: s.BreakerOpen(), Instances: s.Instances()}
+	st.Latency = flow.Histogram{Bounds: latencyBounds, Counts: make([]uint64, len(s.st.hist))}
+	for i := range s.st.hist {
+		st.Latency.Counts[i] = s.st.hist[i].Load()
+	}
+	return st
+}
+
+// ClusterMetrics implements metrics.ClusterSource.
+func (s *RemoteTokenServer) ClusterMetrics() metrics.ClusterMetrics {
+	st := s.Stats()
+	return metrics.ClusterMetrics{Duration: st.Latency, DurationSum: st.LatencySum, BreakerOpen: st.BreakerOpen}
+}
+
+// bearer is the per-call credential of WithRemoteToken.
+type bearer string
+
+func (b bearer) GetRequestMetadata(context.Context, ...string) (map[string]string, error) {
+	return map[string]string{"authorization": "Bearer " + string(b)}, nil
+}
+
+// RequireTransportSecurity is false so the token also works on loopback
+// without TLS; see WithRemoteToken.
+func (b bearer) RequireTransportSecurity() bool { return false }
