@@ -10,21 +10,22 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// call runs a decision script (acquire, lease or release) for plan p and
+// call runs a decision main (acquire, lease or release) for plan p and
 // key: the breaker first, then one round trip under the per-call timeout.
-// id and seq make the call's nonce (seq 0: a fresh one); only, when set,
-// limits the call to those rules. want is the reply length to decode (0:
-// none). It returns the reply and the sequence number used.
-func (s *RedisTokenServer) call(ctx context.Context, sc *script, p *plan, key string, id any, seq uint64, tokens, want int, only []int) (reply, uint64, error) {
+// nonce is ARGV[1] (see prelude.lua); only, when set, limits the call to
+// those rules. want is the reply length to decode (0: none).
+func (s *RedisTokenServer) call(ctx context.Context, main int, p *plan, key string, nonce any, tokens, want int, only []int) (reply, error) {
 	start := s.now()
 	if !s.br.allow(start) {
 		s.st.breakerRejected.Add(1)
-		return reply{}, 0, unavailable("breaker", errBreakerOpen)
+		return reply{}, unavailable("breaker", errBreakerOpen)
 	}
-	if seq == 0 {
-		seq = s.seq.Add(1)
+	mask := p.mask
+	if only != nil {
+		mask = p.concMask
 	}
-	ap := s.args(p, key, id, seq, tokens, only)
+	sc := scriptFor(main, mask)
+	ap := s.args(p, key, nonce, tokens, only)
 	cctx, cancel := s.withTimeout(ctx)
 	v, err := sc.run(cctx, s.rdb, *ap)
 	if cancel != nil {
@@ -38,26 +39,26 @@ func (s *RedisTokenServer) call(ctx context.Context, sc *script, p *plan, key st
 		s.st.errors.Add(1)
 		if scriptError(err) {
 			s.br.success() // Redis answered: it is up
-			return reply{}, seq, err
+			return reply{}, err
 		}
 		s.br.failure(end)
-		return reply{}, seq, unavailable("redis", err)
+		return reply{}, unavailable("redis", err)
 	}
 	s.br.success()
 	if want == 0 {
-		return reply{}, seq, nil
+		return reply{}, nil
 	}
 	r, err := decodeReply(v, want)
 	if err != nil {
 		s.st.errors.Add(1)
-		return reply{}, seq, err
+		return reply{}, err
 	}
 	if r.allowed {
 		s.st.passed.Add(1)
 	} else {
 		s.st.blocked.Add(1)
 	}
-	return r, seq, nil
+	return r, nil
 }
 
 // withTimeout bounds ctx by the per-call timeout unless its own deadline
@@ -88,7 +89,8 @@ func (c *deadlineCtx) Deadline() (time.Time, bool) { return c.dl, true }
 
 // args lays out EVALSHA's arguments in a pooled slice: command and sha
 // (filled by script.run), numkeys, keys, then ARGV as prelude.lua reads it.
-func (s *RedisTokenServer) args(p *plan, key string, id any, seq uint64, tokens int, only []int) *[]any {
+// tokens is boxed here: small counts (< 256) cost no allocation.
+func (s *RedisTokenServer) args(p *plan, key string, nonce any, tokens int, only []int) *[]any {
 	ap, _ := s.argPool.Get().(*[]any)
 	if ap == nil {
 		ap = new([]any)
@@ -112,13 +114,13 @@ func (s *RedisTokenServer) args(p *plan, key string, id any, seq uint64, tokens 
 			}
 		})
 	}
-	a = append(a, id, seq, tokens, a[2])
+	a = append(a, nonce, tokens, a[2])
 	if only == nil {
 		a[len(a)-1] = p.nrules
 		a = append(a, p.params...)
 	} else {
 		for _, i := range only {
-			a = append(a, p.params[i*paramsPerRule:(i+1)*paramsPerRule]...)
+			a = append(a, p.params[p.paramAt[i]:p.paramAt[i+1]]...)
 		}
 	}
 	*ap = a

@@ -132,7 +132,7 @@ func TestRedisRestartedRecoversThroughNOSCRIPT(t *testing.T) {
 	}
 	srv.Restart()
 	ctx := context.Background()
-	if ok, err := srv.Client().ScriptExists(ctx, acquireScript.sha).Result(); err != nil || ok[0] {
+	if ok, err := srv.Client().ScriptExists(ctx, scriptFor(mainAcquire, 1<<5).sha).Result(); err != nil || ok[0] {
 		t.Fatalf("script cache after restart: %v %v, want empty", ok, err)
 	}
 	// The pooled connection died with the old process: the first call may
@@ -147,7 +147,7 @@ func TestRedisRestartedRecoversThroughNOSCRIPT(t *testing.T) {
 	if ts.Stats().Passed < passedBefore+2 || len(errs) > 1 {
 		t.Fatalf("after restart: stats %+v, errors %v", ts.Stats(), errs)
 	}
-	if ok, err := srv.Client().ScriptExists(ctx, acquireScript.sha).Result(); err != nil || !ok[0] {
+	if ok, err := srv.Client().ScriptExists(ctx, scriptFor(mainAcquire, 1<<5).sha).Result(); err != nil || !ok[0] {
 		t.Fatalf("script not reloaded: %v %v", ok, err)
 	}
 }

@@ -63,7 +63,7 @@ type lease struct {
 	mu      sync.Mutex
 	left    int    // unspent permits
 	taken   int    // permits the batch took
-	seq     uint64 // nonce of the batch, to give sliding-log members back
+	nonce   string // of the batch, to give sliding-log members back
 	until   int64  // local clock.Nanotime when the batch ends
 	size    int    // permits the next batch asks for
 	refused flow.TokenResult
@@ -96,7 +96,11 @@ func (t *leaseTable) acquire(ctx context.Context, p *plan, req *flow.TokenReques
 	s := t.s
 	l := t.get(p, req.Key)
 	if l == nil { // table full: decide in Redis
-		r, _, err := s.call(ctx, acquireScript, p, req.Key, s.idArg, 0, req.Tokens, 5, nil)
+		var nonce any = ""
+		if p.nonce {
+			nonce = s.newNonce()
+		}
+		r, err := s.call(ctx, mainAcquire, p, req.Key, nonce, req.Tokens, 5, nil)
 		if err != nil {
 			return flow.TokenResult{}, err
 		}
@@ -124,7 +128,11 @@ func (t *leaseTable) acquire(ctx context.Context, p *plan, req *flow.TokenReques
 	if l.left > 0 {
 		t.returnLocked(ctx, p, req.Key, l)
 	}
-	r, seq, err := s.call(ctx, leaseScript, p, req.Key, s.idArg, 0, max(l.size, n), 7, nil)
+	nonce := ""
+	if p.nonce {
+		nonce = s.newNonce()
+	}
+	r, err := s.call(ctx, mainLease, p, req.Key, nonce, max(l.size, n), 7, nil)
 	if err != nil {
 		return flow.TokenResult{}, err
 	}
@@ -138,7 +146,7 @@ func (t *leaseTable) acquire(ctx context.Context, p *plan, req *flow.TokenReques
 		l.refused, l.refUnt = res, now+int64(wait)
 		return res, nil
 	}
-	l.left, l.taken, l.seq = int(r.granted), int(r.granted), seq
+	l.left, l.taken, l.nonce = int(r.granted), int(r.granted), nonce
 	period := t.cf.Period
 	if r.reset >= 0 && r.reset < period {
 		period = r.reset
@@ -174,7 +182,7 @@ func (t *leaseTable) returnLocked(ctx context.Context, p *plan, key string, l *l
 		return
 	}
 	s := t.s
-	if _, _, err := s.call(ctx, releaseScript, p, key, s.idArg, l.seq, l.left, 0, nil); err != nil {
+	if _, err := s.call(ctx, mainRelease, p, key, l.nonce, l.left, 0, nil); err != nil {
 		s.logWarn("cluster: returning leased permits", err)
 	} else {
 		s.st.leaseReturned.Add(uint64(l.left))

@@ -21,7 +21,9 @@ var algoCode = map[flow.Algorithm]int{
 	flow.AlgoConcurrency:   7,
 }
 
-const paramsPerRule = 7 // algorithm code + p1..p6, as prelude.lua reads them
+// nparams is how many parameters each algorithm code takes after its code
+// (NPARAM in prelude.lua).
+var nparams = [8]int{0, 3, 6, 3, 2, 3, 2, 2}
 
 // plan is what a TokenRequest's rules turn into, computed once per rule
 // set, adaptive factor and instance count, and shared by every call: the
@@ -33,10 +35,14 @@ type plan struct {
 	instances int
 
 	suffixes []string // ":" + rule id, appended to the key's tag
-	params   []any    // paramsPerRule per rule, boxed strings
+	params   []any    // per rule: code, then nparams[code] values; boxed strings
+	paramAt  []int    // where each rule's part of params starts (and ends, last)
 	nrules   any      // len(rules) as a string
 	numkeys  any
 	conc     []int // indexes of concurrency rules
+	nonce    bool  // a rule needs a per-call nonce (sliding_log, concurrency)
+	mask     int   // the algorithms used (bit code-1), picks the script
+	concMask int   // the same for the concurrency rules alone
 	leasable bool  // every rule may be served from a lease (see LeaseConfig)
 	// global holds the boxed keys of a request without Key (the global
 	// level), built once; keyed requests build theirs per call.
@@ -75,11 +81,15 @@ func newPlan(prefix string, req *flow.TokenRequest, instances int, concTTL int64
 			errs = append(errs, fmt.Errorf("rules[%d] (id %q): %w", i, r.ID, err))
 			continue
 		}
+		p.mask |= 1 << (code - 1)
+		p.paramAt = append(p.paramAt, len(p.params))
 		p.params = append(p.params, strconv.Itoa(code))
-		for _, v := range vals {
+		for _, v := range vals[:nparams[code]] {
 			p.params = append(p.params, v)
 		}
+		p.nonce = p.nonce || code == 6 || code == 7
 		if r.Algorithm == flow.AlgoConcurrency {
+			p.concMask = 1 << (code - 1)
 			p.conc = append(p.conc, i)
 		}
 		p.leasable = p.leasable && leasable(r)
@@ -87,6 +97,7 @@ func newPlan(prefix string, req *flow.TokenRequest, instances int, concTTL int64
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
 	}
+	p.paramAt = append(p.paramAt, len(p.params))
 	if req.Key == "" {
 		ks := p.keys("")
 		p.global = make([]any, len(ks))
@@ -153,7 +164,8 @@ func capacity(limit float64) int64 {
 	return max(1, int64(math.Floor(limit+1e-9)))
 }
 
-// ruleParams returns p1..p6 for one rule (see each .lua file's header).
+// ruleParams returns p1..p6 for one rule (see each .lua file's header);
+// only the first nparams[code] are sent.
 func ruleParams(r *flow.Rule, limit float64, concTTL int64) ([6]string, error) {
 	var v [6]string
 	win := float64(r.Window.Microseconds())

@@ -13,8 +13,8 @@ import (
 //go:embed lua/*.lua
 var luaFiles embed.FS
 
-// algorithmFiles are the per-algorithm files, in the order they are
-// assembled (warm_up.lua builds on token_bucket.lua's Guava core).
+// algorithmFiles are the per-algorithm files, indexed by code-1, in the
+// order they are assembled.
 var algorithmFiles = []string{
 	"token_bucket.lua", "warm_up.lua", "leaky_bucket.lua", "fixed_window.lua",
 	"sliding_window.lua", "sliding_log.lua", "concurrency.lua",
@@ -35,12 +35,38 @@ func newScript(src string) *script {
 	return &script{src: src, sha: sha, srcArg: src, shaArg: sha}
 }
 
-// The scripts: the three decision mains each carry the prelude and every
-// algorithm, so one call decides any mix of rules of one key.
+// The decision mains. Each is assembled with the prelude and the
+// algorithms a request uses (a bit set of algorithm codes), so one call
+// decides any mix of rules of one key, and Redis does not rebuild the
+// functions of algorithms the request does not use on every call.
+const (
+	mainAcquire = iota
+	mainLease
+	mainRelease
+	numMains
+)
+
+var mainFiles = [numMains]string{"acquire.lua", "lease.lua", "release.lua"}
+
+// numMasks covers every set of the 7 algorithm codes (bit code-1).
+const numMasks = 1 << 7
+
+// decisionScripts holds, per main and algorithm set, the assembled script:
+// all of them built once, at package initialisation (a few hundred
+// kilobytes of text; Redis caches only those used).
+var decisionScripts = func() (s [numMains][numMasks]*script) {
+	for m := range numMains {
+		for mask := 1; mask < numMasks; mask++ {
+			s[m][mask] = assemble(mainFiles[m], mask)
+		}
+	}
+	return s
+}()
+
+// scriptFor returns main m for the algorithm set mask.
+func scriptFor(m, mask int) *script { return decisionScripts[m][mask] }
+
 var (
-	acquireScript   = assemble("acquire.lua")
-	leaseScript     = assemble("lease.lua")
-	releaseScript   = assemble("release.lua")
 	heartbeatScript = newScript(mustRead("heartbeat.lua"))
 	renewScript     = newScript(mustRead("renew.lua"))
 )
@@ -53,11 +79,19 @@ func mustRead(name string) string {
 	return string(b)
 }
 
-// assemble joins the prelude, every algorithm and one main into a script.
-func assemble(main string) *script {
+// assemble joins the prelude, the algorithms of mask (bit code-1, in code
+// order) and one main into a script.
+func assemble(main string, mask int) *script {
 	var b strings.Builder
 	b.WriteString(mustRead("prelude.lua"))
-	for _, f := range algorithmFiles {
+	if mask&(1<<5|1<<6) != 0 { // sliding_log, concurrency
+		b.WriteString("\n")
+		b.WriteString(mustRead("zset.lua"))
+	}
+	for i, f := range algorithmFiles {
+		if mask&(1<<i) == 0 {
+			continue
+		}
 		b.WriteString("\n")
 		b.WriteString(mustRead(f))
 	}

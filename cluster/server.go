@@ -24,7 +24,6 @@ type RedisTokenServer struct {
 	rdb redis.UniversalClient
 	cf  config
 
-	idArg     any // cf.id, boxed once
 	seq       atomic.Uint64
 	instances atomic.Int64
 	br        breaker
@@ -66,7 +65,7 @@ func NewRedisTokenServer(rdb redis.UniversalClient, opts ...Option) (*RedisToken
 	if strings.ContainsAny(cf.id, ":{}") {
 		return nil, fmt.Errorf("cluster: instance id %q: must not contain ':', '{' or '}'", cf.id)
 	}
-	s := &RedisTokenServer{rdb: rdb, cf: cf, idArg: cf.id, stop: make(chan struct{}), done: make(chan struct{})}
+	s := &RedisTokenServer{rdb: rdb, cf: cf, stop: make(chan struct{}), done: make(chan struct{})}
 	s.instances.Store(1)
 	s.br.init(cf.failures, int64(cf.openFor))
 	s.held.init()
@@ -90,6 +89,11 @@ func (s *RedisTokenServer) ID() string { return s.cf.id }
 
 func (s *RedisTokenServer) now() int64 { return clock.Nanotime(s.cf.clk) }
 
+// newNonce returns a string unique to one call among all instances.
+func (s *RedisTokenServer) newNonce() string {
+	return s.cf.id + ":" + strconv.FormatUint(s.seq.Add(1), 10)
+}
+
 // unavailable wraps err so the engine applies the rules' fallback.
 func unavailable(op string, err error) error {
 	return fmt.Errorf("cluster: %s: %w: %w", op, flow.ErrTokenServerUnavailable, err)
@@ -112,13 +116,19 @@ func (s *RedisTokenServer) Acquire(ctx context.Context, req flow.TokenRequest) (
 	if s.leases != nil && p.leasable {
 		return s.leases.acquire(ctx, p, &req)
 	}
-	r, seq, err := s.call(ctx, acquireScript, p, req.Key, s.idArg, 0, req.Tokens, 5, nil)
+	var nonce any = ""
+	var lease string
+	if p.nonce {
+		lease = s.newNonce()
+		nonce = lease
+	}
+	r, err := s.call(ctx, mainAcquire, p, req.Key, nonce, req.Tokens, 5, nil)
 	if err != nil {
 		return flow.TokenResult{}, err
 	}
 	res := flow.TokenResult{Allowed: r.allowed, Refused: r.refused, Remaining: float64(r.remaining), Wait: r.wait, RetryAfter: r.retry}
 	if r.allowed && len(p.conc) > 0 {
-		res.Lease = s.cf.id + ":" + strconv.FormatUint(seq, 10)
+		res.Lease = lease
 		s.held.add(res.Lease, p, req.Key, req.Tokens)
 	}
 	return res, nil
@@ -144,20 +154,15 @@ func (s *RedisTokenServer) Release(ctx context.Context, req flow.TokenRequest, r
 		return nil
 	}
 	var only []int
-	var id any = s.idArg
-	var seq uint64
+	var nonce any = ""
 	if res.Lease != "" {
-		i := strings.LastIndexByte(res.Lease, ':')
-		if i < 0 || len(p.conc) == 0 {
-			return fmt.Errorf("cluster: release: malformed lease %q", res.Lease)
+		if len(p.conc) == 0 {
+			return fmt.Errorf("cluster: release: lease %q for rules without concurrency", res.Lease)
 		}
-		if seq, err = strconv.ParseUint(res.Lease[i+1:], 10, 64); err != nil {
-			return fmt.Errorf("cluster: release: lease %q: %w", res.Lease, err)
-		}
-		id, only = res.Lease[:i], p.conc
+		nonce, only = res.Lease, p.conc
 		s.held.remove(res.Lease)
 	}
-	_, _, err = s.call(ctx, releaseScript, p, req.Key, id, seq, req.Tokens, 0, only)
+	_, err = s.call(ctx, mainRelease, p, req.Key, nonce, req.Tokens, 0, only)
 	return err
 }
 

@@ -123,7 +123,7 @@ func TestPlanParams(t *testing.T) {
 		}
 	}
 	// wu (Guava): stable 5000us, threshold 100, max 200, slope 100, coolDown 5000.
-	got = p.params[paramsPerRule:]
+	got = p.params[p.paramAt[1]:]
 	want = []any{"2", "5000", "200", "0", "100", "100", "5000"}
 	for i := range want {
 		if got[i] != want[i] {

@@ -22,8 +22,8 @@ local function conc_commit(i, key, n, st)
   local ttl = param(i, 2)
   zadd_all(key, now + ttl, members(n))
   -- The key lives as long as its longest lease.
-  if tonumber(redis.call('PTTL', key)) < ceil_ms(ttl) then
-    redis.call('PEXPIRE', key, istr(ceil_ms(ttl)))
+  if tonumber(redis.call('PTTL', key)) < math.max(1, math.ceil(ttl / 1000)) then
+    redis.call('PEXPIRE', key, pxms(ttl))
   end
 end
 

@@ -28,7 +28,7 @@ local function fixed_commit(i, key, n, st)
     -- A new window: counter and expiry are set together, the expiry at the
     -- window's end (hits never push it back, so it is not an idle timeout).
     redis.call('HSET', key, 'w', istr(st.ws), 'c', istr(n))
-    redis.call('PEXPIRE', key, istr(ceil_ms(st.ws + param(i, 1) - now)))
+    redis.call('PEXPIRE', key, pxms(st.ws + param(i, 1) - now))
     return
   end
   redis.call('HINCRBY', key, 'c', n)

@@ -26,7 +26,7 @@ end
 local function leaky_commit(i, key, n, st)
   -- The slot matters until a call of up to a window's worth of permits
   -- could no longer be pushed back by it.
-  redis.call('SET', key, istr(st.slot), 'PX', istr(ceil_ms(st.slot - now + param(i, 3))))
+  redis.call('SET', key, istr(st.slot), 'PX', pxms(st.slot - now + param(i, 3)))
 end
 
 local function leaky_refund(i, key, n)

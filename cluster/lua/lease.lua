@@ -1,18 +1,18 @@
--- lease.lua: takes a batch of up to ARGV[3] permits for a local lease, as
+-- lease.lua: takes a batch of up to ARGV[2] permits for a local lease, as
 -- many as every rule can give now (at least 1), in one atomic step. Reply:
 --   {granted 1/0, refusing rule or -1, permits left, 0, retry-after us,
 --    permits taken, us until the lease must end (a fixed window's end; -1: none)}
 -- The Go side spends the batch locally until it runs out or the lease
 -- period (capped at that bound) ends, and gives back what it did not spend.
 
-local want = tonumber(ARGV[3])
-local nr = tonumber(ARGV[4])
+local want = tonumber(ARGV[2])
+local nr = NRULES
 local sts = {}
 local k, bound = want, -1
 for i = 1, nr do
-  local st = ALGO[algo(i)].check(i, KEYS[i], 1)
+  local st = ALGO[CODE[i]].check(i, KEYS[i], 1)
   if st.ok ~= 1 then
-    return {0, i - 1, int(math.max(0, st.left)), 0, int(math.max(0, math.ceil(st.retry))), 0, 0}
+    return {0, i - 1, math.floor(math.max(0, st.left)), 0, math.floor(math.max(0, math.ceil(st.retry))), 0, 0}
   end
   sts[i] = st
   k = math.min(k, st.avail)
@@ -21,8 +21,8 @@ end
 k = math.max(1, math.floor(k))
 local rem = nil
 for i = 1, nr do
-  ALGO[algo(i)].commit(i, KEYS[i], k, sts[i])
+  ALGO[CODE[i]].commit(i, KEYS[i], k, sts[i])
   local left = sts[i].left - k
   if rem == nil or left < rem then rem = left end
 end
-return {1, -1, int(math.max(0, rem or 0)), 0, 0, k, int(bound)}
+return {1, -1, math.floor(math.max(0, rem or 0)), 0, 0, k, math.floor(bound)}

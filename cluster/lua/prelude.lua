@@ -5,11 +5,12 @@
 --
 -- Calling convention (built by cluster/request.go):
 --   KEYS[i]      the state key of rule i; all share one {hash tag}
---   ARGV[1]      instance id, ARGV[2] call sequence: together a nonce
---                unique per call (sliding-log and lease members)
---   ARGV[3]      tokens asked for (or, for lease.lua, the most to take)
---   ARGV[4]      number of rules n
---   then 7 values per rule: algorithm code, then p1..p6 (see each algorithm)
+--   ARGV[1]      a nonce unique per call ("<instance id>:<sequence>"), for
+--                sliding-log and concurrency members; "" when unused
+--   ARGV[2]      tokens asked for (or, for lease.lua, the most to take)
+--   ARGV[3]      number of rules
+--   then per rule: its algorithm code and that algorithm's NPARAM[code]
+--   parameters p1.. (see each algorithm's file)
 --
 -- Time is Redis's own clock, in integer microseconds: every instance sees
 -- the same now however wrong its own clock is. Since Redis 5 scripts are
@@ -20,34 +21,24 @@ local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
 
 local ALGO = {}
-local NPARAM = 7
+-- Parameters per algorithm code, as cluster/plan.go sends them.
+local NPARAM = {3, 6, 3, 2, 3, 2, 2}
+local NRULES = tonumber(ARGV[3])
+local CODE, AT = {}, {} -- rule i: algorithm code, ARGV index of its code
+do
+  local at = 4
+  for i = 1, NRULES do
+    local c = tonumber(ARGV[at])
+    if NPARAM[c] == nil then return redis.error_reply('flowgate: unknown algorithm ' .. tostring(ARGV[at])) end
+    CODE[i], AT[i] = c, at
+    at = at + 1 + NPARAM[c]
+  end
+end
 
--- param returns parameter j (1..6) of rule i as a number.
+-- param returns parameter j of rule i as a number. (Every function here
+-- is a closure built on every call, so the prelude keeps few.)
 local function param(i, j)
-  return tonumber(ARGV[4 + (i - 1) * NPARAM + 1 + j])
-end
-
-local function algo(i)
-  return tonumber(ARGV[4 + (i - 1) * NPARAM + 1])
-end
-
--- ceil_ms turns a duration in microseconds into whole milliseconds for
--- PEXPIRE (which errors on a non-integer, after earlier writes happened):
--- at least 1, rounded up so a key never expires before its state is void.
-local function ceil_ms(us)
-  return math.max(1, math.ceil(us / 1000))
-end
-
--- int truncates toward zero: replies must be integers we computed, since
--- Redis would truncate a Lua number anyway.
-local function int(x)
-  if x >= 0 then return math.floor(x) end
-  return -math.floor(-x)
-end
-
--- nonce is unique per call across every instance.
-local function nonce()
-  return ARGV[1] .. ':' .. ARGV[2]
+  return tonumber(ARGV[AT[i] + j])
 end
 
 -- istr formats an integer for a Redis command: Redis would print a Lua
@@ -56,43 +47,11 @@ local function istr(x)
   return string.format('%d', x)
 end
 
--- fstr formats a fractional value (stored permits) so it reads back exactly.
-local function fstr(x)
-  return string.format('%.17g', x)
-end
-
--- members returns the sorted-set members of this call's n tokens.
-local function members(n)
-  local m, base = {}, nonce()
-  for j = 1, n do m[j] = base .. ':' .. j end
-  return m
-end
-
--- zadd_all adds members at score in chunks, as unpack has a stack limit.
-local function zadd_all(key, score, m)
-  local s = istr(score)
-  local i = 1
-  while i <= #m do
-    local args = {}
-    for j = i, math.min(#m, i + 999) do
-      args[#args + 1] = s
-      args[#args + 1] = m[j]
-    end
-    redis.call('ZADD', key, unpack(args))
-    i = i + 1000
-  end
-end
-
--- zrem_all removes members in chunks and returns how many were removed.
-local function zrem_all(key, m)
-  local removed, i = 0, 1
-  while i <= #m do
-    local part = {}
-    for j = i, math.min(#m, i + 999) do part[#part + 1] = m[j] end
-    removed = removed + tonumber(redis.call('ZREM', key, unpack(part)))
-    i = i + 1000
-  end
-  return removed
+-- pxms turns a duration in microseconds into whole milliseconds for
+-- PEXPIRE or SET PX (a non-integer errors, after earlier writes happened):
+-- at least 1, rounded up so a key never expires before its state is void.
+local function pxms(us)
+  return string.format('%d', math.max(1, math.ceil(us / 1000)))
 end
 
 -- Each algorithm file registers ALGO[code] = {check, commit, refund}:

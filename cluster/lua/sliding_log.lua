@@ -30,7 +30,7 @@ end
 local function log_commit(i, key, n, st)
   zadd_all(key, now, members(n))
   -- The newest entry leaves the window last: it decides the key's life.
-  redis.call('PEXPIRE', key, istr(ceil_ms(param(i, 1))))
+  redis.call('PEXPIRE', key, pxms(param(i, 1)))
 end
 
 -- log_refund removes this nonce's members (a lease giving back what it did

@@ -53,7 +53,7 @@ local function sliding_commit(i, key, n, st)
   redis.call('HINCRBY', key, istr(st.k), n)
   -- Sub-window k weighs nothing from (k+B+1)*w on: the newest count decides
   -- when the whole key is void.
-  redis.call('PEXPIRE', key, istr(ceil_ms((st.k + b + 1) * w - now)))
+  redis.call('PEXPIRE', key, pxms((st.k + b + 1) * w - now))
 end
 
 local function sliding_refund(i, key, n)

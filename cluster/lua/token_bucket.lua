@@ -1,83 +1,59 @@
--- token_bucket.lua: Guava's SmoothBursty (code 1), starting full as flow's
--- local token_bucket does. The Guava core here is shared with warm_up.lua.
+-- token_bucket.lua (code 1): Guava's SmoothBursty, starting full as flow's
+-- local token_bucket does.
 --
--- State (hash): s = stored permits (fractional), n = nextFree (integer us).
+-- Guava keeps storedPermits and nextFree; a request is granted iff
+-- nextFree - maxWait <= now (tryAcquire) and waits max(nextFree - now, 0):
+-- it pays only earlier debt, its own cost pushes nextFree for the next one.
+-- For SmoothBursty (stored permits cost nothing, one is earned per stable
+-- interval) the two never carry information at once: stored > 0 only right
+-- after a resync, when nextFree = then. So the state is one number,
+--   e = nextFree - storedPermits * stable   (microseconds),
+-- the moment the bucket was last empty with no debt. At now: e > now means
+-- stored 0 and nextFree = e; otherwise stored = min(max, (now - e)/stable)
+-- and nextFree = now (Guava's resync). One GET and one SET ... PX, as GCRA.
+--
 -- Parameters: p1 stable interval (us per permit), p2 maxPermits,
--- p3 maxWait (us), then for warm_up p4 threshold, p5 slope, p6 coolDown.
---
--- Guava: resync(now) stores the permits earned since nextFree; a request
--- is granted iff nextFree - maxWait <= now (tryAcquire) and waits
--- max(nextFree - now, 0): it pays only earlier debt, its own cost pushes
--- nextFree for the next caller.
+-- p3 maxWait (us).
 
--- guava_check reads and resyncs the state. cost(stored, k) is the time the
--- k stored permits cost (0 for bursty, the trapezoid for warm-up); cool is
--- the interval that earns one stored permit while idle.
-local function guava_check(i, key, n, cool, cost)
+local function bursty_check(i, key, n)
   local stable, maxp, maxwait = param(i, 1), param(i, 2), param(i, 3)
-  local v = redis.call('HMGET', key, 's', 'n')
-  local stored, nextf = tonumber(v[1]), tonumber(v[2])
-  if stored == nil or nextf == nil then
-    -- Absent (never used, or expired once full): a full bucket. For warm-up
-    -- "full" is cold, exactly Guava's starting state.
-    stored, nextf = maxp, now
-  end
-  if now > nextf then
-    stored = math.min(maxp, stored + (now - nextf) / cool)
-    nextf = now
-  end
-  local st = {stored = stored, nextf = nextf, stable = stable, maxp = maxp, cool = cool, cost = cost}
-  st.left = stored
-  st.reset = math.max(0, nextf - now) + (maxp - stored) * cool
-  if nextf - maxwait > now then
-    st.ok, st.retry, st.wait, st.avail = 0, nextf - maxwait - now, 0, 0
-    return st
-  end
-  st.ok, st.retry, st.wait = 1, 0, math.max(0, nextf - now)
-  st.avail = math.max(1, math.floor(stored))
-  st.rem = stored - math.min(n, stored)
-  return st
+  local full = now - maxp * stable -- e of a full bucket
+  -- Absent (never used, or expired once full) reads as full.
+  local e = math.max(tonumber(redis.call('GET', key)) or full, full)
+  local stored, nextf = 0, e
+  if e <= now then stored, nextf = (now - e) / stable, now end
+  local ok, retry, wait = 1, 0, math.max(0, nextf - now)
+  if nextf - maxwait > now then ok, retry, wait = 0, nextf - maxwait - now, 0 end
+  -- One constructor: a table grown field by field rehashes several times.
+  return {ok = ok, wait = wait, retry = retry, left = stored, rem = stored - math.min(n, stored),
+    avail = ok * math.max(1, math.floor(stored)), reset = e - full,
+    e = e, stable = stable, full = full, stored = stored, nextf = nextf}
 end
 
--- guava_commit reserves n permits: stored ones first (at cost), then fresh
--- ones at the stable interval; nextFree moves by the whole cost, truncated
--- to whole microseconds as Guava's (long) cast does.
-local function guava_commit(i, key, n, st)
-  local spend = math.min(n, st.stored)
-  local fresh = n - spend
-  local wait = st.cost(i, st.stored, spend) + fresh * st.stable
-  local nextf = st.nextf + math.floor(wait)
-  local stored = st.stored - spend
-  redis.call('HSET', key, 's', fstr(stored), 'n', istr(nextf))
-  -- The key may go once the bucket is full again with no debt: absent then
-  -- reads as full, so expiry never changes a decision.
-  local full = math.max(0, nextf - now) + (st.maxp - stored) * st.cool
-  redis.call('PEXPIRE', key, istr(ceil_ms(full)))
+-- bursty_commit spends n: stored permits first (free), then fresh ones at
+-- the stable interval, truncated to whole microseconds as Guava's (long)
+-- cast does.
+local function bursty_commit(i, key, n, st)
+  local e
+  if n <= st.stored then
+    e = st.e + n * st.stable
+  else
+    e = st.nextf + math.floor((n - st.stored) * st.stable)
+  end
+  -- The key may go once the bucket is full again (absent reads as full),
+  -- so its expiry never changes a decision.
+  redis.call('SET', key, e, 'PX', pxms(e - st.full))
 end
 
--- guava_refund gives n permits back: nextFree moves back by their fresh
--- cost, never before now; what is left returns to storage, never above max.
-local function guava_refund(i, key, n, cool)
+-- bursty_refund gives n permits back: debt first, then storage, never
+-- above a full bucket.
+local function bursty_refund(i, key, n)
+  local e = tonumber(redis.call('GET', key))
+  if e == nil then return end
   local stable, maxp = param(i, 1), param(i, 2)
-  local v = redis.call('HMGET', key, 's', 'n')
-  local stored, nextf = tonumber(v[1]), tonumber(v[2])
-  if stored == nil or nextf == nil then return end
-  if now > nextf then
-    stored = math.min(maxp, stored + (now - nextf) / cool)
-    nextf = now
-  end
-  local back = math.min(nextf - now, math.floor(n * stable))
-  nextf = nextf - back
-  stored = math.min(maxp, stored + (n - back / stable))
-  redis.call('HSET', key, 's', fstr(stored), 'n', istr(nextf))
-  local full = math.max(0, nextf - now) + (maxp - stored) * cool
-  redis.call('PEXPIRE', key, istr(ceil_ms(full)))
+  local full = now - maxp * stable
+  e = math.max(full, e - n * stable)
+  redis.call('SET', key, e, 'PX', pxms(e - full))
 end
 
-local function bursty_cost(i, stored, k) return 0 end
-
-ALGO[1] = {
-  check = function(i, key, n) return guava_check(i, key, n, param(i, 1), bursty_cost) end,
-  commit = guava_commit,
-  refund = function(i, key, n) guava_refund(i, key, n, param(i, 1)) end,
-}
+ALGO[1] = {check = bursty_check, commit = bursty_commit, refund = bursty_refund}
