@@ -204,10 +204,7 @@ func (l *Limiter) MaxPermits() float64 { return l.rate.Load().maxP }
 func (l *Limiter) StoredPermitsAt(now int64) float64 {
 	st := l.read()
 	l.resync(&st, l.micros(now))
-	if math.IsNaN(st.stored) { // only after switching to +Inf, where everything is free
-		return st.maxP
-	}
-	return st.stored
+	return storedOrMax(&st)
 }
 
 // micros turns a clock.Nanotime reading into Guava's nowMicros: whole

@@ -11,6 +11,10 @@ type Reservation struct {
 	OK   bool          // true: permits were reserved
 	Wait time.Duration // OK: how long the caller must wait before going ahead (0 = at once);
 	// !OK: how long until this request would be granted with timeout 0
+	// Stored is, when OK, the permits left stored just after this reservation
+	// (what StoredPermitsAt(now) would then report), known from the same
+	// compare-and-swap so no second read is needed; 0 when !OK.
+	Stored float64
 }
 
 // TryReserveAt reserves permits iff the earliest available moment is within maxWait of now
@@ -18,6 +22,17 @@ type Reservation struct {
 // Errors only for invalid permits (<= 0). Zero allocations.
 //
 // now is clock.Nanotime of the clock the limiter was built with.
+//
+// A stale now: callers read the clock before they reach the limiter, so under
+// concurrency a caller can arrive with a now older than one another caller
+// already committed. A bursty limiter that holds stored permits owes nothing
+// and its nextFree is exactly the latest moment committed (only a request
+// that empties the store can push nextFree past its own now), so there a now
+// older than nextFree is taken as nextFree: the caller is served as if it had
+// read the clock when it reached the limiter, which is what Guava's lock
+// guarantees. A warming-up limiter cannot tell a stale now from a debt (its
+// stored permits cost time), so there a stale now may wait or be refused for
+// the microseconds it is behind.
 func (l *Limiter) TryReserveAt(now int64, permits int, maxWait time.Duration) (Reservation, error) {
 	if permits <= 0 {
 		return Reservation{}, errPermits(permits)
@@ -26,25 +41,41 @@ func (l *Limiter) TryReserveAt(now int64, permits int, maxWait time.Duration) (R
 	timeout := max(int64(maxWait/time.Microsecond), 0)
 	for spins := 0; ; spins++ {
 		// Guava's canAcquire: nextFree - timeout <= now (both >= 0: no
-		// overflow). A refusal needs only this load, and writes nothing:
+		// overflow). A refusal needs only these loads, and writes nothing:
 		// nextFree held this value at a moment later than the caller's now.
 		w0 := l.load0()
-		if next := int64(w0 & maxNext); next-timeout > m {
-			return Reservation{Wait: microsToDuration(next - m)}, nil
+		w1 := l.load1()
+		eff := m // the now this call is served at
+		if next := int64(w0 & maxNext); next > m {
+			if s := math.Float64frombits(w1); l.warmup < 0 && !(s <= 0) {
+				// Bursty with permits stored (> 0, or NaN at +Inf): a
+				// stale now, see above. A torn read fails the CAS below.
+				eff = next
+			} else if next-timeout > m {
+				return Reservation{Wait: microsToDuration(next - m)}, nil
+			}
 		}
 		c := l.rate.Load()
-		w1 := l.load1()
 		if w0>>verShift != c.ver {
 			backoff(spins) // a SetRate is between its CAS and its store of the rate
 			continue
 		}
 		st := decode(w0, w1, c)
-		at := l.reserveEarliestAvailable(&st, permits, m)
+		at := l.reserveEarliestAvailable(&st, permits, eff)
 		if l.commit(w0, w1, &st) {
-			return Reservation{OK: true, Wait: microsToDuration(max(at-m, 0))}, nil
+			return Reservation{OK: true, Wait: microsToDuration(max(at-eff, 0)), Stored: storedOrMax(&st)}, nil
 		}
 		lostRace()
 	}
+}
+
+// storedOrMax is st's stored permits, or maxPermits when they are NaN (only
+// after switching to +Inf, where everything is free).
+func storedOrMax(st *state) float64 {
+	if math.IsNaN(st.stored) {
+		return st.maxP
+	}
+	return st.stored
 }
 
 // Refund gives back permits reserved by a TryReserveAt whose call did not go ahead (a later
