@@ -74,7 +74,10 @@ func (b *tokenBucket) tryAcquire(now int64, n int, maxWait time.Duration) decisi
 		// Refused: nothing is stored, and the debt is paid at res.Wait.
 		return decision{retryAfter: res.Wait, reset: res.Wait + b.reset(0)}
 	}
-	left := b.remaining(now)
+	left := 0.0 // a warming-up bucket: see remaining
+	if !b.warm() {
+		left = res.Stored
+	}
 	return decision{ok: true, wait: res.Wait, remaining: left, reset: b.reset(left)}
 }
 

@@ -90,3 +90,22 @@ func TestTokenBucketReset(t *testing.T) {
 		t.Fatalf("refused = %+v, want reset 1.1s (100ms debt, then 10 permits at 100ms)", d)
 	}
 }
+
+// TestTokenBucketStaleNow: Entry reads the clock before it reaches the
+// bucket, so under concurrency a call can bring a now older than one already
+// committed. With permits stored the bucket owes nothing and serves it at
+// once, with the remaining count of the same decision.
+func TestTokenBucketStaleNow(t *testing.T) {
+	l, clk := newTestLimiter(t, bucketRule(20, 40), 20)
+	clk.Advance(time.Second)
+	now := clk.Nanotime()
+	if d := l.tryAcquire(now, 1, 0); !d.ok || d.remaining != 39 {
+		t.Fatalf("first = %+v, want ok with 39 remaining", d)
+	}
+	if d := l.tryAcquire(now-int64(time.Millisecond), 1, 0); !d.ok || d.wait != 0 || d.remaining != 38 {
+		t.Fatalf("1ms stale = %+v, want ok at once with 38 remaining", d)
+	}
+	if got := l.remaining(now); got != 38 {
+		t.Fatalf("remaining = %v, want 38", got)
+	}
+}
