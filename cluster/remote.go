@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -124,6 +125,8 @@ func NewRemoteTokenServer(addrs []string, opts ...RemoteOption) (*RemoteTokenSer
 		s.Close()
 		return nil, fmt.Errorf("cluster: remote: %w", err)
 	}
+	// Clients start at a random replica, so they spread over the replicas.
+	s.pref.Store(uint32(rand.IntN(len(s.replicas))))
 	for _, r := range s.replicas {
 		r.cc.Connect() // start dialing now, so the first call finds a ready connection
 	}

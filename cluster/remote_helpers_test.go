@@ -1,0 +1,81 @@
+package cluster
+
+import (
+	"net"
+	"testing"
+	"time"
+
+	"github.com/flowgate/flowgate/cluster/tokenrpc"
+	"github.com/flowgate/flowgate/flow"
+	"github.com/flowgate/flowgate/internal/redistest"
+)
+
+// remoteReplicaT is one in-process `flowgate serve` replica on loopback.
+type remoteReplicaT struct {
+	srv  *tokenrpc.Server
+	addr string
+	done chan error
+}
+
+// startRemoteReplica serves ts on a free loopback port until the test ends.
+func startRemoteReplica(t *testing.T, ts flow.TokenServer, opts ...tokenrpc.Option) *remoteReplicaT {
+	t.Helper()
+	srv, err := tokenrpc.NewServer(ts, nil, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &remoteReplicaT{srv: srv, addr: lis.Addr().String(), done: make(chan error, 1)}
+	go func() { r.done <- srv.Serve(lis) }()
+	t.Cleanup(func() {
+		srv.Stop()
+		if err := <-r.done; err != nil {
+			t.Errorf("Serve: %v", err)
+		}
+	})
+	return r
+}
+
+// redisReplicas starts n replicas, each with its own Redis client and
+// RedisTokenServer on srv, as separate serve processes would have.
+func redisReplicas(t *testing.T, srv *redistest.Server, n int, opts ...Option) ([]*remoteReplicaT, []string) {
+	t.Helper()
+	var reps []*remoteReplicaT
+	var addrs []string
+	for range n {
+		ts := newServer(t, srv.NewClient(nil), append([]Option{WithTimeout(time.Second)}, opts...)...)
+		r := startRemoteReplica(t, ts)
+		reps = append(reps, r)
+		addrs = append(addrs, r.addr)
+	}
+	return reps, addrs
+}
+
+// newRemote returns a client of addrs, closed at the end of the test.
+func newRemote(t *testing.T, addrs []string, opts ...RemoteOption) *RemoteTokenServer {
+	t.Helper()
+	c, err := NewRemoteTokenServer(addrs, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// remoteEngines returns n engines, each with its own client of addrs.
+// The timeout is generous: these tests check decisions, not latency, and
+// run under -race on shared cores.
+func remoteEngines(t *testing.T, addrs []string, n int, rules ...flow.Rule) ([]*flow.Engine, []*RemoteTokenServer) {
+	t.Helper()
+	var es []*flow.Engine
+	var cs []*RemoteTokenServer
+	for i := range n {
+		c := newRemote(t, addrs, WithRemoteTimeout(2*time.Second))
+		cs = append(cs, c)
+		es = append(es, newEngine(t, c, t0.Add(time.Duration(i)*7*time.Second), rules...))
+	}
+	return es, cs
+}
