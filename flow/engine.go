@@ -49,6 +49,12 @@ func NewEngine(opts ...Option) *Engine {
 	if e.cf.clk == nil {
 		e.cf.clk = clock.Real()
 	}
+	switch {
+	case e.cf.rtSampling > 0:
+		e.cf.rtMask = rtMaskFor(e.cf.rtSampling)
+	case e.cf.clk == clock.Real():
+		e.cf.rtMask = rtMaskFor(8)
+	}
 	e.mono, _ = e.cf.clk.(clock.Monotonic)
 	e.factor.Store(math.Float64bits(1))
 	e.rules.Store(&ruleSet{byResource: map[string]*resourceRules{}})

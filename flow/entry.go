@@ -155,7 +155,7 @@ func (e *Engine) entry(ctx context.Context, resource string, opts []EntryOption)
 			p.grants = append(p.grants, g)
 		}
 	}
-	rr.stats.pass(now, st.wait)
+	p.bucket = rr.stats.pass(now, st.wait)
 	p.sysCounted = sys > 0 // the guard counts only while on: it costs nothing when off
 	return p, nil
 }

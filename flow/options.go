@@ -17,6 +17,33 @@ type config struct {
 	log          *slog.Logger
 	statsWindow  time.Duration
 	statsBuckets int
+	rtSampling   int    // as given to WithRTSampling; 0: not given
+	rtMask       uint32 // measure when rand & rtMask == 0
+}
+
+// WithRTSampling has Exit measure response time on a random 1 in n calls
+// (n rounded up to a power of two, at most 1024; n <= 1 measures every
+// call). Default: 8 with clock.Real(), every call with any other clock.
+//
+// Measuring costs a clock read per Exit, about as much as the rest of Exit
+// together, so by default the real clock measures one call in eight. The
+// counts stay exact (Passed, Completed, InFlight, Errors, Blocked, in the
+// lifetime totals and the recent window); what is sampled is the response
+// time: each measured call stands for n, so RTSum and RTHist's counts are
+// unbiased estimates (RTHist's counts are multiples of n and add up to about
+// Completed), and the recent window's MinRT and MaxRT are over the measured
+// calls only. A call not measured counts as completed in the statistics
+// bucket of its Entry. Other clocks (clock.Fake in tests) are assumed cheap
+// to read and measure every call, so their figures are exact.
+func WithRTSampling(n int) Option { return func(cf *config) { cf.rtSampling = max(n, 1) } }
+
+// rtMaskFor is the sampling mask for 1 in n (a power of two >= n, <= 1024).
+func rtMaskFor(n int) uint32 {
+	p := uint32(1)
+	for int(p) < n && p < 1024 {
+		p <<= 1
+	}
+	return p - 1
 }
 
 // WithClock sets the engine's clock. Default clock.Real().

@@ -2,6 +2,7 @@ package flow
 
 import (
 	"context"
+	"math/rand/v2"
 	"sync/atomic"
 	"time"
 )
@@ -22,6 +23,7 @@ type Permit struct {
 	state  atomic.Uint32
 	eng    *Engine
 	stats  *resourceStats
+	bucket *statBucket // where Entry counted the pass: an unmeasured Exit counts there
 	start  int64
 	tokens int
 	waited time.Duration
@@ -58,8 +60,9 @@ func (e *Engine) getPermit(start int64) *Permit {
 }
 
 // Exit ends the call: it releases concurrency permits, records completion,
-// response time (since Entry returned) and, with WithError(err) and a
-// non-nil err, a failure. See Permit for what idempotent means here.
+// response time (since Entry returned; on a sample of calls with the real
+// clock, see WithRTSampling) and, with WithError(err) and a non-nil err, a
+// failure. See Permit for what idempotent means here.
 func (p *Permit) Exit(opts ...ExitOption) {
 	// The plain load first keeps the shared no-rule permit's cache line
 	// clean across cores.
@@ -71,7 +74,6 @@ func (p *Permit) Exit(opts ...ExitOption) {
 		failed = failed || opts[i].err != nil
 	}
 	e := p.eng
-	now := e.now()
 	for i, l := range p.held {
 		l.release(p.tokens)
 		p.held[i] = nil
@@ -84,7 +86,15 @@ func (p *Permit) Exit(opts ...ExitOption) {
 		*g = clusterGrant{}
 	}
 	if p.stats != nil {
-		p.stats.exit(now, now-p.start, failed)
+		// Response time is measured on a random 1 in rtMask+1 of Exits, each
+		// standing for rtMask+1 calls: the clock read is most of an Exit's
+		// cost. See WithRTSampling.
+		if e.cf.rtMask == 0 || rand.Uint32()&e.cf.rtMask == 0 {
+			now := e.now()
+			p.stats.exit(now, now-p.start, uint64(e.cf.rtMask)+1, failed)
+		} else {
+			p.stats.exitUnmeasured(p.bucket, failed)
+		}
 	}
 	if p.sysCounted {
 		e.sysInFlight.Add(-1)
@@ -94,7 +104,7 @@ func (p *Permit) Exit(opts ...ExitOption) {
 	}
 	p.sysCounted, p.unruled = false, false
 	p.held, p.grants = p.held[:0], p.grants[:0]
-	p.stats, p.quota, p.waited, p.tokens = nil, quotaNote{}, 0, 0
+	p.stats, p.bucket, p.quota, p.waited, p.tokens = nil, nil, quotaNote{}, 0, 0
 	e.permits.Put(p)
 }
 

@@ -24,10 +24,14 @@ type ResourceStats struct {
 	Completed uint64            // Exit calls
 	Errors    uint64            // Exit(WithError(err)) with err != nil, Guard fn errors
 	InFlight  int64
-	RTSum     time.Duration // sum of response times (Entry to Exit)
-	WaitSum   time.Duration // sum of queueing times of Waited calls
-	RTHist    Histogram     // response times of completed calls
-	WaitHist  Histogram     // queueing times of Waited calls
+	// RTSum and RTHist are over measured calls, each standing for the
+	// sampling factor n (WithRTSampling: default 1 in 8 on the real clock,
+	// every call on other clocks): estimates, with RTHist's counts adding up
+	// to about Completed; exact when n is 1.
+	RTSum    time.Duration // sum of response times (Entry to Exit)
+	WaitSum  time.Duration // sum of queueing times of Waited calls
+	RTHist   Histogram     // response times of completed calls
+	WaitHist Histogram     // queueing times of Waited calls
 	// Recent is the sliding window (WithStatsWindow, default 1s in 10 buckets).
 	Recent WindowStats
 }
@@ -35,8 +39,10 @@ type ResourceStats struct {
 // WindowStats are counts over the recent statistics window.
 type WindowStats struct {
 	Passed, Blocked, Completed, Errors uint64
-	RTSum, MinRT, MaxRT                time.Duration // MinRT, MaxRT 0 when nothing completed
-	Span                               time.Duration // the window length
+	// RTSum is an estimate and MinRT, MaxRT are over measured calls only
+	// when response time is sampled (see WithRTSampling).
+	RTSum, MinRT, MaxRT time.Duration // MinRT, MaxRT 0 when nothing completed
+	Span                time.Duration // the window length
 }
 
 // Histogram is a fixed-bucket histogram. Counts[i] counts values <= Bounds[i]

@@ -1,6 +1,8 @@
 package flow
 
 import (
+	"math"
+	"math/bits"
 	"runtime"
 	"sync/atomic"
 	"time"
@@ -23,19 +25,21 @@ var histBoundsNs = func() [numBounds]int64 {
 
 type histogram [numBounds + 1]atomic.Uint64
 
-func (h *histogram) observe(d int64) {
+func (h *histogram) observe(d int64, w uint64) {
 	i := 0
 	for i < numBounds && d > histBoundsNs[i] {
 		i++
 	}
-	h[i].Add(1)
+	h[i].Add(w)
 }
 
 // statBucket is one slice of the recent window. epoch is the bucket's index
 // in time (now / bucket length). The hot path touches only the current
-// bucket: a pass is one atomic add, an exit two (plus errors on failure).
+// bucket: a pass is one atomic add, an unmeasured exit one more (the bucket
+// its Entry counted in, with no clock read), a measured exit a few (see
+// WithRTSampling).
 //
-// Lifetime totals of passed, rtSum and rtHist are not counted a second time
+// Lifetime totals of passed, completed, rtSum and rtHist are not counted a second time
 // per call: a writer that finds an old epoch claims the bucket with a CAS
 // and folds those counters into the resource's lifetime totals (an atomic
 // swap to 0 each, so no increment is lost: it lands before the swap and is
@@ -43,11 +47,11 @@ func (h *histogram) observe(d int64) {
 // simply cleared; an increment racing that clear can be lost, so the recent
 // window is approximate at bucket turnover while lifetime totals are exact.
 type statBucket struct {
-	epoch                   atomic.Int64
-	passed, blocked, errors atomic.Uint64
-	rtSum                   atomic.Int64
-	minRT, maxRT            atomic.Int64 // minRT holds rt+1 so 0 means none
-	rtHist                  histogram
+	epoch                              atomic.Int64
+	passed, completed, blocked, errors atomic.Uint64
+	rtSum                              atomic.Int64
+	minRT, maxRT                       atomic.Int64 // minRT holds rt+1 so 0 means none
+	rtHist                             histogram
 }
 
 // resourceStats are one resource's counters, updated with atomics only:
@@ -56,11 +60,14 @@ type resourceStats struct {
 	name     string
 	ring     []statBucket
 	bucketNs int64
+	// Divisions by bucketNs and len(ring) as multiplications.
+	byBucket, byRing divider
 
 	// Folded lifetime totals; the live part sits in the ring.
-	passed atomic.Uint64
-	rtSum  atomic.Int64
-	rtHist histogram
+	passed    atomic.Uint64
+	completed atomic.Uint64
+	rtSum     atomic.Int64
+	rtHist    histogram
 	// folding counts folds in progress, folds counts folds done: a reader
 	// retries while one runs or if one ran meanwhile, so it never sees a
 	// count both swapped out of a bucket and not yet folded (which would
@@ -77,7 +84,8 @@ type resourceStats struct {
 
 func newResourceStats(name string, window time.Duration, buckets int) *resourceStats {
 	bn := max(int64(window)/int64(buckets), 1)
-	s := &resourceStats{name: name, ring: make([]statBucket, buckets), bucketNs: bn}
+	s := &resourceStats{name: name, ring: make([]statBucket, buckets), bucketNs: bn,
+		byBucket: newDivider(uint64(bn)), byRing: newDivider(uint64(buckets))}
 	for i := range s.ring {
 		s.ring[i].epoch.Store(-1 << 62) // no bucket is current before its first use
 	}
@@ -85,6 +93,9 @@ func newResourceStats(name string, window time.Duration, buckets int) *resourceS
 }
 
 func (s *resourceStats) epochOf(now int64) int64 {
+	if now >= 0 {
+		return int64(s.byBucket.div(uint64(now)))
+	}
 	idx := now / s.bucketNs
 	if now < 0 && now%s.bucketNs != 0 {
 		idx-- // floor division, so buckets do not straddle 0
@@ -94,7 +105,7 @@ func (s *resourceStats) epochOf(now int64) int64 {
 
 func (s *resourceStats) bucket(now int64) *statBucket {
 	idx := s.epochOf(now)
-	b := &s.ring[uint64(idx)%uint64(len(s.ring))]
+	b := &s.ring[s.byRing.mod(uint64(idx))]
 	if e := b.epoch.Load(); e < idx && b.epoch.CompareAndSwap(e, idx) {
 		s.turnOver(b)
 	}
@@ -105,6 +116,7 @@ func (s *resourceStats) bucket(now int64) *statBucket {
 func (s *resourceStats) turnOver(b *statBucket) {
 	s.folding.Add(1)
 	s.passed.Add(b.passed.Swap(0))
+	s.completed.Add(b.completed.Swap(0))
 	s.rtSum.Add(b.rtSum.Swap(0))
 	for i := range b.rtHist {
 		s.rtHist[i].Add(b.rtHist[i].Swap(0))
@@ -117,13 +129,17 @@ func (s *resourceStats) turnOver(b *statBucket) {
 	b.maxRT.Store(0)
 }
 
-func (s *resourceStats) pass(now int64, waited time.Duration) {
+// pass counts an admitted call and returns the bucket it counted in, where
+// its Exit counts it complete when it does not read the clock.
+func (s *resourceStats) pass(now int64, waited time.Duration) *statBucket {
 	if waited > 0 {
 		s.waited.Add(1)
 		s.waitSum.Add(int64(waited))
-		s.waitHist.observe(int64(waited))
+		s.waitHist.observe(int64(waited), 1)
 	}
-	s.bucket(now).passed.Add(1)
+	b := s.bucket(now)
+	b.passed.Add(1)
+	return b
 }
 
 func (s *resourceStats) block(now int64, l Level) {
@@ -131,11 +147,26 @@ func (s *resourceStats) block(now int64, l Level) {
 	s.bucket(now).blocked.Add(1)
 }
 
-func (s *resourceStats) exit(now int64, rt int64, failed bool) {
+// exitUnmeasured counts a completed call whose response time was not
+// measured, in the bucket its Entry counted in (b): no clock read. When that
+// bucket has turned over since, the call counts in the newer epoch, which
+// is still exact for lifetime totals (see statBucket).
+func (s *resourceStats) exitUnmeasured(b *statBucket, failed bool) {
+	b.completed.Add(1)
+	if failed {
+		s.errors.Add(1)
+		b.errors.Add(1)
+	}
+}
+
+// exit counts a completed call at now with its response time rt, which
+// stands for w calls' (the sampling weight, see WithRTSampling).
+func (s *resourceStats) exit(now int64, rt int64, w uint64, failed bool) {
 	rt = max(rt, 0) // a clock set backwards
 	b := s.bucket(now)
-	b.rtSum.Add(rt)
-	b.rtHist.observe(rt)
+	b.completed.Add(1)
+	b.rtSum.Add(rt * int64(w))
+	b.rtHist.observe(rt, w)
 	if failed {
 		s.errors.Add(1)
 		b.errors.Add(1)
@@ -155,14 +186,18 @@ func (s *resourceStats) exit(now int64, rt int64, failed bool) {
 }
 
 // lifetime reads the folded totals plus what the ring still holds.
-// Completed (the histogram) is read before passed: a call counts as passed
-// before it can complete, so passed - completed (in flight) is never negative.
-func (s *resourceStats) lifetime() (passed uint64, rtSum int64, hist [numBounds + 1]uint64) {
+// Completed is read before passed: a call counts as passed before it can
+// complete, so passed - completed (in flight) is never negative.
+func (s *resourceStats) lifetime() (passed, completed uint64, rtSum int64, hist [numBounds + 1]uint64) {
 	for spins := 0; ; spins++ {
 		f := s.folds.Load()
 		if s.folding.Load() != 0 {
 			runtime.Gosched()
 			continue
+		}
+		completed = s.completed.Load()
+		for j := range s.ring {
+			completed += s.ring[j].completed.Load()
 		}
 		hist = [numBounds + 1]uint64{}
 		for i := range hist {
@@ -177,34 +212,29 @@ func (s *resourceStats) lifetime() (passed uint64, rtSum int64, hist [numBounds 
 			passed += s.ring[j].passed.Load()
 		}
 		if s.folding.Load() == 0 && s.folds.Load() == f {
-			return passed, rtSum, hist
+			return passed, completed, rtSum, hist
 		}
 	}
 }
 
 // inFlight is passed - completed.
 func (s *resourceStats) inFlight() int64 {
-	passed, _, hist := s.lifetime()
-	for _, c := range hist {
-		passed -= c
-	}
-	return int64(passed)
+	passed, completed, _, _ := s.lifetime()
+	return int64(passed - completed)
 }
 
 func (s *resourceStats) read(now int64) ResourceStats {
-	passed, rtSum, hist := s.lifetime()
+	passed, completed, rtSum, hist := s.lifetime()
 	out := ResourceStats{
-		Resource: s.name,
-		Passed:   passed,
-		RTSum:    time.Duration(rtSum),
-		RTHist:   Histogram{Bounds: histBounds, Counts: hist[:]},
-		Waited:   s.waited.Load(),
-		WaitSum:  time.Duration(s.waitSum.Load()),
-		WaitHist: Histogram{Bounds: histBounds, Counts: make([]uint64, numBounds+1)},
-		Errors:   s.errors.Load(),
-	}
-	for _, c := range hist {
-		out.Completed += c
+		Resource:  s.name,
+		Passed:    passed,
+		Completed: completed,
+		RTSum:     time.Duration(rtSum),
+		RTHist:    Histogram{Bounds: histBounds, Counts: hist[:]},
+		Waited:    s.waited.Load(),
+		WaitSum:   time.Duration(s.waitSum.Load()),
+		WaitHist:  Histogram{Bounds: histBounds, Counts: make([]uint64, numBounds+1)},
+		Errors:    s.errors.Load(),
 	}
 	out.InFlight = int64(out.Passed - out.Completed)
 	for i := range s.waitHist {
@@ -225,9 +255,7 @@ func (s *resourceStats) read(now int64) ResourceStats {
 		w.Blocked += b.blocked.Load()
 		w.Errors += b.errors.Load()
 		w.RTSum += time.Duration(b.rtSum.Load())
-		for j := range b.rtHist {
-			w.Completed += b.rtHist[j].Load()
-		}
+		w.Completed += b.completed.Load()
 		if m := time.Duration(b.minRT.Load()); m != 0 && (!haveMin || m-1 < w.MinRT) {
 			w.MinRT, haveMin = m-1, true
 		}
@@ -237,4 +265,27 @@ func (s *resourceStats) read(now int64) ResourceStats {
 	}
 	out.Recent = w
 	return out
+}
+
+// divider divides by a fixed d with one multiplication: q = hi(n*m) with
+// m = floor((2^64-1)/d) is floor(n/d) or one less for every n < 2^63 (the
+// error of n*m/2^64 is below n(d+1)/(d*2^64) < 1), and the remainder test
+// corrects it. A hardware division costs several times more.
+type divider struct{ d, m uint64 }
+
+func newDivider(d uint64) divider { return divider{d: d, m: math.MaxUint64 / d} }
+
+func (v divider) div(n uint64) uint64 {
+	q, _ := bits.Mul64(n, v.m)
+	if n-q*v.d >= v.d {
+		q++
+	}
+	return q
+}
+
+func (v divider) mod(n uint64) uint64 {
+	if n >= 1<<63 { // only for negative epochs (a clock before its origin)
+		return n % v.d
+	}
+	return n - v.div(n)*v.d
 }

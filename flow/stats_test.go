@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
+	"math/rand/v2"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -154,8 +156,14 @@ func TestGuard(t *testing.T) {
 // clock moves a bucket width every few calls) while a reader checks the
 // lifetime counters never step back; at the end they are exact.
 func TestStatsLifetimeExactAcrossTurnover(t *testing.T) {
+	for _, n := range []int{1, 8} {
+		t.Run(fmt.Sprintf("sampling 1 in %d", n), func(t *testing.T) { statsExactAcrossTurnover(t, n) })
+	}
+}
+
+func statsExactAcrossTurnover(t *testing.T, sampling int) {
 	clk := clock.NewFake(t0)
-	e := NewEngine(WithClock(clk), WithStatsWindow(40*time.Millisecond, 4))
+	e := NewEngine(WithClock(clk), WithStatsWindow(40*time.Millisecond, 4), WithRTSampling(sampling))
 	if err := e.LoadRules([]Rule{{ID: "c", Resource: "r", Algorithm: AlgoConcurrency, Limit: 1000}}); err != nil {
 		t.Fatal(err)
 	}
@@ -210,7 +218,93 @@ func TestStatsLifetimeExactAcrossTurnover(t *testing.T) {
 	for _, c := range s.RTHist.Counts {
 		histTotal += c
 	}
-	if histTotal != s.Completed {
+	if sampling == 1 && histTotal != s.Completed {
 		t.Fatalf("histogram total %d, completed %d", histTotal, s.Completed)
+	}
+	// Sampled: each measured call counts 8 times. 16000 calls, 1 in 8
+	// measured: 2000 +- 42 (one standard deviation) samples; 10% is 4.7 sd.
+	if diff := int64(histTotal) - int64(s.Completed); sampling == 8 && (histTotal%8 != 0 || diff > 1600 || diff < -1600) {
+		t.Fatalf("sampled histogram total %d, completed %d: want a multiple of 8 within 10%%", histTotal, s.Completed)
+	}
+}
+
+// TestRTSamplingDefaults: the real clock samples 1 in 8 by default, other
+// clocks measure every call, and WithRTSampling rounds up to a power of two.
+func TestRTSamplingDefaults(t *testing.T) {
+	cases := []struct {
+		opts []Option
+		mask uint32
+	}{
+		{nil, 7},
+		{[]Option{WithClock(clock.NewFake(t0))}, 0},
+		{[]Option{WithRTSampling(1)}, 0},
+		{[]Option{WithRTSampling(0)}, 0},
+		{[]Option{WithRTSampling(5)}, 7},
+		{[]Option{WithClock(clock.NewFake(t0)), WithRTSampling(16)}, 15},
+		{[]Option{WithRTSampling(1 << 20)}, 1023},
+	}
+	for i, c := range cases {
+		if got := NewEngine(c.opts...).cf.rtMask; got != c.mask {
+			t.Errorf("case %d: mask %d, want %d", i, got, c.mask)
+		}
+	}
+}
+
+// TestRTSamplingRealClock: on the real clock, with 1 in 8 measured, the
+// counts stay exact and the response time estimate is close.
+func TestRTSamplingRealClock(t *testing.T) {
+	e := NewEngine(WithRTSampling(8))
+	if err := e.LoadRules([]Rule{{ID: "tb", Resource: "r", Algorithm: AlgoTokenBucket, Limit: 1e9}}); err != nil {
+		t.Fatal(err)
+	}
+	const calls = 40000
+	for i := range calls {
+		p, err := e.Entry("r")
+		if err != nil {
+			t.Fatal(err)
+		}
+		p.Exit(WithError(errIf(i%10 == 0)))
+	}
+	s := e.Snapshot().Resources[0]
+	if s.Passed != calls || s.Completed != calls || s.InFlight != 0 || s.Errors != calls/10 {
+		t.Fatalf("counts: passed %d completed %d in flight %d errors %d, want %d %d 0 %d", s.Passed, s.Completed, s.InFlight, s.Errors, calls, calls, calls/10)
+	}
+	var histTotal uint64
+	for _, c := range s.RTHist.Counts {
+		histTotal += c
+	}
+	// 5000 +- 66 samples expected; 10% is over 7 standard deviations.
+	if histTotal%8 != 0 || histTotal < calls*9/10 || histTotal > calls*11/10 {
+		t.Fatalf("histogram total %d: want a multiple of 8 within 10%% of %d", histTotal, calls)
+	}
+	if s.RTSum <= 0 {
+		t.Fatalf("RTSum %v: want > 0", s.RTSum)
+	}
+}
+
+func errIf(b bool) error {
+	if b {
+		return errors.New("failed")
+	}
+	return nil
+}
+
+// TestDivider checks the multiply-and-correct division against the
+// hardware's, at the edges and on random values.
+func TestDivider(t *testing.T) {
+	ds := []uint64{1, 2, 3, 7, 10, 1000, 100_000_000, 1<<32 + 1, 1<<62 + 3, math.MaxInt64}
+	ns := []uint64{0, 1, 2, 9, 10, 11, 99_999_999, 100_000_000, 1 << 40, math.MaxInt64 - 1, math.MaxInt64}
+	r := rand.New(rand.NewPCG(1, 2))
+	for range 2000 {
+		ns = append(ns, r.Uint64N(math.MaxInt64))
+		ds = append(ds, 1+r.Uint64N(1<<uint(1+r.IntN(62))))
+	}
+	for _, d := range ds {
+		v := newDivider(d)
+		for _, n := range ns {
+			if q, m := v.div(n), v.mod(n); q != n/d || m != n%d {
+				t.Fatalf("%d / %d: got %d rem %d, want %d rem %d", n, d, q, m, n/d, n%d)
+			}
+		}
 	}
 }
