@@ -148,28 +148,33 @@ func (s *RemoteTokenServer) Acquire(ctx context.Context, req flow.TokenRequest) 
 	}
 	in := s.request(&req)
 	var out *tokenpb.AcquireResponse
-	r, err := s.once(ctx, func(ctx context.Context, r *remoteReplica) (err error) {
+	_, err := s.once(ctx, func(ctx context.Context, r *remoteReplica) (err error) {
 		out, err = r.client.Acquire(ctx, in)
-		return err
+		if err != nil {
+			return err
+		}
+		switch st := out.GetStatus(); st {
+		case tokenpb.Status_STATUS_OK, tokenpb.Status_STATUS_SHOULD_WAIT:
+		case tokenpb.Status_STATUS_BLOCKED:
+			if i := out.GetRefused(); i < 0 || int(i) >= len(req.Rules) {
+				return s.answerError(r, st, fmt.Sprintf("refused rule index %d out of range", i))
+			}
+		default:
+			return s.answerError(r, st, out.GetMessage())
+		}
+		return nil
 	})
 	if err != nil {
 		return flow.TokenResult{}, err
 	}
 	res := flow.TokenResult{Refused: -1, Remaining: out.GetRemaining(), RetryAfter: time.Duration(out.GetRetryAfterNanos()),
 		Wait: time.Duration(out.GetWaitNanos()), Lease: out.GetLease()}
-	switch st := out.GetStatus(); st {
-	case tokenpb.Status_STATUS_OK, tokenpb.Status_STATUS_SHOULD_WAIT:
+	if out.GetStatus() == tokenpb.Status_STATUS_BLOCKED {
+		res.Refused = int(out.GetRefused())
+		s.st.blocked.Add(1)
+	} else {
 		res.Allowed = true
 		s.st.passed.Add(1)
-	case tokenpb.Status_STATUS_BLOCKED:
-		res.Refused = int(out.GetRefused())
-		if res.Refused < 0 || res.Refused >= len(req.Rules) {
-			s.st.errors.Add(1)
-			return flow.TokenResult{}, &RemoteError{Addr: r.addr, Status: st, Message: fmt.Sprintf("refused rule index %d out of range", res.Refused)}
-		}
-		s.st.blocked.Add(1)
-	default:
-		return flow.TokenResult{}, s.answerError(r, st, out.GetMessage())
 	}
 	return res, nil
 }
@@ -199,8 +204,8 @@ func (s *RemoteTokenServer) Release(ctx context.Context, req flow.TokenRequest, 
 }
 
 // answerError is the error for a replica's non-decision; FAIL (its Redis
-// is down) counts against the replica's breaker, the others do not (it
-// answered).
+// is down) counts against the replica's breaker, the others count as the
+// replica's success (it answered).
 func (s *RemoteTokenServer) answerError(r *remoteReplica, st tokenpb.Status, msg string) error {
 	s.st.errors.Add(1)
 	re := &RemoteError{Addr: r.addr, Status: st, Message: msg}
@@ -209,8 +214,10 @@ func (s *RemoteTokenServer) answerError(r *remoteReplica, st tokenpb.Status, msg
 		r.br.failure(s.now())
 		return fmt.Errorf("%w: %w", flow.ErrTokenServerUnavailable, re)
 	case tokenpb.Status_STATUS_TOO_MANY_REQUEST:
+		r.br.success()
 		return fmt.Errorf("%w: %w", flow.ErrTokenServerUnavailable, re)
 	}
+	r.br.success()
 	return re
 }
 
@@ -234,7 +241,7 @@ func (s *RemoteTokenServer) once(ctx context.Context, call func(context.Context,
 	if err != nil {
 		var re *RemoteError
 		if errors.As(err, &re) {
-			return r, err
+			return r, err // answered: answerError saw to the breaker
 		}
 		s.st.errors.Add(1)
 		r.br.failure(end)

@@ -46,7 +46,11 @@ func redisReplicas(t *testing.T, srv *redistest.Server, n int, opts ...Option) (
 	var reps []*remoteReplicaT
 	var addrs []string
 	for range n {
-		ts := newServer(t, srv.NewClient(nil), append([]Option{WithTimeout(time.Second)}, opts...)...)
+		// No go-redis retries: a dead Redis should fail at once, as the
+		// tests of it expect.
+		o := srv.ClientOptions()
+		o.MaxRetries = -1
+		ts := newServer(t, srv.NewClient(o), append([]Option{WithTimeout(time.Second)}, opts...)...)
 		r := startRemoteReplica(t, ts)
 		reps = append(reps, r)
 		addrs = append(addrs, r.addr)

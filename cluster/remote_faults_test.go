@@ -1,0 +1,173 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/flowgate/flowgate/flow"
+	"github.com/flowgate/flowgate/internal/redistest"
+)
+
+// TestRemoteReplicaKilled: one of two replicas dies while three clients
+// hammer a global limit. The limit still holds (nothing is replayed), the
+// only calls lost are those in flight on the dead replica (they take the
+// rule's fallback), and every client decides again through the other
+// replica within its timeout.
+func TestRemoteReplicaKilled(t *testing.T) {
+	srv := redistest.Start(t)
+	reps, addrs := redisReplicas(t, srv, 2)
+	rdb := srv.Client()
+	res := uniq("remote-kill")
+	r := crule("r", res, flow.AlgoFixedWindow, 600, time.Hour) // fallback deny
+	es, _ := remoteEngines(t, addrs, 3, r)
+	waitWindowStart(t, rdb, time.Hour, 10*time.Second)
+
+	var once sync.Once
+	var n sync.WaitGroup
+	n.Add(1)
+	var mu sync.Mutex
+	count := 0
+	hold := func() {
+		mu.Lock()
+		count++
+		c := count
+		mu.Unlock()
+		if c == 200 {
+			once.Do(func() { go func() { reps[0].srv.Stop(); n.Done() }() })
+		}
+	}
+	const goroutines = 6
+	passed, refused := hammer(t, es, goroutines, res, 80, hold) // 1440 calls
+	n.Wait()
+	var fallbacks uint64
+	for _, e := range es {
+		fallbacks += e.Snapshot().Cluster.Fallbacks["deny"]
+	}
+	c, err := rdb.HGet(context.Background(), "flowgate:{"+res+"|global|}:r", "c").Int()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("passed %d, refused %d (fallback deny %d), counted in Redis %d", passed, refused, fallbacks, c)
+	// Redis counted every admitted call and maybe some whose answer was
+	// lost with the replica; never more than the limit.
+	if passed > 600 || c != 600 || int64(c)-passed > int64(fallbacks) {
+		t.Fatalf("passed %d, Redis count %d, fallbacks %d: want passed <= count = 600 and count-passed <= fallbacks", passed, c, fallbacks)
+	}
+	if max := uint64(len(es) * (goroutines + 1)); fallbacks > max {
+		t.Fatalf("%d calls fell back, want at most the calls in flight on the dead replica (%d)", fallbacks, max)
+	}
+}
+
+// TestRemoteFailoverWithinTimeout: clients that prefer a replica that
+// dies decide through the other one, each within its per-call timeout.
+func TestRemoteFailoverWithinTimeout(t *testing.T) {
+	srv := redistest.Start(t)
+	reps, addrs := redisReplicas(t, srv, 2)
+	const timeout = 100 * time.Millisecond
+	req := flow.TokenRequest{Resource: uniq("remote-failover"), Tokens: 1, Factor: 1}
+	rule := crule("r", req.Resource, flow.AlgoFixedWindow, 1e6, time.Hour)
+	req.Rules = []*flow.Rule{&rule}
+	var cs []*RemoteTokenServer
+	for range 3 {
+		c := newRemote(t, addrs, WithRemoteTimeout(timeout))
+		if _, err := c.Acquire(context.Background(), req); err != nil { // both connections up
+			t.Fatal(err)
+		}
+		c.pref.Store(0)
+		cs = append(cs, c)
+	}
+	reps[0].srv.Stop()
+	killed := time.Now()
+	for i, c := range cs {
+		fails := 0
+		for {
+			_, err := c.Acquire(context.Background(), req)
+			if err == nil {
+				break
+			}
+			if !errors.Is(err, flow.ErrTokenServerUnavailable) {
+				t.Fatalf("client %d: %v, want an unavailable error or a decision", i, err)
+			}
+			if fails++; fails > 1 {
+				t.Fatalf("client %d: %d failed calls after the kill, want at most one: %v", i, fails, err)
+			}
+		}
+		if el := time.Since(killed); el > timeout {
+			t.Fatalf("client %d decided again %v after the kill, want within the %v timeout", i, el, timeout)
+		}
+		if got := c.replicas[c.pref.Load()].addr; got != addrs[1] {
+			t.Fatalf("client %d prefers %s, want the live replica %s", i, got, addrs[1])
+		}
+	}
+	t.Logf("3 clients failed over in %v", time.Since(killed))
+}
+
+// TestRemoteRedisKilled: with Redis gone, replicas answer FAIL, and the
+// engine follows each rule's fallback; the client's breaker then fails
+// calls at once; when Redis is back, decisions resume.
+func TestRemoteRedisKilled(t *testing.T) {
+	srv := redistest.Start(t)
+	_, addrs := redisReplicas(t, srv, 2, WithBreaker(2, 20*time.Millisecond))
+	base := uniq("remote-redis-down")
+	allow := crule("a", base+"-allow", flow.AlgoFixedWindow, 1000, time.Hour)
+	allow.Cluster.Fallback = "allow"
+	deny := crule("d", base+"-deny", flow.AlgoFixedWindow, 1000, time.Hour)
+	local := crule("l", base+"-local", flow.AlgoFixedWindow, 4, time.Hour)
+	local.Cluster.Fallback = "local"
+	c := newRemote(t, addrs, WithRemoteTimeout(time.Second), WithRemoteBreaker(3, 200*time.Millisecond))
+	e := newEngine(t, c, t0, allow, deny, local)
+	if p, err := e.Entry(deny.Resource); err != nil {
+		t.Fatalf("with Redis up: %v", err)
+	} else {
+		p.Exit()
+	}
+	srv.Kill()
+	start := time.Now()
+	localPassed := 0
+	for i := range 10 {
+		if p, err := e.Entry(allow.Resource); err != nil {
+			t.Fatalf("allow fallback, call %d: %v", i, err)
+		} else {
+			p.Exit()
+		}
+		var be *flow.BlockError
+		if _, err := e.Entry(deny.Resource); !errors.As(err, &be) || be.Reason != flow.ReasonClusterUnavailable {
+			t.Fatalf("deny fallback, call %d: %v, want a block for %q", i, err, flow.ReasonClusterUnavailable)
+		}
+		if p, err := e.Entry(local.Resource); err == nil {
+			localPassed++
+			p.Exit()
+		}
+	}
+	el := time.Since(start)
+	fb := e.Snapshot().Cluster.Fallbacks
+	t.Logf("30 calls with Redis down in %v; fallbacks %v; breaker open %v; stats %+v", el, fb, c.BreakerOpen(), c.Stats())
+	if el > time.Second {
+		t.Fatalf("30 calls with Redis down took %v, want fast failures (breakers), under 1s", el)
+	}
+	if localPassed != 4 {
+		t.Fatalf("local fallback admitted %d of 10, want the local limit 4", localPassed)
+	}
+	if fb["allow"] != 10 || fb["deny"] != 10 || fb["local"] != 10 {
+		t.Fatalf("fallbacks %v, want 10 of each", fb)
+	}
+	if st := c.Stats(); st.BreakerRejected == 0 {
+		t.Fatalf("breaker never failed a call fast: %+v", st)
+	}
+	srv.Restart()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		p, err := e.Entry(deny.Resource)
+		if err == nil {
+			p.Exit()
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no decision 5s after Redis came back: %v", err)
+		}
+		time.Sleep(20 * time.Millisecond) // waiting for Redis and the breakers' probes, not for our logic
+	}
+}
