@@ -28,7 +28,7 @@ func (allowAll) Acquire(context.Context, flow.TokenRequest) (flow.TokenResult, e
 	return flow.TokenResult{Allowed: true, Refused: -1}, nil
 }
 func (allowAll) Release(context.Context, flow.TokenRequest, flow.TokenResult) error { return nil }
-func (allowAll) Instances() int                                                   { return 1 }
+func (allowAll) Instances() int                                                     { return 1 }
 
 // testPKI is a throwaway CA with a server certificate for 127.0.0.1 and a
 // client certificate.
