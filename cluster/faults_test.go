@@ -38,7 +38,7 @@ func policyRules() []flow.Rule {
 func TestRedisKilledEachPolicy(t *testing.T) {
 	srv := redistest.Start(t)
 	brClock := clock.NewFake(t0)
-	ts := newServer(t, faultClient(srv), WithClock(brClock))
+	ts := newServer(t, faultClient(srv), WithClock(brClock), WithTimeout(20*time.Millisecond))
 	other := newServer(t, faultClient(srv)) // a second live instance: local share is 8/2
 	if _, err := ts.Heartbeat(context.Background()); err != nil || ts.Instances() != 2 {
 		t.Fatalf("instances %d (%v), want 2", ts.Instances(), err)
@@ -158,7 +158,7 @@ func TestRedisRestartedRecoversThroughNOSCRIPT(t *testing.T) {
 func TestRedisPausedFailsFastAfterBreakerOpens(t *testing.T) {
 	srv := redistest.Start(t)
 	brClock := clock.NewFake(t0)
-	ts := newServer(t, faultClient(srv), WithClock(brClock), WithHeartbeat(0, 0))
+	ts := newServer(t, faultClient(srv), WithClock(brClock), WithHeartbeat(0, 0), WithTimeout(20*time.Millisecond))
 	r := crule("r", uniq("pause"), flow.AlgoFixedWindow, 1000, time.Hour)
 	r.Cluster.Fallback = "allow"
 	e := newEngine(t, ts, t0, r)

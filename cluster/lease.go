@@ -68,6 +68,7 @@ type lease struct {
 	size    int    // permits the next batch asks for
 	refused flow.TokenResult
 	refUnt  int64 // a refusal is repeated locally until then
+	dead    bool  // swept out of the table: callers holding it look again
 }
 
 func newLeaseTable(s *RedisTokenServer, cf LeaseConfig) *leaseTable {
@@ -108,6 +109,13 @@ func (t *leaseTable) acquire(ctx context.Context, p *plan, req *flow.TokenReques
 	}
 	n := req.Tokens
 	l.mu.Lock()
+	for l.dead { // swept meanwhile: its permits went back, use the new one
+		l.mu.Unlock()
+		if l = t.get(p, req.Key); l == nil {
+			return t.acquire(ctx, p, req) // the table filled up meanwhile
+		}
+		l.mu.Lock()
+	}
 	defer l.mu.Unlock()
 	now := s.now()
 	if now < l.refUnt {
@@ -115,6 +123,10 @@ func (t *leaseTable) acquire(ctx context.Context, p *plan, req *flow.TokenReques
 		res := l.refused
 		res.RetryAfter = time.Duration(l.refUnt - now)
 		return res, nil
+	}
+	if now >= l.until && l.left > 0 { // expired before the sweep saw it
+		l.size = max(1, l.taken-l.left)
+		t.returnLocked(ctx, p, req.Key, l)
 	}
 	if l.left >= n && now < l.until {
 		l.left -= n
@@ -125,7 +137,7 @@ func (t *leaseTable) acquire(ctx context.Context, p *plan, req *flow.TokenReques
 	if now < l.until {
 		l.size = min(t.cf.MaxBatch, 2*l.size)
 	}
-	if l.left > 0 {
+	if l.left > 0 { // fewer than n left: give them back, take a batch
 		t.returnLocked(ctx, p, req.Key, l)
 	}
 	nonce := ""
@@ -191,25 +203,41 @@ func (t *leaseTable) returnLocked(ctx context.Context, p *plan, key string, l *l
 }
 
 // sweep returns the unspent permits of expired batches (all of them when
-// closing) and forgets idle entries so the table stays small.
+// closing) and forgets entries idle for a period, so the table stays
+// small; an entry in use keeps its batch size. The Redis calls are made
+// outside the table lock: a sweep never holds up other keys.
 func (t *leaseTable) sweep(all bool) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
 	now := t.s.now()
+	type item struct {
+		k    leaseKey
+		l    *lease
+		drop bool
+	}
+	var items []item
+	t.mu.Lock()
 	for k, l := range t.m {
 		l.mu.Lock()
-		if all || now >= l.until {
-			if l.left > 0 {
-				used := l.taken - l.left
-				ctx, cancel := context.WithTimeout(context.Background(), max(10*t.s.cf.timeout, 200*time.Millisecond))
-				t.returnLocked(ctx, k.p, k.key, l)
-				cancel()
-				l.size = max(1, used)
-			}
-			if now >= l.refUnt {
-				delete(t.m, k)
-			}
+		idle := now >= l.until+int64(t.cf.Period) && now >= l.refUnt
+		if all || idle {
+			delete(t.m, k)
+			items = append(items, item{k, l, true})
+		} else if now >= l.until && l.left > 0 {
+			items = append(items, item{k, l, false})
 		}
+		l.mu.Unlock()
+	}
+	t.mu.Unlock()
+	for _, it := range items {
+		l := it.l
+		l.mu.Lock()
+		if l.left > 0 && (it.drop || now >= l.until) {
+			used := l.taken - l.left
+			ctx, cancel := context.WithTimeout(context.Background(), max(10*t.s.cf.timeout, 200*time.Millisecond))
+			t.returnLocked(ctx, it.k.p, it.k.key, l)
+			cancel()
+			l.size = max(1, used) // it was too big: ask for what was used
+		}
+		l.dead = l.dead || it.drop
 		l.mu.Unlock()
 	}
 }
