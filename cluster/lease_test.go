@@ -2,6 +2,9 @@ package cluster
 
 import (
 	"context"
+	"errors"
+	"sort"
+	"sync"
 	"testing"
 	"time"
 
@@ -112,4 +115,67 @@ func TestLeasingBatchFollowsDemand(t *testing.T) {
 	if st := ts.Stats(); st.LeaseReturned != 15 {
 		t.Fatalf("returned %d unspent permits on Close, want 15", st.LeaseReturned)
 	}
+}
+
+// TestLeasingBoundOverTime: under sustained demand a sliding log of 100
+// per 300ms, leased in batches of at most 16 by 4 instances, never admits
+// more than 100 + 4 x 16 in any 300ms: only the batch each instance holds
+// when a window starts can have been counted before it.
+func TestLeasingBoundOverTime(t *testing.T) {
+	srv := redistest.Start(t)
+	const (
+		limit  = 100
+		window = 300 * time.Millisecond
+		batch  = 16
+	)
+	r := crule("r", uniq("lease-time"), flow.AlgoSlidingLog, limit, window)
+	var es []*flow.Engine
+	for range 4 {
+		s := newServer(t, srv.NewClient(nil), WithLeasing(LeaseConfig{Period: 50 * time.Millisecond, MaxBatch: batch}))
+		es = append(es, newEngine(t, s, t0, r))
+	}
+	var mu sync.Mutex
+	var admitted []time.Time
+	var wg sync.WaitGroup
+	end := time.Now().Add(time.Second)
+	for _, e := range es {
+		for range 4 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for time.Now().Before(end) {
+					p, err := e.Entry(r.Resource)
+					if err != nil {
+						if !errors.Is(err, flow.ErrBlocked) {
+							t.Error(err)
+							return
+						}
+						continue
+					}
+					at := time.Now()
+					p.Exit()
+					mu.Lock()
+					admitted = append(admitted, at)
+					mu.Unlock()
+				}
+			}()
+		}
+	}
+	wg.Wait()
+	sort.Slice(admitted, func(i, j int) bool { return admitted[i].Before(admitted[j]) })
+	most, lo := 0, 0
+	for hi := range admitted {
+		for admitted[hi].Sub(admitted[lo]) >= window {
+			lo++
+		}
+		most = max(most, hi-lo+1)
+	}
+	// Sustained demand admits about limit per window over the second.
+	if n := len(admitted); n < 3*limit {
+		t.Fatalf("admitted %d in 1s, want at least %d", n, 3*limit)
+	}
+	if bound := limit + 4*batch; most > bound {
+		t.Fatalf("%d admitted in one %v window, bound %d", most, window, bound)
+	}
+	t.Logf("admitted %d in 1s; most in one %v window %d (limit %d, bound %d)", len(admitted), window, most, limit, limit+4*batch)
 }
