@@ -41,10 +41,15 @@ type RedisTokenServer struct {
 
 var _ flow.TokenServer = (*RedisTokenServer)(nil)
 
-// NewRedisTokenServer returns a token server on rdb (a *redis.Client,
-// *redis.ClusterClient or *redis.Ring to one shard). It announces this
-// instance with a first heartbeat (a failure there is not fatal: Redis may
-// come up later) and starts the background loop that Close stops.
+// NewRedisTokenServer returns a token server on rdb (a *redis.Client or a
+// *redis.ClusterClient). It announces this instance with a first heartbeat
+// (a failure there is not fatal: Redis may come up later) and starts the
+// background loop that Close stops.
+//
+// Configure rdb with ContextTimeoutEnabled, so the per-call timeout
+// (WithTimeout) reaches the socket, and MaxRetries -1: go-redis re-sends a
+// command after a network error or timeout, and a re-sent decision may be
+// counted twice. The server itself re-sends only after NOSCRIPT.
 func NewRedisTokenServer(rdb redis.UniversalClient, opts ...Option) (*RedisTokenServer, error) {
 	if rdb == nil {
 		return nil, errors.New("cluster: nil redis client")
