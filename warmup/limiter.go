@@ -156,11 +156,25 @@ func (l *Limiter) start(rate float64, c settings) {
 	cfg := new(rateConfig) // all zero: maxPermits 0 marks the initial state
 	st := state{rateConfig: cfg}
 	l.setRate(&st, cfg, rate, 0)
+	cfg.optStored, cfg.hasStored = c.stored, c.hasStored
 	if c.hasStored {
-		st.stored = max(0, min(c.stored, st.maxP))
+		st.stored = cfg.initialStored(l.warmup < 0)
 	}
 	l.pair[0], l.pair[1] = encodeNext(st.next, 0), math.Float64bits(st.stored)
 	l.rate.Store(cfg)
+}
+
+// Clone returns a new limiter of l's kind, options and current rate, in the
+// state a new one starts in (its time counts from now on l's clock): what
+// NewBursty or NewWarmingUp with the same arguments would return. It shares
+// l's immutable rate data (48 bytes) instead of building its own until its
+// first SetRate, which is what makes one limiter per user or IP cheap.
+func (l *Limiter) Clone() *Limiter {
+	c := l.rate.Load()
+	n := &Limiter{param: l.param, warmup: l.warmup, clk: l.clk, origin: clock.Nanotime(l.clk), pair: newPair()}
+	n.pair[0], n.pair[1] = encodeNext(0, c.ver), math.Float64bits(c.initialStored(l.warmup < 0))
+	n.rate.Store(c)
+	return n
 }
 
 // SetRate changes the stable rate as Guava's setRate does: time elapsed so far
@@ -183,6 +197,7 @@ func (l *Limiter) SetRate(permitsPerSecond float64) error {
 		st := decode(w0, w1, old)
 		l.setRate(&st, cfg, permitsPerSecond, now)
 		cfg.ver = (old.ver + 1) & 0xff
+		cfg.optStored, cfg.hasStored = old.optStored, old.hasStored
 		// The CAS bumps the version: concurrent SetRates are ordered by it,
 		// calls that read the old state fail their CAS, and calls that see
 		// the new version before the store below wait for it (snapshot).
@@ -195,6 +210,10 @@ func (l *Limiter) SetRate(permitsPerSecond float64) error {
 
 // Rate reports the stable rate in permits per second.
 func (l *Limiter) Rate() float64 { return 1e6 / l.rate.Load().stable }
+
+// StableIntervalMicros reports the time one permit costs at the stable
+// rate, in microseconds (Guava's stableIntervalMicros): 1e6 / Rate().
+func (l *Limiter) StableIntervalMicros() float64 { return l.rate.Load().stable }
 
 // MaxPermits reports the most permits the limiter can store.
 func (l *Limiter) MaxPermits() float64 { return l.rate.Load().maxP }

@@ -30,6 +30,22 @@ type rateConfig struct {
 	threshold float64 // warming up: thresholdPermits
 	slope     float64 // warming up: slope of the cost line above threshold
 	ver       uint64  // 0..255, matches the state's top byte
+	// WithStoredPermits as given at construction, carried from rate to rate
+	// so Clone starts a limiter as the constructor did.
+	optStored float64
+	hasStored bool
+}
+
+// initialStored is what a limiter built at this rate starts with: Guava's
+// (bursty empty, warming up cold), or WithStoredPermits clamped.
+func (c *rateConfig) initialStored(bursty bool) float64 {
+	switch {
+	case c.hasStored:
+		return max(0, min(c.optStored, c.maxP))
+	case bursty:
+		return 0
+	}
+	return c.maxP
 }
 
 // state is a private copy of the two words, with the rate they were read
