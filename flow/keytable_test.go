@@ -136,7 +136,8 @@ func heapInUse() int64 {
 // included, for each algorithm at the user level, and the table's own part
 // (the same minus 100 000 bare limiters). The table's part is ours to bound:
 // at most 64 bytes (map slot and entry); the limiters belong to the
-// algorithms. The target for a token-bucket key is <= 200 bytes in all.
+// algorithms. The target for a token-bucket key is <= 200 bytes in
+// all; every algorithm is held to it.
 func TestMemoryPerKey(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds 100 000 keys per algorithm")
@@ -169,7 +170,11 @@ func TestMemoryPerKey(t *testing.T) {
 		lims := make([]limiter, n)
 		before = heapInUse()
 		for i := range lims {
-			lims[i], _ = newLimiter(&d, d.Limit, clk, 0)
+			if tb, ok := lims[0].(*tokenBucket); ok {
+				lims[i] = tb.clone() // as keys get them: sharing the rate data
+			} else {
+				lims[i], _ = newLimiter(&d, d.Limit, clk, 0)
+			}
 		}
 		lim := float64(heapInUse()-before) / n
 		runtime.KeepAlive(lims)
@@ -177,5 +182,49 @@ func TestMemoryPerKey(t *testing.T) {
 		if per-lim > 64 {
 			t.Errorf("%v: the table costs %.0f B per key, want <= 64", a, per-lim)
 		}
+		if per > 200 {
+			t.Errorf("%v: %.0f B per tracked key, want <= 200", a, per)
+		}
+	}
+}
+
+// TestKeyBucketsShareRateData: the token buckets of one user rule are
+// cloned from a prototype at the current limit, full as a new bucket
+// starts, and an adaptive change gives new keys the new limit.
+func TestKeyBucketsShareRateData(t *testing.T) {
+	e, clk := newTestEngine(t, Rule{ID: "u", Resource: "r", Level: LevelUser, Algorithm: AlgoTokenBucket,
+		Limit: 10, Burst: 4, Adaptive: true})
+	cr := e.rules.Load().compiled[0]
+	bucket := func(user string) *tokenBucket {
+		t.Helper()
+		lim, err := cr.limiterFor(user, clk.Nanotime())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return lim.(*tokenBucket)
+	}
+	a, b := bucket("a"), bucket("b")
+	if a == b || a.l == b.l {
+		t.Fatal("two users share one bucket")
+	}
+	if a.l.MaxPermits() != 4 || a.l.StoredPermitsAt(clk.Nanotime()) != 4 {
+		t.Fatalf("a new key's bucket: max %v stored %v, want 4 and 4 (full)", a.l.MaxPermits(), a.l.StoredPermitsAt(clk.Nanotime()))
+	}
+	for range 5 { // user a drains its bucket; b keeps its own
+		try(t, e, "r", WithUser("a"))
+	}
+	if got := try(t, e, "r", WithUser("a")); got != "u" {
+		t.Fatalf("a's 6th call: %q, want refused by u", got)
+	}
+	if got := try(t, e, "r", WithUser("b")); got != "" {
+		t.Fatalf("b refused (%q): buckets are not shared", got)
+	}
+	e.SetAdaptiveFactor(0.5)
+	c := bucket("c")
+	if c.l.Rate() != 5 || c.l.MaxPermits() != 2 {
+		t.Fatalf("a key new after the factor 0.5: rate %v max %v, want 5 and 2", c.l.Rate(), c.l.MaxPermits())
+	}
+	if a := bucket("a"); a.l.Rate() != 5 {
+		t.Fatalf("an existing key after the factor 0.5: rate %v, want 5", a.l.Rate())
 	}
 }

@@ -60,12 +60,32 @@ type compiledRule struct {
 	global    limiter // LevelGlobal
 	globalGen atomic.Uint64
 	keys      *keyTable // LevelUser, LevelIP
+	proto     atomic.Pointer[bucketProto]
 }
 
 func (cr *compiledRule) limit() float64 { return math.Float64frombits(cr.limitBits.Load()) }
 
 func (cr *compiledRule) newLimiter(now int64) (limiter, error) {
-	return newLimiter(&cr.rule, cr.limit(), cr.clk, now)
+	limit := cr.limit()
+	if p := cr.proto.Load(); p != nil && p.limit == limit {
+		return p.tb.clone(), nil
+	}
+	lim, err := newLimiter(&cr.rule, limit, cr.clk, now)
+	if tb, ok := lim.(*tokenBucket); ok && cr.keyed {
+		// This bucket becomes the rule's prototype; the key gets a clone.
+		// Racing builders each store theirs: any one will do.
+		cr.proto.Store(&bucketProto{tb: tb, limit: limit})
+		return tb.clone(), nil
+	}
+	return lim, err
+}
+
+// bucketProto is the token bucket the keys of a user or ip rule are cloned
+// from at one effective limit, so they share its rate data. It is never
+// used to admit calls (its rate must not change).
+type bucketProto struct {
+	tb    *tokenBucket
+	limit float64
 }
 
 // recompute sets the effective limit from the factor and the instance count.

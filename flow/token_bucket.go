@@ -2,7 +2,6 @@ package flow
 
 import (
 	"math"
-	"sync/atomic"
 	"time"
 
 	"github.com/flowgate/flowgate/clock"
@@ -22,13 +21,14 @@ type tokenBucket struct {
 	l *warmup.Limiter
 	// window is the rule's Window in seconds: rate = limit / window.
 	window float64
-	// coolNs is how long an idle bursty bucket takes to store one permit,
-	// kept beside the limiter with maxP (both change only in setLimit) so a
-	// decision can say when the bucket is full again without another lock.
-	// -1 marks a warming-up bucket, which reports neither (see remaining).
-	coolNs atomic.Int64
-	maxP   atomic.Uint64 // float64 bits of the limiter's MaxPermits
+	// warm marks a warming-up bucket, which reports no remaining permits
+	// nor a reset time (see remaining).
+	warm bool
 }
+
+// The per-key cost of a token bucket: this struct (24 B), the
+// warmup.Limiter (64 B) and its state pair (24 B); the rate data is shared
+// by every key of a rule (see clone).
 
 var _ limiter = (*tokenBucket)(nil)
 
@@ -49,21 +49,15 @@ func newTokenBucket(r *Rule, limit float64, clk clock.Clock) (limiter, error) {
 	if err != nil {
 		return nil, err
 	}
-	b := &tokenBucket{l: l, window: window}
-	b.sync()
-	return b, nil
+	return &tokenBucket{l: l, window: window}, nil
 }
 
-// sync refreshes the cached maxPermits and stable interval after a
-// construction or a rate change.
-func (b *tokenBucket) sync() {
-	b.maxP.Store(math.Float64bits(b.l.MaxPermits()))
-	if !b.warm() {
-		b.coolNs.Store(int64(1e9 / b.l.Rate()))
-	}
+// clone is a fresh bucket like b (b's rate, full or cold as a new one
+// starts) sharing b's immutable rate data: the keys of a user or ip rule are
+// cloned from one prototype (see compiledRule.newLimiter).
+func (b *tokenBucket) clone() *tokenBucket {
+	return &tokenBucket{l: b.l.Clone(), window: b.window, warm: b.warm}
 }
-
-func (b *tokenBucket) warm() bool { return b.coolNs.Load() < 0 }
 
 func (b *tokenBucket) tryAcquire(now int64, n int, maxWait time.Duration) decision {
 	res, err := b.l.TryReserveAt(now, n, maxWait)
@@ -75,7 +69,7 @@ func (b *tokenBucket) tryAcquire(now int64, n int, maxWait time.Duration) decisi
 		return decision{retryAfter: res.Wait, reset: res.Wait + b.reset(0)}
 	}
 	left := 0.0 // a warming-up bucket: see remaining
-	if !b.warm() {
+	if !b.warm {
 		left = res.Stored
 	}
 	return decision{ok: true, wait: res.Wait, remaining: left, reset: b.reset(left)}
@@ -83,11 +77,15 @@ func (b *tokenBucket) tryAcquire(now int64, n int, maxWait time.Duration) decisi
 
 // reset is how long the bucket needs to fill up from stored permits.
 func (b *tokenBucket) reset(stored float64) time.Duration {
-	missing := math.Float64frombits(b.maxP.Load()) - stored
-	if missing <= 0 || b.warm() {
+	if b.warm {
 		return 0
 	}
-	return time.Duration(missing * float64(b.coolNs.Load()))
+	missing := b.l.MaxPermits() - stored
+	if missing <= 0 {
+		return 0
+	}
+	// A bursty bucket stores one permit per stable interval.
+	return time.Duration(missing * b.l.StableIntervalMicros() * 1e3)
 }
 
 func (b *tokenBucket) refund(at int64, n int) { b.l.Refund(at, n) }
@@ -98,9 +96,7 @@ func (b *tokenBucket) release(int) {}
 // stored permits keep their share of maxPermits, and the burst scales with
 // the rate.
 func (b *tokenBucket) setLimit(_ int64, limit float64) {
-	if err := b.l.SetRate(limit / b.window); err == nil {
-		b.sync()
-	}
+	_ = b.l.SetRate(limit / b.window) // limit > 0: only invalid rates fail
 }
 
 // remaining is the stored permits of a bursty bucket: what a burst may take
@@ -108,7 +104,7 @@ func (b *tokenBucket) setLimit(_ int64, limit float64) {
 // A warming-up bucket reports 0: its stored permits measure how cold it is,
 // and each of them costs more than a fresh one, so none is spare room.
 func (b *tokenBucket) remaining(now int64) float64 {
-	if b.warm() {
+	if b.warm {
 		return 0
 	}
 	return b.l.StoredPermitsAt(now)

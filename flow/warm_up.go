@@ -17,8 +17,5 @@ func newWarmUp(r *Rule, limit float64, clk clock.Clock) (limiter, error) {
 	if err != nil {
 		return nil, err
 	}
-	b := &tokenBucket{l: l, window: window}
-	b.coolNs.Store(-1)
-	b.sync()
-	return b, nil
+	return &tokenBucket{l: l, window: window, warm: true}, nil
 }
