@@ -116,6 +116,9 @@ func (e *Engine) entry(ctx context.Context, resource string, opts []EntryOption)
 			return p, nil
 		}
 	}
+	if cr := rr.single; cr != nil && sys <= 0 {
+		return e.entrySingle(resource, rr, cr, now, a.tokens)
+	}
 	st := entryState{now: now, tokens: a.tokens}
 	if err := e.admit(&a, resource, rr, &st); err != nil {
 		if sys > 0 {
@@ -157,6 +160,26 @@ func (e *Engine) entry(ctx context.Context, resource string, opts []EntryOption)
 	}
 	p.bucket = rr.stats.pass(now, st.wait)
 	p.sysCounted = sys > 0 // the guard counts only while on: it costs nothing when off
+	return p, nil
+}
+
+// entrySingle is Entry for a resource whose one rule is global, local, a
+// rate algorithm and has no MaxWait (resourceRules.single) while the
+// system guard is off: one decision, nothing to give back, no wait, nothing
+// held, so none of entryState's bookkeeping. It decides exactly as the
+// general path does.
+func (e *Engine) entrySingle(resource string, rr *resourceRules, cr *compiledRule, now int64, tokens int) (*Permit, error) {
+	lim, _ := cr.limiterFor("", now) // global: never fails
+	d := lim.tryAcquire(now, tokens, 0)
+	if !d.ok {
+		return nil, blocked(resource, rr, cr, d, cr.reason, now)
+	}
+	p := e.getPermit(now + int64(d.wait))
+	p.stats = rr.stats
+	p.tokens = tokens
+	p.waited = d.wait
+	p.quota = quotaNote{cr: cr, limit: cr.limit(), remaining: d.remaining, reset: d.reset}
+	p.bucket = rr.stats.pass(now, d.wait)
 	return p, nil
 }
 
@@ -207,7 +230,12 @@ func (e *Engine) admit(a *entryArgs, resource string, rr *resourceRules, st *ent
 // error (the one allocation of a refused call).
 func (e *Engine) refuse(resource string, rr *resourceRules, cr *compiledRule, d decision, reason string, st *entryState) error {
 	e.undo(st)
-	rr.stats.block(st.now, cr.rule.Level)
+	return blocked(resource, rr, cr, d, reason, st.now)
+}
+
+// blocked counts a refusal at now and builds its error.
+func blocked(resource string, rr *resourceRules, cr *compiledRule, d decision, reason string, now int64) error {
+	rr.stats.block(now, cr.rule.Level)
 	be := &BlockError{Resource: resource, Level: cr.rule.Level, RuleID: cr.rule.ID, Reason: reason,
 		RetryAfter: d.retryAfter, Never: d.never, Limit: cr.limit(), Window: cr.rule.Window, Remaining: d.remaining}
 	if d.never {

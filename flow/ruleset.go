@@ -27,6 +27,10 @@ var checkOrder = [3]Level{LevelIP, LevelUser, LevelGlobal}
 type resourceRules struct {
 	stats  *resourceStats
 	levels [3]levelRules // in checkOrder
+	// single is the resource's only rule when Entry can decide it on the
+	// short path (see Engine.entrySingle): global, local, a rate algorithm,
+	// no MaxWait.
+	single *compiledRule
 }
 
 type levelRules struct {
@@ -194,11 +198,32 @@ func (e *Engine) compile(rules []Rule, old *ruleSet, now int64) (*ruleSet, map[s
 	if len(errs) > 0 {
 		return nil, nil, errors.Join(errs...)
 	}
+	for _, rr := range rs.byResource {
+		rr.single = singleRule(rr)
+	}
 	for _, st := range stats {
 		rs.stats = append(rs.stats, st)
 	}
 	sort.Slice(rs.stats, func(i, j int) bool { return rs.stats[i].name < rs.stats[j].name })
 	return rs, stats, nil
+}
+
+// singleRule is rr's only rule when it qualifies for Engine.entrySingle.
+func singleRule(rr *resourceRules) *compiledRule {
+	var only *compiledRule
+	for i := range rr.levels {
+		lr := &rr.levels[i]
+		if len(lr.cluster) > 0 || len(lr.local) > 1 || (len(lr.local) == 1 && only != nil) {
+			return nil
+		}
+		if len(lr.local) == 1 {
+			only = lr.local[0]
+		}
+	}
+	if only == nil || only.keyed || only.rule.Algorithm == AlgoConcurrency || only.rule.MaxWait > 0 {
+		return nil
+	}
+	return only
 }
 
 func levelSlot(l Level) int {
