@@ -171,19 +171,23 @@ func (t *leaseTable) acquire(ctx context.Context, p *plan, req *flow.TokenReques
 	return flow.TokenResult{Allowed: true, Refused: -1, Remaining: float64(r.remaining) + float64(l.left)}, nil
 }
 
-// giveBack returns permits of a call a later level refused to its lease.
-func (t *leaseTable) giveBack(p *plan, key string, n int) {
+// giveBack returns permits of a call a later level refused to its lease,
+// and reports false when there is no live lease to take them (the call
+// was decided in Redis: give them back there).
+func (t *leaseTable) giveBack(p *plan, key string, n int) bool {
 	t.mu.RLock()
 	l := t.m[leaseKey{p, key}]
 	t.mu.RUnlock()
 	if l == nil {
-		return
+		return false
 	}
 	l.mu.Lock()
-	if t.s.now() < l.until {
-		l.left += n
+	defer l.mu.Unlock()
+	if l.dead || t.s.now() >= l.until {
+		return false
 	}
-	l.mu.Unlock()
+	l.left += n
+	return true
 }
 
 // returnLocked gives a batch's unspent permits back to Redis; l.mu held.

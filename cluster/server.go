@@ -154,8 +154,7 @@ func (s *RedisTokenServer) Release(ctx context.Context, req flow.TokenRequest, r
 	if err != nil {
 		return err
 	}
-	if res.Lease == "" && s.leases != nil && p.leasable {
-		s.leases.giveBack(p, req.Key, req.Tokens)
+	if res.Lease == "" && s.leases != nil && p.leasable && s.leases.giveBack(p, req.Key, req.Tokens) {
 		return nil
 	}
 	var only []int

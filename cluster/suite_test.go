@@ -93,6 +93,7 @@ func runSuite(t *testing.T, b backend) {
 		})
 	}
 	t.Run("leaky_bucket queueing", func(t *testing.T) { leakyQueueing(t, b) })
+	t.Run("token_bucket queueing", func(t *testing.T) { bucketQueueing(t, b) })
 	t.Run("concurrency", func(t *testing.T) { concurrencyCap(t, b) })
 	t.Run("multi-rule atomic", func(t *testing.T) { multiRuleAtomic(t, b) })
 	t.Run("user and ip keys", func(t *testing.T) { keyedLevels(t, b) })
@@ -150,6 +151,37 @@ func leakyQueueing(t *testing.T, b backend) {
 	}
 	if w := time.Duration(maxWait.Load()); w <= 0 || w > r.MaxWait {
 		t.Fatalf("longest wait %v, want in (0, %v]", w, r.MaxWait)
+	}
+}
+
+// bucketQueueing: Guava's order on Redis's clock. With a burst of 1 at
+// 10/s and MaxWait, back-to-back calls wait 0 (the stored permit), 0 (it
+// pays nothing itself, the next one pays), then 100ms more each.
+func bucketQueueing(t *testing.T, b backend) {
+	r := crule("r", uniq("tb-q"), flow.AlgoTokenBucket, 10, time.Second)
+	r.Burst, r.MaxWait = 1, time.Second
+	es, _, _ := engines(t, b, 2, r)
+	var waits []time.Duration
+	for i := range 5 {
+		p, err := es[i%2].Entry(r.Resource)
+		if err != nil {
+			t.Fatal(err)
+		}
+		waits = append(waits, p.Waited())
+		p.Exit()
+	}
+	// The calls take a little real time, which the later waits lose.
+	want := []time.Duration{0, 0, 100 * time.Millisecond, 200 * time.Millisecond, 300 * time.Millisecond}
+	for i, w := range want {
+		if d := w - waits[i]; d < 0 || d > 20*time.Millisecond {
+			t.Fatalf("waits %v, want about %v", waits, want)
+		}
+	}
+	if _, err := es[0].Entry(r.Resource, flow.WithTokens(8)); err != nil {
+		t.Fatalf("Guava grants a large request when only 400ms are owed: %v", err)
+	}
+	if _, err := es[1].Entry(r.Resource); !errors.Is(err, flow.ErrBlocked) {
+		t.Fatalf("after 8 more permits the next slot is over a second away: got %v, want blocked", err)
 	}
 }
 
