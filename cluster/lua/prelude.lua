@@ -50,8 +50,10 @@ end
 -- pxms turns a duration in microseconds into whole milliseconds for
 -- PEXPIRE or SET PX (a non-integer errors, after earlier writes happened):
 -- at least 1, rounded up so a key never expires before its state is void.
+-- An integral Lua number reaches Redis as plain digits (below 2^53), so no
+-- string.format is needed.
 local function pxms(us)
-  return string.format('%d', math.max(1, math.ceil(us / 1000)))
+  return math.max(1, math.ceil(us / 1000))
 end
 
 -- Each algorithm file registers ALGO[code] = {check, commit, refund}:
