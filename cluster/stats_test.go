@@ -1,0 +1,51 @@
+package cluster
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/flowgate/flowgate/flow"
+	"github.com/flowgate/flowgate/internal/redistest"
+	"github.com/flowgate/flowgate/metrics"
+)
+
+// TestStatsCountEveryDecision: the server's counters and latency histogram
+// (what metrics.WithCluster exports) and the engine's cluster statistics
+// agree with the calls made.
+func TestStatsCountEveryDecision(t *testing.T) {
+	srv := redistest.Start(t)
+	ts := newServer(t, srv.NewClient(nil))
+	r := crule("r", uniq("stats"), flow.AlgoFixedWindow, 3, time.Hour)
+	e := newEngine(t, ts, t0, r)
+	passed, blocked := 0, 0
+	for range 5 {
+		p, err := e.Entry(r.Resource)
+		switch {
+		case err == nil:
+			passed++
+			p.Exit()
+		case errors.Is(err, flow.ErrBlocked):
+			blocked++
+		default:
+			t.Fatal(err)
+		}
+	}
+	st := ts.Stats()
+	if passed != 3 || st.Passed != 3 || st.Blocked != 2 || st.Errors != 0 || st.BreakerOpen {
+		t.Fatalf("passed %d blocked %d; stats %+v", passed, blocked, st)
+	}
+	var src metrics.ClusterSource = ts
+	m := src.ClusterMetrics()
+	var n uint64
+	for _, c := range m.Duration.Counts {
+		n += c
+	}
+	if n != 5 || len(m.Duration.Counts) != len(m.Duration.Bounds)+1 || m.DurationSum <= 0 || m.BreakerOpen {
+		t.Fatalf("cluster metrics %+v: want 5 requests timed", m)
+	}
+	c := e.Snapshot().Cluster
+	if c.Requests["passed"] != 3 || c.Requests["blocked"] != 2 || c.Requests["error"] != 0 {
+		t.Fatalf("engine cluster stats %+v", c)
+	}
+}
