@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"errors"
+	"runtime"
 	"testing"
 	"time"
 
@@ -47,5 +48,41 @@ func TestStatsCountEveryDecision(t *testing.T) {
 	c := e.Snapshot().Cluster
 	if c.Requests["passed"] != 3 || c.Requests["blocked"] != 2 || c.Requests["error"] != 0 {
 		t.Fatalf("engine cluster stats %+v", c)
+	}
+}
+
+// TestCloseStopsEverything: the background loop ends with Close, which is
+// idempotent; nothing the server started outlives it.
+func TestCloseStopsEverything(t *testing.T) {
+	srv := redistest.Start(t)
+	rdb := srv.NewClient(nil)
+	if err := rdb.Ping(t.Context()).Err(); err != nil {
+		t.Fatal(err)
+	}
+	before := runtime.NumGoroutine()
+	ts, err := NewRedisTokenServer(rdb, WithLeasing(LeaseConfig{}), WithHeartbeat(time.Millisecond, time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := crule("r", uniq("close"), flow.AlgoSlidingLog, 100, time.Hour)
+	e := newEngine(t, ts, t0, r)
+	for range 10 {
+		p, err := e.Entry(r.Resource)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p.Exit()
+	}
+	if st := ts.Stats(); st.LeaseLocal == 0 {
+		t.Fatalf("no leased decisions: %+v", st)
+	}
+	if err := ts.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := ts.Close(); err != nil {
+		t.Fatalf("second Close: %v", err)
+	}
+	if after := runtime.NumGoroutine(); after > before {
+		t.Fatalf("%d goroutines after Close, %d before", after, before)
 	}
 }
