@@ -17,17 +17,17 @@ func load128(addr *[2]uint64) (w0, w1 uint64)
 
 func (l *Limiter) cas(old0, old1, new0, new1 uint64) bool {
 	if useCAS16 {
-		return cas128(l.pair, old0, old1, new0, new1)
+		return cas128(l.pair(), old0, old1, new0, new1)
 	}
 	return l.casLocked(old0, old1, new0, new1)
 }
 
 func (l *Limiter) load128() (uint64, uint64) {
 	if useCAS16 {
-		return load128(l.pair)
+		return load128(l.pair())
 	}
 	return l.load128Locked()
 }
 
-func (l *Limiter) load0() uint64 { return atomic.LoadUint64(&l.pair[0]) }
-func (l *Limiter) load1() uint64 { return atomic.LoadUint64(&l.pair[1]) }
+func (l *Limiter) load0() uint64 { return atomic.LoadUint64(&l.pair()[0]) }
+func (l *Limiter) load1() uint64 { return atomic.LoadUint64(&l.pair()[1]) }

@@ -22,11 +22,14 @@ var ErrInvalidArgument = errors.New("warmup: invalid argument")
 //
 // The struct is small on purpose: the flow engine keeps one per user or IP key.
 type Limiter struct {
-	// pair is the mutable state, two words changed together by one 16-byte
-	// compare-and-swap (see state.go): nextFree (Guava's
+	// words hold the mutable state, two words changed together by one
+	// 16-byte compare-and-swap (see state.go and pair): nextFree (Guava's
 	// nextFreeTicketMicros, with the rate version in its top byte) and the
-	// stored permits. A grant costs one CAS; a refusal reads one word.
-	pair *[2]uint64
+	// stored permits. A grant costs one CAS; a refusal reads two words.
+	// Three words, so an aligned pair always fits inside, and inline, so
+	// reaching the state costs no pointer hop (a cache miss when the engine
+	// walks thousands of per-key limiters).
+	words [3]uint64
 	// rate is the current rate and its derived constants, immutable,
 	// replaced whole by SetRate.
 	rate atomic.Pointer[rateConfig]
@@ -152,7 +155,6 @@ func checkStored(c settings) error {
 // initial state), then our optional override of the stored permits.
 func (l *Limiter) start(rate float64, c settings) {
 	l.origin = clock.Nanotime(l.clk)
-	l.pair = newPair()
 	cfg := new(rateConfig) // all zero: maxPermits 0 marks the initial state
 	st := state{rateConfig: cfg}
 	l.setRate(&st, cfg, rate, 0)
@@ -160,7 +162,8 @@ func (l *Limiter) start(rate float64, c settings) {
 	if c.hasStored {
 		st.stored = cfg.initialStored(l.warmup < 0)
 	}
-	l.pair[0], l.pair[1] = encodeNext(st.next, 0), math.Float64bits(st.stored)
+	p := l.pair()
+	p[0], p[1] = encodeNext(st.next, 0), math.Float64bits(st.stored)
 	l.rate.Store(cfg)
 }
 
@@ -171,8 +174,9 @@ func (l *Limiter) start(rate float64, c settings) {
 // first SetRate, which is what makes one limiter per user or IP cheap.
 func (l *Limiter) Clone() *Limiter {
 	c := l.rate.Load()
-	n := &Limiter{param: l.param, warmup: l.warmup, clk: l.clk, origin: clock.Nanotime(l.clk), pair: newPair()}
-	n.pair[0], n.pair[1] = encodeNext(0, c.ver), math.Float64bits(c.initialStored(l.warmup < 0))
+	n := &Limiter{param: l.param, warmup: l.warmup, clk: l.clk, origin: clock.Nanotime(l.clk)}
+	p := n.pair()
+	p[0], p[1] = encodeNext(0, c.ver), math.Float64bits(c.initialStored(l.warmup < 0))
 	n.rate.Store(c)
 	return n
 }

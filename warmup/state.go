@@ -64,15 +64,15 @@ func encodeNext(next int64, ver uint64) uint64 {
 	return uint64(min(next, maxNext)) | (ver&0xff)<<verShift
 }
 
-// newPair allocates the two words 16-byte aligned, as CMPXCHG16B needs: a
-// 24-byte block holds an aligned pair at offset 0 or 8 (Go's heap does not
-// move objects, and the interior pointer keeps the block alive).
-func newPair() *[2]uint64 {
-	b := new([3]uint64)
-	if uintptr(unsafe.Pointer(b))&15 != 0 {
-		return (*[2]uint64)(unsafe.Pointer(&b[1]))
+// pair is the two state words, 16-byte aligned as CMPXCHG16B needs: words
+// is 8-byte aligned, so an aligned pair starts at its offset 0 or 8 (Go's
+// heap does not move objects).
+func (l *Limiter) pair() *[2]uint64 {
+	p := unsafe.Pointer(&l.words)
+	if uintptr(p)&15 != 0 {
+		p = unsafe.Add(p, 8)
 	}
-	return (*[2]uint64)(unsafe.Pointer(&b[0]))
+	return (*[2]uint64)(p)
 }
 
 // snapshot reads the state for a CAS: the words, and a copy decoded under
@@ -127,16 +127,16 @@ func backoff(spins int) {
 func (l *Limiter) casLocked(old0, old1, new0, new1 uint64) bool {
 	l.guard.Lock()
 	defer l.guard.Unlock()
-	if atomic.LoadUint64(&l.pair[0]) != old0 || atomic.LoadUint64(&l.pair[1]) != old1 {
+	if atomic.LoadUint64(&l.pair()[0]) != old0 || atomic.LoadUint64(&l.pair()[1]) != old1 {
 		return false
 	}
-	atomic.StoreUint64(&l.pair[0], new0)
-	atomic.StoreUint64(&l.pair[1], new1)
+	atomic.StoreUint64(&l.pair()[0], new0)
+	atomic.StoreUint64(&l.pair()[1], new1)
 	return true
 }
 
 func (l *Limiter) load128Locked() (uint64, uint64) {
 	l.guard.Lock()
 	defer l.guard.Unlock()
-	return atomic.LoadUint64(&l.pair[0]), atomic.LoadUint64(&l.pair[1])
+	return atomic.LoadUint64(&l.pair()[0]), atomic.LoadUint64(&l.pair()[1])
 }
