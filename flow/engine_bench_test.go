@@ -113,6 +113,41 @@ func BenchmarkEntryExitNoRule(b *testing.B) {
 // BenchmarkEntryExitThreeLevels: ip, user and global token buckets over
 // 10 000 distinct users and IPs (keys built beforehand), in steady state.
 func BenchmarkEntryExitThreeLevels(b *testing.B) {
+	e, users, ips := threeLevelsEngine(b)
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		p, err := e.Entry("r", WithUser(users[i]), WithIP(ips[i]))
+		if err != nil {
+			b.Fatal(err)
+		}
+		p.Exit()
+		if i++; i == len(users) {
+			i = 0
+		}
+	}
+}
+
+// BenchmarkEntryExitThreeLevelsParallel: the same from every P at once,
+// each goroutine walking the keys from its own offset.
+func BenchmarkEntryExitThreeLevelsParallel(b *testing.B) {
+	e, users, ips := threeLevelsEngine(b)
+	var next atomic.Int64
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		i := int(next.Add(2477)) % len(users)
+		for pb.Next() {
+			if p, err := e.Entry("r", WithUser(users[i]), WithIP(ips[i])); err == nil {
+				p.Exit()
+			}
+			if i++; i == len(users) {
+				i = 0
+			}
+		}
+	})
+}
+
+func threeLevelsEngine(b *testing.B) (*Engine, []string, []string) {
 	e := benchEngine(b,
 		Rule{ID: "ip", Resource: "r", Level: LevelIP, Algorithm: AlgoTokenBucket, Limit: 1e9},
 		Rule{ID: "user", Resource: "r", Level: LevelUser, Algorithm: AlgoTokenBucket, Limit: 1e9},
@@ -128,16 +163,5 @@ func BenchmarkEntryExitThreeLevels(b *testing.B) {
 		p, _ := e.Entry("r", WithUser(users[i]), WithIP(ips[i]))
 		p.Exit()
 	}
-	b.ReportAllocs()
-	i := 0
-	for b.Loop() {
-		p, err := e.Entry("r", WithUser(users[i]), WithIP(ips[i]))
-		if err != nil {
-			b.Fatal(err)
-		}
-		p.Exit()
-		if i++; i == n {
-			i = 0
-		}
-	}
+	return e, users, ips
 }

@@ -95,6 +95,18 @@ func TestHotPathRatios(t *testing.T) {
 	// thread CPU per op includes the cost of contended cache lines.
 	parAllow, parPass := parallelCPU(allow, n), parallelCPU(pass, n)
 	t.Logf("parallel: Allow %.1f ns/op, Entry+Exit pass %.1f ns/op: ratio %.2f", parAllow, parPass, parPass/parAllow)
+	var offset atomic.Int64
+	parThree := parallelCPUEach(func() func() {
+		k := int(offset.Add(keys/2)) % keys // each thread walks its own keys
+		return func() {
+			p, _ := three.Entry("r", WithUser(users[k]), WithIP(ips[k]))
+			p.Exit()
+			if k++; k == keys {
+				k = 0
+			}
+		}
+	}, n)
+	t.Logf("parallel: three levels %.1f ns/op: ratio %.2f to parallel Allow", parThree, parThree/parAllow)
 	t.Logf("Entry+Exit pass / Allow = %.2f (target <= 1.5)", best[2]/best[0])
 	t.Logf("Entry blocked / Allow = %.2f (target <= 1.5); / blocked Allow = %.2f", best[3]/best[0], best[3]/best[1])
 	t.Logf("three levels / Allow = %.2f (target <= 4)", best[4]/best[0])
@@ -118,6 +130,12 @@ func must(t *testing.T, err error) {
 // parallelCPU runs f n times on each of two locked threads at once, in 10
 // rounds, and returns the best round's thread CPU per call.
 func parallelCPU(f func(), n int) float64 {
+	return parallelCPUEach(func() func() { return f }, n)
+}
+
+// parallelCPUEach is parallelCPU where each thread runs its own function,
+// made by mk (called once per thread per round, concurrently).
+func parallelCPUEach(mk func() func(), n int) float64 {
 	best := 0.0
 	for round := 0; round < 10; round++ {
 		var wg sync.WaitGroup
@@ -128,6 +146,7 @@ func parallelCPU(f func(), n int) float64 {
 				defer wg.Done()
 				runtime.LockOSThread()
 				defer runtime.UnlockOSThread()
+				f := mk()
 				start := threadCPU()
 				for range n {
 					f()
