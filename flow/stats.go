@@ -39,7 +39,7 @@ func (h *histogram) observe(d int64, w uint64) {
 // its Entry counted in, with no clock read), a measured exit a few (see
 // WithRTSampling).
 //
-// Lifetime totals of passed, completed, rtSum and rtHist are not counted a second time
+// Lifetime totals of passed, completed, blocked, rtSum and rtHist are not counted a second time
 // per call: a writer that finds an old epoch claims the bucket with a CAS
 // and folds those counters into the resource's lifetime totals (an atomic
 // swap to 0 each, so no increment is lost: it lands before the swap and is
@@ -47,11 +47,12 @@ func (h *histogram) observe(d int64, w uint64) {
 // simply cleared; an increment racing that clear can be lost, so the recent
 // window is approximate at bucket turnover while lifetime totals are exact.
 type statBucket struct {
-	epoch                              atomic.Int64
-	passed, completed, blocked, errors atomic.Uint64
-	rtSum                              atomic.Int64
-	minRT, maxRT                       atomic.Int64 // minRT holds rt+1 so 0 means none
-	rtHist                             histogram
+	epoch                     atomic.Int64
+	passed, completed, errors atomic.Uint64
+	blocked                   [NumLevels]atomic.Uint64
+	rtSum                     atomic.Int64
+	minRT, maxRT              atomic.Int64 // minRT holds rt+1 so 0 means none
+	rtHist                    histogram
 }
 
 // resourceStats are one resource's counters, updated with atomics only:
@@ -66,6 +67,7 @@ type resourceStats struct {
 	// Folded lifetime totals; the live part sits in the ring.
 	passed    atomic.Uint64
 	completed atomic.Uint64
+	blocked   [NumLevels]atomic.Uint64
 	rtSum     atomic.Int64
 	rtHist    histogram
 	// folding counts folds in progress, folds counts folds done: a reader
@@ -78,7 +80,6 @@ type resourceStats struct {
 	waited   atomic.Uint64
 	waitSum  atomic.Int64
 	waitHist histogram
-	blocked  [NumLevels]atomic.Uint64
 	errors   atomic.Uint64
 }
 
@@ -117,13 +118,15 @@ func (s *resourceStats) turnOver(b *statBucket) {
 	s.folding.Add(1)
 	s.passed.Add(b.passed.Swap(0))
 	s.completed.Add(b.completed.Swap(0))
+	for l := range b.blocked {
+		s.blocked[l].Add(b.blocked[l].Swap(0))
+	}
 	s.rtSum.Add(b.rtSum.Swap(0))
 	for i := range b.rtHist {
 		s.rtHist[i].Add(b.rtHist[i].Swap(0))
 	}
 	s.folds.Add(1)
 	s.folding.Add(-1)
-	b.blocked.Store(0)
 	b.errors.Store(0)
 	b.minRT.Store(0)
 	b.maxRT.Store(0)
@@ -143,8 +146,7 @@ func (s *resourceStats) pass(now int64, waited time.Duration) *statBucket {
 }
 
 func (s *resourceStats) block(now int64, l Level) {
-	s.blocked[l].Add(1)
-	s.bucket(now).blocked.Add(1)
+	s.bucket(now).blocked[l].Add(1)
 }
 
 // exitUnmeasured counts a completed call whose response time was not
@@ -188,43 +190,57 @@ func (s *resourceStats) exit(now int64, rt int64, w uint64, failed bool) {
 // lifetime reads the folded totals plus what the ring still holds.
 // Completed is read before passed: a call counts as passed before it can
 // complete, so passed - completed (in flight) is never negative.
-func (s *resourceStats) lifetime() (passed, completed uint64, rtSum int64, hist [numBounds + 1]uint64) {
+func (s *resourceStats) lifetime() (t totals) {
 	for spins := 0; ; spins++ {
 		f := s.folds.Load()
 		if s.folding.Load() != 0 {
 			runtime.Gosched()
 			continue
 		}
-		completed = s.completed.Load()
+		t = totals{completed: s.completed.Load()}
 		for j := range s.ring {
-			completed += s.ring[j].completed.Load()
+			t.completed += s.ring[j].completed.Load()
 		}
-		hist = [numBounds + 1]uint64{}
-		for i := range hist {
-			hist[i] = s.rtHist[i].Load()
+		for i := range t.hist {
+			t.hist[i] = s.rtHist[i].Load()
 			for j := range s.ring {
-				hist[i] += s.ring[j].rtHist[i].Load()
+				t.hist[i] += s.ring[j].rtHist[i].Load()
 			}
 		}
-		rtSum, passed = s.rtSum.Load(), s.passed.Load()
+		for l := range t.blocked {
+			t.blocked[l] = s.blocked[l].Load()
+			for j := range s.ring {
+				t.blocked[l] += s.ring[j].blocked[l].Load()
+			}
+		}
+		t.rtSum, t.passed = s.rtSum.Load(), s.passed.Load()
 		for j := range s.ring {
-			rtSum += s.ring[j].rtSum.Load()
-			passed += s.ring[j].passed.Load()
+			t.rtSum += s.ring[j].rtSum.Load()
+			t.passed += s.ring[j].passed.Load()
 		}
 		if s.folding.Load() == 0 && s.folds.Load() == f {
-			return passed, completed, rtSum, hist
+			return t
 		}
 	}
 }
 
+// totals are the lifetime counters that live partly in the ring.
+type totals struct {
+	passed, completed uint64
+	blocked           [NumLevels]uint64
+	rtSum             int64
+	hist              [numBounds + 1]uint64
+}
+
 // inFlight is passed - completed.
 func (s *resourceStats) inFlight() int64 {
-	passed, completed, _, _ := s.lifetime()
-	return int64(passed - completed)
+	t := s.lifetime()
+	return int64(t.passed - t.completed)
 }
 
 func (s *resourceStats) read(now int64) ResourceStats {
-	passed, completed, rtSum, hist := s.lifetime()
+	t := s.lifetime()
+	passed, completed, rtSum, hist, blocked := t.passed, t.completed, t.rtSum, t.hist, t.blocked
 	out := ResourceStats{
 		Resource:  s.name,
 		Passed:    passed,
@@ -240,9 +256,7 @@ func (s *resourceStats) read(now int64) ResourceStats {
 	for i := range s.waitHist {
 		out.WaitHist.Counts[i] = s.waitHist[i].Load()
 	}
-	for i := range s.blocked {
-		out.Blocked[i] = s.blocked[i].Load()
-	}
+	out.Blocked = blocked
 	cur, n := s.epochOf(now), int64(len(s.ring))
 	w := WindowStats{Span: time.Duration(s.bucketNs * n)}
 	haveMin := false
@@ -252,7 +266,9 @@ func (s *resourceStats) read(now int64) ResourceStats {
 			continue
 		}
 		w.Passed += b.passed.Load()
-		w.Blocked += b.blocked.Load()
+		for l := range b.blocked {
+			w.Blocked += b.blocked[l].Load()
+		}
 		w.Errors += b.errors.Load()
 		w.RTSum += time.Duration(b.rtSum.Load())
 		w.Completed += b.completed.Load()

@@ -164,7 +164,8 @@ func TestStatsLifetimeExactAcrossTurnover(t *testing.T) {
 func statsExactAcrossTurnover(t *testing.T, sampling int) {
 	clk := clock.NewFake(t0)
 	e := NewEngine(WithClock(clk), WithStatsWindow(40*time.Millisecond, 4), WithRTSampling(sampling))
-	if err := e.LoadRules([]Rule{{ID: "c", Resource: "r", Algorithm: AlgoConcurrency, Limit: 1000}}); err != nil {
+	if err := e.LoadRules([]Rule{{ID: "c", Resource: "r", Algorithm: AlgoConcurrency, Limit: 1000},
+		{ID: "one", Resource: "x", Algorithm: AlgoFixedWindow, Limit: 1, Window: time.Hour}}); err != nil {
 		t.Fatal(err)
 	}
 	const workers, calls = 8, 2000
@@ -181,7 +182,9 @@ func statsExactAcrossTurnover(t *testing.T, sampling int) {
 			default:
 			}
 			s := e.Snapshot().Resources[0]
-			if s.Passed < last.Passed || s.Completed < last.Completed || s.RTSum < last.RTSum || s.InFlight < 0 {
+			s.Blocked = e.Snapshot().Resources[1].Blocked
+			if s.Passed < last.Passed || s.Completed < last.Completed || s.RTSum < last.RTSum || s.InFlight < 0 ||
+				s.Blocked[LevelGlobal] < last.Blocked[LevelGlobal] {
 				readerDone <- fmt.Errorf("stepped back: %+v after %+v", s, last)
 				return
 			}
@@ -202,6 +205,9 @@ func statsExactAcrossTurnover(t *testing.T, sampling int) {
 					clk.Advance(10 * time.Millisecond)
 				}
 				p.Exit()
+				if p, err := e.Entry("x"); err == nil {
+					p.Exit()
+				}
 			}
 		}()
 	}
@@ -213,6 +219,9 @@ func statsExactAcrossTurnover(t *testing.T, sampling int) {
 	s := e.Snapshot().Resources[0]
 	if s.Passed != workers*calls || s.Completed != workers*calls || s.InFlight != 0 {
 		t.Fatalf("lifetime: passed %d completed %d in flight %d, want %d %d 0", s.Passed, s.Completed, s.InFlight, workers*calls, workers*calls)
+	}
+	if x := e.Snapshot().Resources[1]; x.Blocked[LevelGlobal] != workers*calls-1 || x.Passed != 1 {
+		t.Fatalf("x: passed %d blocked %d, want 1 and %d", x.Passed, x.Blocked[LevelGlobal], workers*calls-1)
 	}
 	var histTotal uint64
 	for _, c := range s.RTHist.Counts {
