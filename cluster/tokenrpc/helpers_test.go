@@ -41,7 +41,7 @@ func (s *stubTS) Acquire(ctx context.Context, req flow.TokenRequest) (flow.Token
 }
 
 func (s *stubTS) Release(context.Context, flow.TokenRequest, flow.TokenResult) error { return nil }
-func (s *stubTS) Instances() int                                                   { return 1 }
+func (s *stubTS) Instances() int                                                     { return 1 }
 
 func (s *stubTS) last() flow.TokenRequest {
 	s.mu.Lock()

@@ -1,0 +1,25 @@
+package tokenpb_test
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/flowgate/flowgate/cluster/tokenpb"
+	"github.com/flowgate/flowgate/flow"
+)
+
+// A rule crosses the wire and comes back with flow's defaults, validated.
+func ExampleRule_ToFlow() {
+	r := flow.Rule{ID: "orders", Resource: "GET /orders", Level: flow.LevelUser, Algorithm: flow.AlgoSlidingWindow,
+		Limit: 20, Window: time.Second, Cluster: &flow.ClusterSpec{}}
+	back, err := tokenpb.FromRule(&r).ToFlow()
+	fmt.Println(back.ID, back.Level, back.Algorithm, back.Limit, back.Buckets, back.Cluster.Threshold, err)
+
+	bad := tokenpb.FromRule(&r)
+	bad.Limit = -1
+	_, err = bad.ToFlow()
+	fmt.Println(err)
+	// Output:
+	// orders user sliding_window 20 10 global <nil>
+	// limit: must be > 0, not -1
+}
