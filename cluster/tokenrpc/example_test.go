@@ -25,7 +25,7 @@ func (f *firstOnly) Acquire(_ context.Context, req flow.TokenRequest) (flow.Toke
 	return flow.TokenResult{Refused: 0, RetryAfter: time.Second}, nil
 }
 func (f *firstOnly) Release(context.Context, flow.TokenRequest, flow.TokenResult) error { return nil }
-func (f *firstOnly) Instances() int                                                   { return 1 }
+func (f *firstOnly) Instances() int                                                     { return 1 }
 
 // A server serving the rules of a document by id, on loopback.
 func ExampleNewServer() {
@@ -53,10 +53,10 @@ func ExampleNewServer() {
 		if err != nil {
 			panic(err)
 		}
-		fmt.Println(out.Status, out.RefusedRuleId)
+		fmt.Printf("%v %q\n", out.Status, out.RefusedRuleId)
 	}
 	// Output:
-	// STATUS_OK
-	// STATUS_BLOCKED orders
-	// STATUS_NO_RULE_EXISTS
+	// STATUS_OK ""
+	// STATUS_BLOCKED "orders"
+	// STATUS_NO_RULE_EXISTS ""
 }
