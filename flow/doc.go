@@ -47,7 +47,9 @@
 // Cluster spec are decided by a TokenServer (package cluster) with a local,
 // allow or deny fallback; on an engine without one they are decided locally
 // at their full Limit. Snapshot exposes lock-free statistics to packages
-// metrics and alerting. The engine starts no goroutine and needs no Close.
+// metrics and alerting; counts are exact, response times are measured on 1
+// call in 8 on the real clock (WithRTSampling). The engine starts no
+// goroutine and needs no Close.
 //
 // Time comes from a clock.Clock (WithClock): tests drive the engine on
 // clock.Fake and never sleep.

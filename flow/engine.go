@@ -138,7 +138,8 @@ func (e *Engine) InFlight() int64 {
 	return n
 }
 
-// now reads the engine's clock: once per Entry, once per Exit.
+// now reads the engine's clock: once per Entry, and at the Exits that
+// measure response time (see WithRTSampling).
 func (e *Engine) now() int64 {
 	if e.mono != nil {
 		return e.mono.Nanotime()

@@ -22,8 +22,10 @@ import (
 // *BlockError with Reason ReasonWaitCancelled whose Unwrap is ctx.Err(), so
 // both errors.Is(err, ErrBlocked) and errors.Is(err, context.Canceled) hold.
 //
-// The clock is read once per Entry. The pass path allocates nothing
-// (Permits are pooled, see Permit.Exit); a refusal allocates the *BlockError.
+// The clock is read once per Entry (and by the Exits that measure response
+// time, 1 in 8 on the real clock: see WithRTSampling). The pass path
+// allocates nothing (Permits are pooled, see Permit.Exit); a refusal
+// allocates the *BlockError.
 func (e *Engine) Entry(resource string, opts ...EntryOption) (*Permit, error) {
 	return e.entry(nil, resource, opts)
 }
