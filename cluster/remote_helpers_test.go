@@ -39,6 +39,27 @@ func startRemoteReplica(t *testing.T, ts flow.TokenServer, opts ...tokenrpc.Opti
 	return r
 }
 
+// startRemoteReplicaB is startRemoteReplica for a benchmark; it returns
+// the address.
+func startRemoteReplicaB(b *testing.B, ts flow.TokenServer) string {
+	b.Helper()
+	srv, err := tokenrpc.NewServer(ts, nil, tokenrpc.WithMaxQPS(0))
+	if err != nil {
+		b.Fatal(err)
+	}
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(lis) }()
+	b.Cleanup(func() {
+		srv.Stop()
+		<-done
+	})
+	return lis.Addr().String()
+}
+
 // redisReplicas starts n replicas, each with its own Redis client and
 // RedisTokenServer on srv, as separate serve processes would have.
 func redisReplicas(t *testing.T, srv *redistest.Server, n int, opts ...Option) ([]*remoteReplicaT, []string) {

@@ -1,0 +1,73 @@
+package cluster
+
+import (
+	"context"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/flowgate/flowgate/flow"
+	"github.com/flowgate/flowgate/internal/redistest"
+)
+
+// BenchmarkRemoteVsEmbedded compares, on one Redis in one run, a decision
+// made by the embedded RedisTokenServer with the same decision asked of one
+// serve replica over loopback gRPC: decisions/s with 8 callers per core
+// and the p99 latency of one decision.
+func BenchmarkRemoteVsEmbedded(b *testing.B) {
+	srv := redistest.Start(b)
+	embedded := func(b *testing.B) flow.TokenServer {
+		return newBenchTS(b, srv)
+	}
+	remote := func(b *testing.B) flow.TokenServer {
+		rep := startRemoteReplicaB(b, newBenchTS(b, srv))
+		c, err := NewRemoteTokenServer([]string{rep}, WithRemoteTimeout(time.Second))
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { c.Close() })
+		return c
+	}
+	for _, bc := range []struct {
+		name string
+		ts   func(*testing.B) flow.TokenServer
+	}{{"embedded", embedded}, {"remote 1 replica", remote}} {
+		b.Run(bc.name, func(b *testing.B) {
+			ts := bc.ts(b)
+			req := flow.TokenRequest{Resource: "bench", Level: flow.LevelGlobal, Tokens: 1, Rules: []*flow.Rule{benchRule(flow.LevelGlobal)}, Factor: 1}
+			var mu sync.Mutex
+			var all []time.Duration
+			b.ReportAllocs()
+			b.SetParallelism(8)
+			start := time.Now()
+			b.RunParallel(func(pb *testing.PB) {
+				ctx := context.Background()
+				lat := make([]time.Duration, 0, 1024)
+				for pb.Next() {
+					t := time.Now()
+					if res, err := ts.Acquire(ctx, req); err != nil || !res.Allowed {
+						b.Fatal(res, err)
+					}
+					lat = append(lat, time.Since(t))
+				}
+				mu.Lock()
+				all = append(all, lat...)
+				mu.Unlock()
+			})
+			el := time.Since(start)
+			slices.Sort(all)
+			b.ReportMetric(float64(len(all))/el.Seconds(), "decisions/s")
+			b.ReportMetric(float64(all[len(all)*99/100].Microseconds()), "p99-µs")
+		})
+	}
+}
+
+func newBenchTS(b *testing.B, srv *redistest.Server) *RedisTokenServer {
+	ts, err := NewRedisTokenServer(srv.NewClient(nil), WithTimeout(time.Second))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { ts.Close() })
+	return ts
+}
