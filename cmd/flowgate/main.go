@@ -14,7 +14,7 @@ type command struct {
 }
 
 // commands lists the subcommands in the order help shows them.
-var commands = []command{validateCommand, fmtCommand}
+var commands = []command{validateCommand, fmtCommand, serveCommand}
 
 // Exit codes.
 const (

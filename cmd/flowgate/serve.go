@@ -1,0 +1,233 @@
+package main
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/flowgate/flowgate/cluster"
+	"github.com/flowgate/flowgate/cluster/tokenrpc"
+	"github.com/flowgate/flowgate/flow"
+	"github.com/flowgate/flowgate/rules"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/redis/go-redis/v9"
+)
+
+const serveUsage = "serve [flags]      run the cluster token service (gRPC) over Redis; -h lists the flags"
+
+var serveCommand = command{
+	name:  "serve",
+	usage: serveUsage,
+	run:   runServe,
+}
+
+// runServe serves until SIGINT or SIGTERM, then drains the calls in flight.
+func runServe(args []string, _ io.Reader, stdout, stderr io.Writer) int {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	return serveUntil(ctx, args, stdout, stderr)
+}
+
+// serveUntil is serve until ctx ends: tests cancel ctx instead of sending a
+// signal. It prints "listening on ADDR" (and "metrics on ADDR") once ready.
+func serveUntil(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	cf, err := parseServeFlags(args, fs)
+	if errors.Is(err, flag.ErrHelp) {
+		return exitOK
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "flowgate serve: %v\n", err)
+		return exitUsage
+	}
+	log := slog.New(slog.NewTextHandler(stderr, nil))
+	if err := serve(ctx, cf, stdout, log); err != nil {
+		fmt.Fprintf(stderr, "flowgate serve: %v\n", err)
+		return exitInvalid
+	}
+	return exitOK
+}
+
+func serve(ctx context.Context, cf serveConfig, stdout io.Writer, log *slog.Logger) error {
+	token, err := readSecret(cf.TokenFile, cf.TokenEnv)
+	if err != nil {
+		return fmt.Errorf("token: %w", err)
+	}
+	opts := []tokenrpc.Option{tokenrpc.WithMaxQPS(cf.MaxQPS), tokenrpc.WithLogger(log), tokenrpc.WithInlineRules(*cf.InlineRules)}
+	if token != "" {
+		opts = append(opts, tokenrpc.WithAuthToken(token))
+	}
+	if cf.TLS.Cert != "" {
+		tc, err := serverTLS(cf.TLS)
+		if err != nil {
+			return fmt.Errorf("tls: %w", err)
+		}
+		opts = append(opts, tokenrpc.WithTLS(tc))
+	}
+	rdb, err := redisClient(cf.Redis, time.Duration(cf.Timeout))
+	if err != nil {
+		return fmt.Errorf("redis: %w", err)
+	}
+	defer rdb.Close()
+	ts, err := cluster.NewRedisTokenServer(rdb, cluster.WithTimeout(time.Duration(cf.Timeout)), cluster.WithPrefix(cf.Prefix), cluster.WithLogger(log))
+	if err != nil {
+		return err
+	}
+	defer ts.Close()
+
+	var byID func(string) (*flow.Rule, bool)
+	if cf.Rules != "" {
+		doc, closeWatch, err := watchRules(ctx, cf.Rules, log)
+		if err != nil {
+			return fmt.Errorf("rules: %w", err)
+		}
+		defer closeWatch()
+		byID = func(id string) (*flow.Rule, bool) { r, ok := (*doc.Load())[id]; return r, ok }
+	}
+	srv, err := tokenrpc.NewServer(ts, byID, opts...)
+	if err != nil {
+		return err
+	}
+	lis, err := net.Listen("tcp", cf.Listen)
+	if err != nil {
+		return err
+	}
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(lis) }()
+	fmt.Fprintf(stdout, "listening on %s\n", lis.Addr())
+
+	var hs *http.Server
+	if cf.MetricsListen != "" {
+		reg := prometheus.NewRegistry()
+		reg.MustRegister(srv.Collector())
+		mux := http.NewServeMux()
+		mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+		ml, err := net.Listen("tcp", cf.MetricsListen)
+		if err != nil {
+			srv.Stop()
+			<-served
+			return fmt.Errorf("metrics: %w", err)
+		}
+		hs = &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+		go hs.Serve(ml)
+		fmt.Fprintf(stdout, "metrics on %s\n", ml.Addr())
+	}
+
+	select {
+	case err := <-served:
+		return err
+	case <-ctx.Done():
+	}
+	log.Info("flowgate serve: shutting down, draining calls in flight")
+	sctx, cancel := context.WithTimeout(context.Background(), time.Duration(cf.ShutdownTimeout))
+	defer cancel()
+	err = srv.Shutdown(sctx)
+	<-served
+	if hs != nil {
+		err = errors.Join(err, hs.Shutdown(sctx))
+	}
+	return err
+}
+
+// watchRules keeps an id -> rule map in step with the rules document. The
+// pointers stay the same until the document changes, as tokenrpc needs.
+func watchRules(ctx context.Context, path string, log *slog.Logger) (*atomic.Pointer[map[string]*flow.Rule], func(), error) {
+	var doc atomic.Pointer[map[string]*flow.Rule]
+	publish := func(d *rules.Document) {
+		rs := d.Rules()
+		m := make(map[string]*flow.Rule, len(rs))
+		for i := range rs {
+			r := rs[i].WithDefaults()
+			m[r.ID] = &r
+		}
+		doc.Store(&m)
+	}
+	holder := flow.NewEngine() // the watcher validates and loads into an engine; we serve its document
+	w, err := rules.Watch(ctx, path, holder, rules.WithLogger(log), rules.WithOnReload(func(ev rules.Event) {
+		if ev.Err == nil && ev.Doc != nil && ev.Changed {
+			publish(ev.Doc)
+			log.Info("flowgate serve: rules reloaded", slog.String("version", ev.Version))
+		}
+	}))
+	if err != nil {
+		return nil, nil, err
+	}
+	publish(w.Document())
+	return &doc, func() { w.Close() }, nil
+}
+
+func redisClient(rc redisConfig, timeout time.Duration) (redis.UniversalClient, error) {
+	password := ""
+	if rc.PasswordEnv != "" {
+		password = os.Getenv(rc.PasswordEnv)
+	}
+	opts := &redis.UniversalOptions{
+		Addrs: rc.Addrs, MasterName: rc.MasterName, IsClusterMode: rc.Cluster, DB: rc.DB,
+		Username: rc.Username, Password: password,
+		// The token server bounds each call with a deadline; let it reach
+		// the socket.
+		ContextTimeoutEnabled: true,
+		DialTimeout:           max(timeout, time.Second),
+	}
+	if rc.TLS {
+		opts.TLSConfig = &tls.Config{MinVersion: tls.VersionTLS12}
+	}
+	return redis.NewUniversalClient(opts), nil
+}
+
+func serverTLS(tc tlsConfig) (*tls.Config, error) {
+	cert, err := tls.LoadX509KeyPair(tc.Cert, tc.Key)
+	if err != nil {
+		return nil, err
+	}
+	cfg := &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+	if tc.ClientCA != "" {
+		pem, err := os.ReadFile(tc.ClientCA)
+		if err != nil {
+			return nil, err
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("%s: no PEM certificate", tc.ClientCA)
+		}
+		cfg.ClientCAs, cfg.ClientAuth = pool, tls.RequireAndVerifyClientCert
+	}
+	return cfg, nil
+}
+
+// readSecret returns the first line of file, or else the value of env.
+func readSecret(file, env string) (string, error) {
+	if file != "" {
+		b, err := os.ReadFile(file)
+		if err != nil {
+			return "", err
+		}
+		s, _, _ := strings.Cut(string(b), "\n")
+		if s = strings.TrimSpace(s); s == "" {
+			return "", fmt.Errorf("%s: empty", file)
+		}
+		return s, nil
+	}
+	if env != "" {
+		if s := os.Getenv(env); s != "" {
+			return s, nil
+		}
+		return "", fmt.Errorf("$%s: empty or unset", env)
+	}
+	return "", nil
+}

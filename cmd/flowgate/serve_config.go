@@ -1,0 +1,198 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+)
+
+// serveConfig is `flowgate serve`'s configuration: a JSON file (-config)
+// whose fields flags of the same meaning override. Secrets never appear
+// in it or on the command line (where ps would show them): the auth token
+// and the Redis password are read from a file or an environment variable.
+type serveConfig struct {
+	Listen          string      `json:"listen"`        // gRPC address; default ":7600"
+	MetricsListen   string      `json:"metricsListen"` // /metrics address; "" = off
+	Rules           string      `json:"rules"`         // rules document to serve by id, hot reloaded; "" = none
+	Redis           redisConfig `json:"redis"`
+	TLS             tlsConfig   `json:"tls"`
+	TokenFile       string      `json:"tokenFile"`       // shared bearer token, first line of the file
+	TokenEnv        string      `json:"tokenEnv"`        // or an environment variable holding it
+	MaxQPS          int64       `json:"maxQps"`          // per namespace; default 30000; < 0 = off
+	Timeout         duration    `json:"timeout"`         // per Redis call; default 20ms
+	ShutdownTimeout duration    `json:"shutdownTimeout"` // drain limit; default 10s
+	Prefix          string      `json:"prefix"`          // Redis key prefix; default "flowgate:"
+	InlineRules     *bool       `json:"inlineRules"`     // accept rules sent inline; default true
+}
+
+type redisConfig struct {
+	Addrs       []string `json:"addrs"`      // one: single server; several: cluster
+	MasterName  string   `json:"masterName"` // set: Addrs are sentinels of this master
+	Cluster     bool     `json:"cluster"`    // one address that is a cluster endpoint
+	DB          int      `json:"db"`
+	Username    string   `json:"username"`
+	PasswordEnv string   `json:"passwordEnv"` // environment variable holding the password
+	TLS         bool     `json:"tls"`         // TLS to Redis with the system roots
+}
+
+type tlsConfig struct {
+	Cert     string `json:"cert"`
+	Key      string `json:"key"`
+	ClientCA string `json:"clientCA"` // set: clients must present a certificate it signed
+}
+
+// duration is a time.Duration written as a Go duration string in JSON.
+type duration time.Duration
+
+func (d *duration) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		return fmt.Errorf("want a duration string like \"20ms\": %w", err)
+	}
+	v, err := time.ParseDuration(s)
+	if err != nil {
+		return err
+	}
+	*d = duration(v)
+	return nil
+}
+
+func defaultServeConfig() serveConfig {
+	return serveConfig{Listen: ":7600", MaxQPS: 30000, Timeout: duration(20 * time.Millisecond),
+		ShutdownTimeout: duration(10 * time.Second), Prefix: "flowgate:", Redis: redisConfig{Addrs: []string{"127.0.0.1:6379"}}}
+}
+
+// parseServeFlags reads -config first, then lets every flag given on the
+// command line override it.
+func parseServeFlags(args []string, fs *flag.FlagSet) (serveConfig, error) {
+	cf := defaultServeConfig()
+	var (
+		config, redisAddrs string
+		timeout, shutdown  time.Duration
+		inline             bool
+	)
+	fs.StringVar(&config, "config", "", "JSON configuration file (flags override it)")
+	fs.StringVar(&cf.Listen, "listen", cf.Listen, "gRPC listen address")
+	fs.StringVar(&cf.MetricsListen, "metrics-listen", "", "HTTP address serving /metrics (empty: off)")
+	fs.StringVar(&cf.Rules, "rules", "", "rules document served by id, hot reloaded")
+	fs.StringVar(&redisAddrs, "redis", "127.0.0.1:6379", "Redis address(es), comma separated; several mean a cluster")
+	fs.StringVar(&cf.Redis.MasterName, "redis-master", "", "sentinel master name (-redis lists the sentinels)")
+	fs.BoolVar(&cf.Redis.Cluster, "redis-cluster", false, "a single -redis address is a cluster endpoint")
+	fs.IntVar(&cf.Redis.DB, "redis-db", 0, "Redis database (single server and sentinel)")
+	fs.StringVar(&cf.Redis.Username, "redis-user", "", "Redis ACL user")
+	fs.StringVar(&cf.Redis.PasswordEnv, "redis-password-env", "", "environment variable holding the Redis password")
+	fs.BoolVar(&cf.Redis.TLS, "redis-tls", false, "connect to Redis with TLS")
+	fs.StringVar(&cf.TLS.Cert, "tls-cert", "", "server certificate (PEM); with -tls-key turns TLS on")
+	fs.StringVar(&cf.TLS.Key, "tls-key", "", "server key (PEM)")
+	fs.StringVar(&cf.TLS.ClientCA, "tls-client-ca", "", "CA bundle (PEM) clients' certificates must chain to; set: client certificates required")
+	fs.StringVar(&cf.TokenFile, "token-file", "", "file whose first line is the shared bearer token clients must send")
+	fs.StringVar(&cf.TokenEnv, "token-env", "", "environment variable holding the shared bearer token")
+	fs.Int64Var(&cf.MaxQPS, "max-qps", cf.MaxQPS, "requests accepted per second and namespace (Sentinel's maxAllowedQps); < 0: no cap")
+	fs.DurationVar(&timeout, "timeout", time.Duration(cf.Timeout), "bound on each Redis call")
+	fs.DurationVar(&shutdown, "shutdown-timeout", time.Duration(cf.ShutdownTimeout), "longest wait for calls in flight on shutdown")
+	fs.StringVar(&cf.Prefix, "prefix", cf.Prefix, "Redis key prefix")
+	fs.BoolVar(&inline, "inline-rules", true, "accept rules sent inline by clients (false: only the served document's rules)")
+	if err := fs.Parse(args); err != nil {
+		return cf, err
+	}
+	if fs.NArg() > 0 {
+		return cf, fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	if config != "" {
+		fromFile := defaultServeConfig()
+		data, err := os.ReadFile(config)
+		if err != nil {
+			return cf, err
+		}
+		dec := json.NewDecoder(bytes.NewReader(data))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&fromFile); err != nil {
+			return cf, fmt.Errorf("%s: %w", config, err)
+		}
+		// Flags given on the command line win over the file.
+		fs.Visit(func(f *flag.Flag) {
+			switch f.Name {
+			case "listen":
+				fromFile.Listen = cf.Listen
+			case "metrics-listen":
+				fromFile.MetricsListen = cf.MetricsListen
+			case "rules":
+				fromFile.Rules = cf.Rules
+			case "redis-master":
+				fromFile.Redis.MasterName = cf.Redis.MasterName
+			case "redis-cluster":
+				fromFile.Redis.Cluster = cf.Redis.Cluster
+			case "redis-db":
+				fromFile.Redis.DB = cf.Redis.DB
+			case "redis-user":
+				fromFile.Redis.Username = cf.Redis.Username
+			case "redis-password-env":
+				fromFile.Redis.PasswordEnv = cf.Redis.PasswordEnv
+			case "redis-tls":
+				fromFile.Redis.TLS = cf.Redis.TLS
+			case "tls-cert":
+				fromFile.TLS.Cert = cf.TLS.Cert
+			case "tls-key":
+				fromFile.TLS.Key = cf.TLS.Key
+			case "tls-client-ca":
+				fromFile.TLS.ClientCA = cf.TLS.ClientCA
+			case "token-file":
+				fromFile.TokenFile = cf.TokenFile
+			case "token-env":
+				fromFile.TokenEnv = cf.TokenEnv
+			case "max-qps":
+				fromFile.MaxQPS = cf.MaxQPS
+			case "prefix":
+				fromFile.Prefix = cf.Prefix
+			}
+		})
+		cf = fromFile
+	}
+	if set["redis"] || config == "" {
+		cf.Redis.Addrs = splitList(redisAddrs)
+	}
+	if set["timeout"] || config == "" {
+		cf.Timeout = duration(timeout)
+	}
+	if set["shutdown-timeout"] || config == "" {
+		cf.ShutdownTimeout = duration(shutdown)
+	}
+	if set["inline-rules"] || cf.InlineRules == nil {
+		cf.InlineRules = &inline
+	}
+	return cf, cf.validate()
+}
+
+func (cf *serveConfig) validate() error {
+	var errs []error
+	if len(cf.Redis.Addrs) == 0 {
+		errs = append(errs, errors.New("redis: at least one address"))
+	}
+	if (cf.TLS.Cert == "") != (cf.TLS.Key == "") {
+		errs = append(errs, errors.New("tls: cert and key go together"))
+	}
+	if cf.TLS.ClientCA != "" && cf.TLS.Cert == "" {
+		errs = append(errs, errors.New("tls: clientCA needs a server cert and key"))
+	}
+	if cf.Timeout <= 0 || cf.ShutdownTimeout <= 0 {
+		errs = append(errs, errors.New("timeout, shutdownTimeout: must be > 0"))
+	}
+	return errors.Join(errs...)
+}
+
+func splitList(s string) []string {
+	var out []string
+	for _, p := range strings.Split(s, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}

@@ -1,0 +1,122 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"flag"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/flowgate/flowgate/cluster"
+	"github.com/flowgate/flowgate/flow"
+	"github.com/flowgate/flowgate/internal/redistest"
+)
+
+const serveRules = `{"rules": [{"id": "orders", "resource": "GET /orders", "algorithm": "fixed_window",
+  "limit": 3, "window": "1h", "cluster": {"threshold": "global", "fallback": "deny"}}]}`
+
+// TestServe runs `flowgate serve` in-process on Redis with a rules
+// document and a token: a client naming the rule by id gets the served
+// limit, /metrics counts the calls, and cancelling drains and exits 0.
+func TestServe(t *testing.T) {
+	srv := redistest.Start(t)
+	dir := t.TempDir()
+	rulesPath := filepath.Join(dir, "rules.json")
+	tokenPath := filepath.Join(dir, "token")
+	for p, s := range map[string]string{rulesPath: serveRules, tokenPath: "s3cret\n"} {
+		if err := os.WriteFile(p, []byte(s), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	out, w := io.Pipe()
+	var stderr strings.Builder
+	code := make(chan int, 1)
+	go func() {
+		code <- serveUntil(ctx, []string{"-listen", "127.0.0.1:0", "-metrics-listen", "127.0.0.1:0", "-redis", srv.Addr,
+			"-rules", rulesPath, "-token-file", tokenPath, "-timeout", "1s"}, w, &stderr)
+		w.Close()
+	}()
+	lines := bufio.NewScanner(out)
+	var addr, metricsAddr string
+	for addr == "" || metricsAddr == "" {
+		if !lines.Scan() {
+			t.Fatalf("serve ended before it listened: %s", stderr.String())
+		}
+		if a, ok := strings.CutPrefix(lines.Text(), "listening on "); ok {
+			addr = a
+		}
+		if a, ok := strings.CutPrefix(lines.Text(), "metrics on "); ok {
+			metricsAddr = a
+		}
+	}
+	go io.Copy(io.Discard, out)
+
+	c, err := cluster.NewRemoteTokenServer([]string{addr}, cluster.WithRemoteToken("s3cret"), cluster.WithRemoteRuleIDs(true), cluster.WithRemoteTimeout(time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	// The engine's copy says 100; the served document's rule (3) decides.
+	e := flow.NewEngine(flow.WithTokenServer(c))
+	if err := e.LoadRules([]flow.Rule{{ID: "orders", Resource: "GET /orders", Algorithm: flow.AlgoFixedWindow, Limit: 100,
+		Window: time.Hour, Cluster: &flow.ClusterSpec{Fallback: "allow"}}}); err != nil {
+		t.Fatal(err)
+	}
+	passed := 0
+	for range 5 {
+		if p, err := e.Entry("GET /orders"); err == nil {
+			passed++
+			p.Exit()
+		}
+	}
+	if passed != 3 {
+		t.Fatalf("passed %d of 5, want the served limit 3 (stats %+v)", passed, c.Stats())
+	}
+	resp, err := http.Get("http://" + metricsAddr + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	for _, want := range []string{`flowgate_token_server_requests_total{method="acquire",status="ok"} 3`,
+		`flowgate_token_server_requests_total{method="acquire",status="blocked"} 2`, "flowgate_cluster_breaker_open 0"} {
+		if !strings.Contains(string(body), want) {
+			t.Errorf("/metrics lacks %q", want)
+		}
+	}
+	cancel()
+	if got := <-code; got != exitOK {
+		t.Fatalf("exit %d, want 0; stderr:\n%s", got, stderr.String())
+	}
+	if strings.Contains(stderr.String(), "s3cret") {
+		t.Fatalf("the token was logged:\n%s", stderr.String())
+	}
+}
+
+func TestServeConfig(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "serve.json")
+	os.WriteFile(path, []byte(`{"listen": ":9000", "redis": {"addrs": ["a:1", "b:2"]}, "maxQps": 50, "timeout": "30ms"}`), 0o600)
+	cf, err := parseServeFlags([]string{"-config", path, "-max-qps", "70"}, flag.NewFlagSet("serve", flag.ContinueOnError))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cf.Listen != ":9000" || cf.MaxQPS != 70 || time.Duration(cf.Timeout) != 30*time.Millisecond || len(cf.Redis.Addrs) != 2 || !*cf.InlineRules {
+		t.Fatalf("config %+v: want the file's listen, addrs and timeout, and the flag's max-qps 70", cf)
+	}
+	os.WriteFile(path, []byte(`{"listn": ":9000"}`), 0o600)
+	if _, err := parseServeFlags([]string{"-config", path}, flag.NewFlagSet("serve", flag.ContinueOnError)); err == nil || !strings.Contains(err.Error(), "listn") {
+		t.Fatalf("unknown field: %v, want an error naming it", err)
+	}
+	var stderr strings.Builder
+	if got := serveUntil(context.Background(), []string{"-tls-cert", "x.pem"}, io.Discard, &stderr); got != exitUsage ||
+		!strings.Contains(stderr.String(), "cert and key go together") {
+		t.Fatalf("cert without key: exit %d, %q", got, stderr.String())
+	}
+}
