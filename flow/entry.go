@@ -174,7 +174,7 @@ func (e *Engine) entrySingle(resource string, rr *resourceRules, cr *compiledRul
 	lim, _ := cr.limiterFor("", now) // global: never fails
 	d := lim.tryAcquire(now, tokens, 0)
 	if !d.ok {
-		return nil, blocked(resource, rr, cr, d, cr.reason, now)
+		return nil, blocked(resource, rr, cr, &d, cr.reason, now)
 	}
 	p := e.getPermit(now + int64(d.wait))
 	p.stats = rr.stats
@@ -232,11 +232,13 @@ func (e *Engine) admit(a *entryArgs, resource string, rr *resourceRules, st *ent
 // error (the one allocation of a refused call).
 func (e *Engine) refuse(resource string, rr *resourceRules, cr *compiledRule, d decision, reason string, st *entryState) error {
 	e.undo(st)
-	return blocked(resource, rr, cr, d, reason, st.now)
+	return blocked(resource, rr, cr, &d, reason, st.now)
 }
 
-// blocked counts a refusal at now and builds its error.
-func blocked(resource string, rr *resourceRules, cr *compiledRule, d decision, reason string, now int64) error {
+// blocked counts a refusal at now and builds its error. d by pointer: a
+// copy of the decision as it was just stored field by field stalls on
+// store-to-load forwarding.
+func blocked(resource string, rr *resourceRules, cr *compiledRule, d *decision, reason string, now int64) error {
 	rr.stats.block(now, cr.rule.Level)
 	be := &BlockError{Resource: resource, Level: cr.rule.Level, RuleID: cr.rule.ID, Reason: reason,
 		RetryAfter: d.retryAfter, Never: d.never, Limit: cr.limit(), Window: cr.rule.Window, Remaining: d.remaining}
