@@ -12,7 +12,7 @@ import (
 
 // call runs a decision main (acquire, lease or release) for plan p and
 // key: the breaker first, then one round trip under the per-call timeout.
-// nonce is ARGV[1] (see prelude.lua); only, when set, limits the call to
+// nonce is sent last when p.nonce (see prelude.lua); only, when set, limits the call to
 // those rules. want is the reply length to decode (0: none).
 func (s *RedisTokenServer) call(ctx context.Context, main int, p *plan, key string, nonce any, tokens, want int, only []int) (reply, error) {
 	start := s.now()
@@ -114,14 +114,16 @@ func (s *RedisTokenServer) args(p *plan, key string, nonce any, tokens int, only
 			}
 		})
 	}
-	a = append(a, nonce, tokens, a[2])
+	a = append(a, tokens)
 	if only == nil {
-		a[len(a)-1] = p.nrules
 		a = append(a, p.params...)
 	} else {
 		for _, i := range only {
 			a = append(a, p.params[p.paramAt[i]:p.paramAt[i+1]]...)
 		}
+	}
+	if p.nonce {
+		a = append(a, nonce)
 	}
 	*ap = a
 	return ap

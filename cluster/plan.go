@@ -37,7 +37,6 @@ type plan struct {
 	suffixes []string // ":" + rule id, appended to the key's tag
 	params   []any    // per rule: code, then nparams[code] values; boxed strings
 	paramAt  []int    // where each rule's part of params starts (and ends, last)
-	nrules   any      // len(rules) as a string
 	numkeys  any
 	conc     []int // indexes of concurrency rules
 	nonce    bool  // a rule needs a per-call nonce (sliding_log, concurrency)
@@ -62,8 +61,7 @@ func (p *plan) matches(req *flow.TokenRequest, instances int) bool {
 func newPlan(prefix string, req *flow.TokenRequest, instances int, concTTL int64) (*plan, error) {
 	p := &plan{first: req.Rules[0], n: len(req.Rules), factor: req.Factor, instances: instances,
 		resource: req.Resource, level: req.Level, leasable: true, prefix: prefix}
-	p.nrules = strconv.Itoa(p.n)
-	p.numkeys = p.nrules
+	p.numkeys = strconv.Itoa(p.n)
 	var errs []error
 	for i, r := range req.Rules {
 		code, ok := algoCode[r.Algorithm]

@@ -4,7 +4,7 @@
 --   {allowed 1/0, index of the refusing rule (0-based) or -1,
 --    permits left (floor; the fewest over the rules), wait us, retry-after us}
 
-local n = tonumber(ARGV[2])
+local n = tonumber(ARGV[1])
 local nr = NRULES
 local sts = {}
 local wait, rem = 0, nil

@@ -27,7 +27,7 @@ local function fixed_commit(i, key, n, st)
   if st.c == 0 then
     -- A new window: counter and expiry are set together, the expiry at the
     -- window's end (hits never push it back, so it is not an idle timeout).
-    redis.call('HSET', key, 'w', istr(st.ws), 'c', istr(n))
+    redis.call('HSET', key, 'w', st.ws, 'c', n)
     redis.call('PEXPIRE', key, pxms(st.ws + param(i, 1) - now))
     return
   end
@@ -39,7 +39,7 @@ local function fixed_refund(i, key, n)
   local ws = now - now % win
   local v = redis.call('HMGET', key, 'w', 'c')
   if tonumber(v[1]) ~= ws then return end -- that window is over
-  redis.call('HSET', key, 'c', istr(math.max(0, (tonumber(v[2]) or 0) - n)))
+  redis.call('HSET', key, 'c', math.max(0, (tonumber(v[2]) or 0) - n))
 end
 
 ALGO[4] = {check = fixed_check, commit = fixed_commit, refund = fixed_refund}

@@ -26,14 +26,14 @@ end
 local function leaky_commit(i, key, n, st)
   -- The slot matters until a call of up to a window's worth of permits
   -- could no longer be pushed back by it.
-  redis.call('SET', key, istr(st.slot), 'PX', pxms(st.slot - now + param(i, 3)))
+  redis.call('SET', key, st.slot, 'PX', pxms(st.slot - now + param(i, 3)))
 end
 
 local function leaky_refund(i, key, n)
   local last = tonumber(redis.call('GET', key))
   if last == nil then return end
   -- Give the slot back; earlier than now it simply means idle.
-  redis.call('SET', key, istr(last - math.floor(n * param(i, 1))), 'KEEPTTL')
+  redis.call('SET', key, last - math.floor(n * param(i, 1)), 'KEEPTTL')
 end
 
 ALGO[3] = {check = leaky_check, commit = leaky_commit, refund = leaky_refund}

@@ -1,11 +1,11 @@
--- lease.lua: takes a batch of up to ARGV[2] permits for a local lease, as
+-- lease.lua: takes a batch of up to ARGV[1] permits for a local lease, as
 -- many as every rule can give now (at least 1), in one atomic step. Reply:
 --   {granted 1/0, refusing rule or -1, permits left, 0, retry-after us,
 --    permits taken, us until the lease must end (a fixed window's end; -1: none)}
 -- The Go side spends the batch locally until it runs out or the lease
 -- period (capped at that bound) ends, and gives back what it did not spend.
 
-local want = tonumber(ARGV[2])
+local want = tonumber(ARGV[1])
 local nr = NRULES
 local sts = {}
 local k, bound = want, -1

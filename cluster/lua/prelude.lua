@@ -3,14 +3,13 @@
 -- release.lua or lease.lua), so all the cluster rules of one key are decided
 -- in a single atomic call.
 --
--- Calling convention (built by cluster/request.go):
+-- Calling convention (built by cluster/call.go):
 --   KEYS[i]      the state key of rule i; all share one {hash tag}
---   ARGV[1]      a nonce unique per call ("<instance id>:<sequence>"), for
---                sliding-log and concurrency members; "" when unused
---   ARGV[2]      tokens asked for (or, for lease.lua, the most to take)
---   ARGV[3]      number of rules
---   then per rule: its algorithm code and that algorithm's NPARAM[code]
---   parameters p1.. (see each algorithm's file)
+--   ARGV[1]      tokens asked for (or, for lease.lua, the most to take)
+--   then per rule (as many as KEYS): its algorithm code and that
+--   algorithm's parameters p1.. (see each algorithm's file)
+--   last, only for sliding_log and concurrency: a nonce unique per call
+--   ("<instance id>:<sequence>") naming their sorted-set members
 --
 -- Time is Redis's own clock, in integer microseconds: every instance sees
 -- the same now however wrong its own clock is. Since Redis 5 scripts are
@@ -21,17 +20,21 @@ local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
 
 local ALGO = {}
--- Parameters per algorithm code, as cluster/plan.go sends them.
-local NPARAM = {3, 6, 3, 2, 3, 2, 2}
-local NRULES = tonumber(ARGV[3])
+local NRULES = #KEYS
 local CODE, AT = {}, {} -- rule i: algorithm code, ARGV index of its code
 do
-  local at = 4
+  local at = 2
   for i = 1, NRULES do
     local c = tonumber(ARGV[at])
-    if NPARAM[c] == nil then return redis.error_reply('flowgate: unknown algorithm ' .. tostring(ARGV[at])) end
+    if c == nil or c < 1 or c > 7 then
+      return redis.error_reply('flowgate: unknown algorithm ' .. tostring(ARGV[at]))
+    end
     CODE[i], AT[i] = c, at
-    at = at + 1 + NPARAM[c]
+    -- Parameters per code, as cluster/plan.go sends them (nparams):
+    -- warm_up 6; fixed_window, sliding_log, concurrency 2; the others 3.
+    local np = 3
+    if c == 2 then np = 6 elseif c == 4 or c >= 6 then np = 2 end
+    at = at + 1 + np
   end
 end
 
@@ -41,11 +44,9 @@ local function param(i, j)
   return tonumber(ARGV[AT[i] + j])
 end
 
--- istr formats an integer for a Redis command: Redis would print a Lua
--- number with limited digits, and microsecond times need all sixteen.
-local function istr(x)
-  return string.format('%d', x)
-end
+-- Numbers go to redis.call as they are: an integral Lua number below 2^53
+-- (every microsecond time, count and score here) reaches Redis as plain
+-- digits, so only values concatenated into strings need string.format.
 
 -- pxms turns a duration in microseconds into whole milliseconds for
 -- PEXPIRE or SET PX (a non-integer errors, after earlier writes happened):

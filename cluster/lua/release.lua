@@ -1,9 +1,9 @@
--- release.lua: gives back ARGV[2] permits at every rule passed: the
+-- release.lua: gives back ARGV[1] permits at every rule passed: the
 -- engine undoing a call a later level refused, a lease returning what it
--- did not spend, or concurrency permits released on Exit (ARGV[1] then
--- carries the acquiring call's nonce). Reply: 1.
+-- did not spend, or concurrency permits released on Exit (the nonce then
+-- is the acquiring call's nonce). Reply: 1.
 
-local n = tonumber(ARGV[2])
+local n = tonumber(ARGV[1])
 local nr = NRULES
 for i = 1, nr do ALGO[CODE[i]].refund(i, KEYS[i], n) end
 return 1

@@ -7,7 +7,7 @@
 
 local function log_check(i, key, n)
   local win, limit = param(i, 1), param(i, 2)
-  redis.call('ZREMRANGEBYSCORE', key, '-inf', istr(now - win)) -- cleanup only
+  redis.call('ZREMRANGEBYSCORE', key, '-inf', now - win) -- cleanup only
   local c = tonumber(redis.call('ZCARD', key))
   local st = {left = math.max(0, limit - c), reset = 0}
   st.avail = st.left

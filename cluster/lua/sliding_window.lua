@@ -50,17 +50,17 @@ end
 
 local function sliding_commit(i, key, n, st)
   local w, b = param(i, 1), param(i, 2)
-  redis.call('HINCRBY', key, istr(st.k), n)
+  redis.call('HINCRBY', key, st.k, n)
   -- Sub-window k weighs nothing from (k+B+1)*w on: the newest count decides
   -- when the whole key is void.
   redis.call('PEXPIRE', key, pxms((st.k + b + 1) * w - now))
 end
 
 local function sliding_refund(i, key, n)
-  local k = istr(math.floor(now / param(i, 1)))
+  local k = math.floor(now / param(i, 1))
   local c = tonumber(redis.call('HGET', key, k))
   if c == nil then return end
-  redis.call('HSET', key, k, istr(math.max(0, c - n)))
+  redis.call('HSET', key, k, math.max(0, c - n))
 end
 
 ALGO[5] = {check = sliding_check, commit = sliding_commit, refund = sliding_refund}

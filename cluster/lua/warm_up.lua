@@ -26,7 +26,7 @@ end
 -- expiry never changes a decision.
 local function guava_write(key, stored, nextf, maxp, cool)
   local full = math.max(0, nextf - now) + (maxp - stored) * cool
-  redis.call('SET', key, string.format('%.17g', stored) .. ' ' .. istr(nextf), 'PX', pxms(full))
+  redis.call('SET', key, string.format('%.17g', stored) .. ' ' .. string.format('%d', nextf), 'PX', pxms(full))
 end
 
 -- guava_check reads and resyncs the state. cost(stored, k) is the time the

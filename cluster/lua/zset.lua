@@ -3,19 +3,18 @@
 
 -- members returns the sorted-set members of this call's n tokens.
 local function members(n)
-  local m, base = {}, ARGV[1]
+  local m, base = {}, ARGV[#ARGV] -- the nonce
   for j = 1, n do m[j] = base .. ':' .. j end
   return m
 end
 
 -- zadd_all adds members at score in chunks, as unpack has a stack limit.
 local function zadd_all(key, score, m)
-  local s = istr(score)
   local i = 1
   while i <= #m do
     local args = {}
     for j = i, math.min(#m, i + 999) do
-      args[#args + 1] = s
+      args[#args + 1] = score
       args[#args + 1] = m[j]
     end
     redis.call('ZADD', key, unpack(args))
