@@ -40,6 +40,11 @@ import (
 //
 // It holds one grpc.ClientConn per replica for its life; Close closes
 // them.
+//
+// Thresholds: the replicas decide, so a "per_instance" rule is multiplied
+// by the number of live replicas (their heartbeats), not of clients; use
+// "global" rules through the service. Instances, which the engine's
+// "local" fallback divides by, is what WithRemoteInstances says.
 type RemoteTokenServer struct {
 	cf       remoteConfig
 	replicas []*remoteReplica
