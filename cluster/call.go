@@ -41,6 +41,10 @@ func (s *RedisTokenServer) call(ctx context.Context, main int, p *plan, key stri
 			s.br.success() // Redis answered: it is up
 			return reply{}, err
 		}
+		if ctx != nil && ctx.Err() != nil {
+			// The caller gave up (not our timeout): says nothing about Redis.
+			return reply{}, unavailable("redis", err)
+		}
 		s.br.failure(end)
 		return reply{}, unavailable("redis", err)
 	}

@@ -1,6 +1,8 @@
 package cluster
 
 import (
+	"context"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -135,5 +137,24 @@ func TestPlanParams(t *testing.T) {
 	}
 	if p.leasable {
 		t.Fatal("a plan with a warm_up rule is not leasable")
+	}
+}
+
+// TestCallerCancellationDoesNotOpenBreaker: calls the caller cancelled
+// fail, but say nothing about Redis, so the breaker stays closed.
+func TestCallerCancellationDoesNotOpenBreaker(t *testing.T) {
+	srv := redistest.Start(t)
+	ts := newServer(t, srv.NewClient(nil))
+	req := flow.TokenRequest{Resource: "r", Tokens: 1, Factor: 1, Rules: []*flow.Rule{
+		{ID: "r", Algorithm: flow.AlgoFixedWindow, Limit: 10, Window: time.Second, Cluster: &flow.ClusterSpec{Threshold: "global"}}}}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	for range 10 {
+		if _, err := ts.Acquire(ctx, req); !errors.Is(err, flow.ErrTokenServerUnavailable) {
+			t.Fatalf("cancelled call: %v, want an error wrapping ErrTokenServerUnavailable", err)
+		}
+	}
+	if ts.BreakerOpen() {
+		t.Fatal("the caller's cancellations opened the breaker")
 	}
 }
