@@ -18,7 +18,7 @@ import (
 // for a token bucket; a request larger than the burst simply pushes later
 // ones back.
 type tokenBucket struct {
-	l *warmup.Limiter
+	l warmup.Limiter // by value: no pointer hop to the state
 	// window is the rule's Window in seconds: rate = limit / window.
 	window float64
 	// warm marks a warming-up bucket, which reports no remaining permits
@@ -26,9 +26,9 @@ type tokenBucket struct {
 	warm bool
 }
 
-// The per-key cost of a token bucket: this struct (24 B), the
-// warmup.Limiter (64 B) and its state pair (24 B); the rate data is shared
-// by every key of a rule (see clone).
+// The per-key cost of a token bucket: this struct, 96 B with the
+// warmup.Limiter and its state inline; the rate data is shared by every key
+// of a rule (see clone).
 
 var _ limiter = (*tokenBucket)(nil)
 
@@ -49,14 +49,18 @@ func newTokenBucket(r *Rule, limit float64, clk clock.Clock) (limiter, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &tokenBucket{l: l, window: window}, nil
+	b := &tokenBucket{window: window}
+	l.CloneInto(&b.l)
+	return b, nil
 }
 
 // clone is a fresh bucket like b (b's rate, full or cold as a new one
 // starts) sharing b's immutable rate data: the keys of a user or ip rule are
 // cloned from one prototype (see compiledRule.newLimiter).
 func (b *tokenBucket) clone() *tokenBucket {
-	return &tokenBucket{l: b.l.Clone(), window: b.window, warm: b.warm}
+	c := &tokenBucket{window: b.window, warm: b.warm}
+	b.l.CloneInto(&c.l)
+	return c
 }
 
 func (b *tokenBucket) tryAcquire(now int64, n int, maxWait time.Duration) decision {
