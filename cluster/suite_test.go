@@ -94,6 +94,7 @@ func runSuite(t *testing.T, b backend) {
 	}
 	t.Run("leaky_bucket queueing", func(t *testing.T) { leakyQueueing(t, b) })
 	t.Run("token_bucket queueing", func(t *testing.T) { bucketQueueing(t, b) })
+	t.Run("cancelled wait gives the slot back", func(t *testing.T) { cancelledWait(t, b) })
 	t.Run("concurrency", func(t *testing.T) { concurrencyCap(t, b) })
 	t.Run("multi-rule atomic", func(t *testing.T) { multiRuleAtomic(t, b) })
 	t.Run("user and ip keys", func(t *testing.T) { keyedLevels(t, b) })
@@ -183,6 +184,49 @@ func bucketQueueing(t *testing.T, b backend) {
 	if _, err := es[1].Entry(r.Resource); !errors.Is(err, flow.ErrBlocked) {
 		t.Fatalf("after 8 more permits the next slot is over a second away: got %v, want blocked", err)
 	}
+}
+
+// cancelledWait: a call whose wait for its leaky-bucket slot is cancelled
+// gives the slot back (the engine undoes it through Release), so the next
+// call gets that slot, not the one after.
+func cancelledWait(t *testing.T, b backend) {
+	r := crule("r", uniq("leaky-cancel"), flow.AlgoLeakyBucket, 10, time.Second) // 100ms spacing
+	r.MaxWait = time.Second
+	ts := newServer(t, b.client(t))
+	e := newEngine(t, cancelAfterAcquire{ts}, t0, r)
+	p, err := e.Entry(r.Resource)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Exit()
+	// The slot is granted, then the caller gives up while waiting for it.
+	ctx, cancel := context.WithCancel(context.Background())
+	ctx = context.WithValue(ctx, cancelKey{}, cancel)
+	if _, err := e.Entry(r.Resource, flow.WithContext(ctx)); !errors.Is(err, context.Canceled) {
+		t.Fatalf("cancelled wait: %v, want context.Canceled", err)
+	}
+	p, err = e.Entry(r.Resource)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w := p.Waited(); w <= 80*time.Millisecond || w > 100*time.Millisecond {
+		t.Fatalf("next call waited %v, want the given-back slot about 100ms ahead (not 200ms)", w)
+	}
+	p.Exit()
+}
+
+// cancelAfterAcquire cancels the call's context (its cancelKey value)
+// once the token server has answered: the caller gives up while waiting.
+type cancelAfterAcquire struct{ *RedisTokenServer }
+
+type cancelKey struct{}
+
+func (c cancelAfterAcquire) Acquire(ctx context.Context, req flow.TokenRequest) (flow.TokenResult, error) {
+	res, err := c.RedisTokenServer.Acquire(ctx, req)
+	if cancel, ok := ctx.Value(cancelKey{}).(context.CancelFunc); ok {
+		cancel()
+	}
+	return res, err
 }
 
 // concurrencyCap: in flight across engines never exceeds the cluster cap,
