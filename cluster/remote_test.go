@@ -41,6 +41,39 @@ func TestRemoteSuite(t *testing.T) {
 			}
 		})
 	}
+	// Rate algorithms never admit more than rate x time (+ burst). The
+	// callers never stop, but each call is a gRPC hop plus a Redis round
+	// trip on shared cores, so the lower bound only says they were served.
+	for _, tt := range []struct {
+		name  string
+		rule  flow.Rule
+		bound func(time.Duration) float64
+	}{
+		{"token_bucket", func() flow.Rule {
+			r := crule("r", "", flow.AlgoTokenBucket, 200, time.Second)
+			r.Burst = 50
+			return r
+		}(), func(d time.Duration) float64 { return 50 + 200*d.Seconds() + 1 }},
+		{"warm_up", func() flow.Rule {
+			r := crule("r", "", flow.AlgoWarmUp, 200, time.Second)
+			r.Warmup = time.Second
+			return r
+		}(), coldBound},
+		{"leaky_bucket", crule("r", "", flow.AlgoLeakyBucket, 200, time.Second),
+			func(d time.Duration) float64 { return 200*d.Seconds() + 1 }},
+	} {
+		t.Run(tt.name+" bound", func(t *testing.T) {
+			r := tt.rule
+			r.Resource = uniq("remote-" + tt.name)
+			es, _ := remoteEngines(t, addrs, 3, r)
+			start := redisNow(t, rdb)
+			passed, _ := hammerFor(t, es, 6, r.Resource, 300*time.Millisecond)
+			el := redisNow(t, rdb).Sub(start)
+			if bound := tt.bound(el); float64(passed) > bound || float64(passed) < 0.4*bound {
+				t.Fatalf("passed %d in %v, want %.1f..%.1f", passed, el, 0.4*bound, bound)
+			}
+		})
+	}
 	t.Run("multi-rule atomic", func(t *testing.T) {
 		res := uniq("remote-multi")
 		es, _ := remoteEngines(t, addrs, 2, crule("fw", res, flow.AlgoFixedWindow, 5, time.Hour),
@@ -116,8 +149,8 @@ func TestRemoteSuite(t *testing.T) {
 		}
 	})
 	t.Run("leaky queueing waits", func(t *testing.T) {
-		r := crule("r", uniq("remote-leaky"), flow.AlgoLeakyBucket, 1000, time.Second)
-		r.MaxWait = 50 * time.Millisecond
+		r := crule("r", uniq("remote-leaky"), flow.AlgoLeakyBucket, 100, time.Second) // 10ms apart
+		r.MaxWait = 200 * time.Millisecond
 		es, _ := remoteEngines(t, addrs, 1, r)
 		var waited time.Duration
 		for range 10 {
@@ -128,7 +161,8 @@ func TestRemoteSuite(t *testing.T) {
 			waited = max(waited, p.Waited())
 			p.Exit()
 		}
-		// Ten calls at once take slots 1ms apart: later ones are told to wait.
+		// Ten calls in a row, each quicker than 10ms, take slots 10ms apart:
+		// later ones are told to wait.
 		if waited <= 0 || waited > r.MaxWait {
 			t.Fatalf("longest wait %v, want in (0, %v]", waited, r.MaxWait)
 		}
