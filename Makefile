@@ -5,7 +5,7 @@ GO      ?= go
 PKGS    ?= ./...
 export FLOWGATE_REQUIRE_REDIS ?=
 
-.PHONY: all demo test bench lint deps vet fmt examples
+.PHONY: all demo test bench bench-peers lint deps vet fmt examples
 
 all: lint test
 
@@ -26,6 +26,11 @@ examples:
 ## bench: every benchmark, with allocation counts.
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem $(PKGS)
+
+## bench-peers: flowgate against x/time/rate, uber ratelimit and redis_rate (module bench/),
+## in one run; writes bench/results.txt and the table in bench/README.md.
+bench-peers: deps
+	@sh scripts/bench-peers.sh
 
 ## lint: gofmt must have nothing to say, and go vet must pass.
 lint:
