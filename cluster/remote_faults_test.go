@@ -213,3 +213,37 @@ func remoteHammer(t *testing.T, engines []*flow.Engine, goroutines int, res stri
 	}
 	return p.Load(), r.Load()
 }
+
+// hangTS never answers until the call's context ends: a replica whose
+// Redis hangs, or a frozen process.
+type hangTS struct{ allowAll }
+
+func (hangTS) Acquire(ctx context.Context, _ flow.TokenRequest) (flow.TokenResult, error) {
+	<-ctx.Done()
+	return flow.TokenResult{}, ctx.Err()
+}
+
+// TestRemoteHungReplica: a call to a replica that does not answer fails
+// at the per-call timeout (it may have been applied, so it is not sent
+// again), and the next call goes to the other replica.
+func TestRemoteHungReplica(t *testing.T) {
+	hung, live := startRemoteReplica(t, hangTS{}), startRemoteReplica(t, allowAll{})
+	const timeout = 30 * time.Millisecond
+	c := newRemote(t, []string{hung.addr, live.addr}, WithRemoteTimeout(timeout))
+	rule := crule("r", "hung", flow.AlgoFixedWindow, 10, time.Second)
+	req := flow.TokenRequest{Resource: "hung", Tokens: 1, Factor: 1, Rules: []*flow.Rule{&rule}}
+	c.pref.Store(0)
+	start := time.Now()
+	_, err := c.Acquire(context.Background(), req)
+	el := time.Since(start)
+	if !errors.Is(err, flow.ErrTokenServerUnavailable) || el < timeout || el > timeout+100*time.Millisecond {
+		t.Fatalf("call to the hung replica: %v after %v, want unavailable at the %v timeout", err, el, timeout)
+	}
+	start = time.Now()
+	if res, err := c.Acquire(context.Background(), req); err != nil || !res.Allowed {
+		t.Fatalf("next call: %+v, %v; want it decided by the live replica", res, err)
+	}
+	if el := time.Since(start); el > timeout {
+		t.Fatalf("next call took %v, want the live replica's answer within %v", el, timeout)
+	}
+}
