@@ -247,3 +247,28 @@ func TestRemoteHungReplica(t *testing.T) {
 		t.Fatalf("next call took %v, want the live replica's answer within %v", el, timeout)
 	}
 }
+
+// TestRemoteReleaseAfterReplicaDies: a concurrency permit taken through a
+// replica that then dies is released through the other one on Exit.
+func TestRemoteReleaseAfterReplicaDies(t *testing.T) {
+	srv := redistest.Start(t)
+	reps, addrs := redisReplicas(t, srv, 2)
+	r := crule("r", uniq("remote-release"), flow.AlgoConcurrency, 1, time.Second)
+	es, cs := remoteEngines(t, addrs, 1, r)
+	cs[0].pref.Store(0)
+	p, err := es[0].Entry(r.Resource)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reps[0].srv.Stop()
+	p.Exit()
+	key := "flowgate:{" + r.Resource + "|global|}:r"
+	if n, err := srv.Client().ZCard(context.Background(), key).Result(); err != nil || n != 0 {
+		t.Fatalf("permits held after Exit: %d (%v), want 0", n, err)
+	}
+	p, err = es[0].Entry(r.Resource)
+	if err != nil {
+		t.Fatalf("the cap's one permit after the release: %v", err)
+	}
+	p.Exit()
+}
