@@ -15,9 +15,9 @@ type Clock interface {
 }
 
 // Monotonic is implemented by clocks that can report elapsed time cheaply.
-// Nanotime returns nanoseconds since a fixed origin chosen by the clock; only
-// differences between two readings of the same clock are meaningful.
 type Monotonic interface {
+	// Nanotime returns nanoseconds since a fixed origin chosen by the clock;
+	// only differences between two readings of the same clock are meaningful.
 	Nanotime() int64
 }
 
@@ -30,7 +30,8 @@ func Nanotime(c Clock) int64 {
 	return c.Now().UnixNano()
 }
 
-// Real returns the system clock.
+// Real returns the system clock. It is safe for concurrent use, and its
+// Nanotime reads the monotonic counter, so wall-clock steps do not move it.
 func Real() Clock { return realClock{} }
 
 // origin anchors the real clock's monotonic readings. time.Since on a time that
