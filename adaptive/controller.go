@@ -17,7 +17,8 @@ import (
 // Controller samples the CPU and scales the engine's adaptive rules to keep
 // it near the target (see Config.Next for the rule), and optionally runs the
 // system guard. Step does one sample and update; Start runs Step every
-// Period on its own goroutine until Close.
+// Period on its own goroutine until Close. Its methods are safe for
+// concurrent use.
 type Controller struct {
 	eng     *flow.Engine
 	sampler Sampler

@@ -12,10 +12,11 @@ import (
 	"github.com/shirou/gopsutil/v4/process"
 )
 
-// Sampler reports the utilisation of the CPU this process may use, 0..1,
-// averaged since its previous call. An error means the sample is unusable
-// and must be skipped, never read as 0.
+// Sampler reports the utilisation of the CPU this process may use.
 type Sampler interface {
+	// CPU returns the utilisation, 0..1, averaged since the previous call.
+	// An error means the sample is unusable and must be skipped, never
+	// read as 0.
 	CPU() (float64, error)
 }
 

@@ -18,6 +18,8 @@ const (
 
 var decisionNames = [...]string{"none", "hold", "cut", "raise", "skip"}
 
+// String returns the decision's lower-case name ("hold", "cut", ...), or
+// "unknown" for a value outside the constants.
 func (d Decision) String() string {
 	if int(d) < len(decisionNames) {
 		return decisionNames[d]

@@ -20,7 +20,7 @@ type Model struct {
 	DeadMax    int           // largest dead time in samples; default 2
 	Noise      float64       // amplitude of the additive uniform noise; default 0.05
 	Period     time.Duration // sample period; default 250ms
-	Seed       uint64
+	Seed       uint64        // seeds the noise and dead-time draws; the same seed gives the same run
 	// Admit, when set, replaces the modelled rule: it is called once per
 	// period [from, to) with the offered load (multiples of Capacity) and
 	// returns what was admitted, for driving a real engine.
