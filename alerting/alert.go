@@ -32,9 +32,11 @@ type Alert struct {
 	// UpdatedAt is the evaluation that sent this notification.
 	UpdatedAt time.Time
 	// Requests and Blocked are the calls (passed + blocked) and the blocked
-	// calls in the window at UpdatedAt; Threshold is the rejection ratio.
+	// calls in the window at UpdatedAt.
 	Requests, Blocked uint64
-	Threshold         float64
+	// Threshold is the configured rejection ratio (Config.RejectionRatio)
+	// that Ratio was compared against.
+	Threshold float64
 }
 
 // Fingerprint identifies the alert by its labels, as Alertmanager does
@@ -83,6 +85,7 @@ const (
 	Resolved              // fired, then fell below ResolveRatio; notified once
 )
 
+// String returns the state's lower-case name ("pending", "firing", ...).
 func (s State) String() string {
 	switch s {
 	case Inactive:
@@ -100,10 +103,11 @@ func (s State) String() string {
 // ResourceState is the alerter's view of one resource (or of all traffic,
 // Resource "") at the last evaluation.
 type ResourceState struct {
-	Resource string
-	State    State
+	Resource string // "" for all traffic
+	State    State  // where the alert is now
 	// Ratio, Requests and Blocked are over the window at the last evaluation.
-	Ratio             float64
+	Ratio float64
+	// Requests counts passed + blocked calls, Blocked the blocked ones.
 	Requests, Blocked uint64
 	// Since is when State began (for Pending and Firing, when the ratio went
 	// high; for Resolved, when it resolved); zero for Inactive.

@@ -166,9 +166,10 @@ func redactURL(u *url.URL) string {
 // StatusError is an HTTP response outside 2xx.
 type StatusError struct {
 	URL        string // redacted
-	StatusCode int
+	StatusCode int    // the response's status code
 }
 
+// Error names the redacted URL and the status code with its text.
 func (e *StatusError) Error() string {
 	return fmt.Sprintf("alerting: POST %s: %d %s", e.URL, e.StatusCode, http.StatusText(e.StatusCode))
 }

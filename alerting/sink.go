@@ -11,6 +11,8 @@ import (
 // which is cancelled when Close gives up waiting. A slow or failing sink
 // delays only its own queue.
 type Sink interface {
+	// Notify delivers a. An error is counted in Stats.Failed and logged;
+	// the alerter does not retry, so a sink that wants retries does them.
 	Notify(ctx context.Context, a Alert) error
 }
 
@@ -24,13 +26,15 @@ func (f SinkFunc) Notify(ctx context.Context, a Alert) error { return f(ctx, a) 
 // their own pace instead of Config.RepeatInterval, such as the Alertmanager
 // push sink, which must re-send before Alertmanager times the alert out.
 type Repeater interface {
+	// RepeatInterval is how often a still-firing alert is re-sent to
+	// this sink.
 	RepeatInterval() time.Duration
 }
 
 // SlogSink logs each notification: firing at Warn, resolved at Info, with
 // the alert's name, resource, ratio, counts and times as attributes.
 type SlogSink struct {
-	Logger *slog.Logger
+	Logger *slog.Logger // must not be nil; NewSlogSink fills in slog.Default()
 }
 
 // NewSlogSink returns a sink that logs to l (slog.Default() when nil).
@@ -64,4 +68,5 @@ func (s *SlogSink) Notify(ctx context.Context, a Alert) error {
 	return nil
 }
 
+// String names the sink "slog" in the alerter's logs.
 func (s *SlogSink) String() string { return "slog" }
