@@ -23,7 +23,7 @@ type serveConfig struct {
 	TLS             tlsConfig   `json:"tls"`
 	TokenFile       string      `json:"tokenFile"`       // shared bearer token, first line of the file
 	TokenEnv        string      `json:"tokenEnv"`        // or an environment variable holding it
-	MaxQPS          int64       `json:"maxQps"`          // per namespace; default 30000; < 0 = off
+	MaxQPS          int64       `json:"maxQps"`          // per namespace; default 30000; <= 0 = off
 	Timeout         duration    `json:"timeout"`         // per Redis call; default 20ms
 	ShutdownTimeout duration    `json:"shutdownTimeout"` // drain limit; default 10s
 	Prefix          string      `json:"prefix"`          // Redis key prefix; default "flowgate:"
@@ -92,7 +92,7 @@ func parseServeFlags(args []string, fs *flag.FlagSet) (serveConfig, error) {
 	fs.StringVar(&cf.TLS.ClientCA, "tls-client-ca", "", "CA bundle (PEM) clients' certificates must chain to; set: client certificates required")
 	fs.StringVar(&cf.TokenFile, "token-file", "", "file whose first line is the shared bearer token clients must send")
 	fs.StringVar(&cf.TokenEnv, "token-env", "", "environment variable holding the shared bearer token")
-	fs.Int64Var(&cf.MaxQPS, "max-qps", cf.MaxQPS, "requests accepted per second and namespace (Sentinel's maxAllowedQps); < 0: no cap")
+	fs.Int64Var(&cf.MaxQPS, "max-qps", cf.MaxQPS, "requests accepted per second and namespace (Sentinel's maxAllowedQps); <= 0: no cap")
 	fs.DurationVar(&timeout, "timeout", time.Duration(cf.Timeout), "bound on each Redis call")
 	fs.DurationVar(&shutdown, "shutdown-timeout", time.Duration(cf.ShutdownTimeout), "longest wait for calls in flight on shutdown")
 	fs.StringVar(&cf.Prefix, "prefix", cf.Prefix, "Redis key prefix")

@@ -22,7 +22,7 @@ const serveRules = `{"rules": [{"id": "orders", "resource": "GET /orders", "algo
 
 // TestServe runs `flowgate serve` in-process on Redis with a rules
 // document and a token: a client naming the rule by id gets the served
-// limit, /metrics counts the calls, and cancelling drains and exits 0.
+// limit, a change to the document applies, /metrics counts the calls, and cancelling drains and exits 0.
 func TestServe(t *testing.T) {
 	srv := redistest.Start(t)
 	dir := t.TempDir()
@@ -78,14 +78,30 @@ func TestServe(t *testing.T) {
 	if passed != 3 {
 		t.Fatalf("passed %d of 5, want the served limit 3 (stats %+v)", passed, c.Stats())
 	}
+	// Hot reload: the served limit goes up to 5; the document's change,
+	// not the client's copy, lets more through.
+	if err := os.WriteFile(rulesPath, []byte(strings.Replace(serveRules, `"limit": 3`, `"limit": 5`, 1)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(5 * time.Second); ; {
+		p, err := e.Entry("GET /orders")
+		if err == nil {
+			p.Exit()
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the reloaded limit never applied: %v", err)
+		}
+		time.Sleep(20 * time.Millisecond) // waiting for the file watcher
+	}
 	resp, err := http.Get("http://" + metricsAddr + "/metrics")
 	if err != nil {
 		t.Fatal(err)
 	}
 	body, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	for _, want := range []string{`flowgate_token_server_requests_total{method="acquire",status="ok"} 3`,
-		`flowgate_token_server_requests_total{method="acquire",status="blocked"} 2`, "flowgate_cluster_breaker_open 0"} {
+	for _, want := range []string{`flowgate_token_server_requests_total{method="acquire",status="ok"} 4`,
+		`flowgate_token_server_requests_total{method="acquire",status="blocked"}`, "flowgate_cluster_breaker_open 0"} {
 		if !strings.Contains(string(body), want) {
 			t.Errorf("/metrics lacks %q", want)
 		}
