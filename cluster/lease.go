@@ -46,6 +46,9 @@ func (lc LeaseConfig) withDefaults() LeaseConfig {
 	return lc
 }
 
+// sweepBudget bounds the entries one background sweep looks at.
+const sweepBudget = 512
+
 type leaseKey struct {
 	p   *plan
 	key string
@@ -218,19 +221,39 @@ func (t *leaseTable) sweep(all bool) {
 		drop bool
 	}
 	var items []item
-	t.mu.Lock()
+	// Scan under the read lock: calls on existing keys go on meanwhile;
+	// only the deletions take the write lock, briefly.
+	t.mu.RLock()
+	budget := len(t.m)
+	if !all {
+		// A tick looks at a bounded number of entries, so a table of many
+		// cold keys never stalls the calls; map order is random, so every
+		// entry comes up within a few ticks.
+		budget = min(budget, sweepBudget)
+	}
 	for k, l := range t.m {
+		if budget--; budget < 0 {
+			break
+		}
 		l.mu.Lock()
 		idle := now >= l.until+int64(t.cf.Period) && now >= l.refUnt
 		if all || idle {
-			delete(t.m, k)
 			items = append(items, item{k, l, true})
 		} else if now >= l.until && l.left > 0 {
 			items = append(items, item{k, l, false})
 		}
 		l.mu.Unlock()
 	}
-	t.mu.Unlock()
+	t.mu.RUnlock()
+	if len(items) > 0 {
+		t.mu.Lock()
+		for _, it := range items {
+			if it.drop && t.m[it.k] == it.l {
+				delete(t.m, it.k)
+			}
+		}
+		t.mu.Unlock()
+	}
 	for _, it := range items {
 		l := it.l
 		l.mu.Lock()
