@@ -21,19 +21,19 @@ type TokenServer interface {
 
 // TokenRequest asks the token server for the cluster rules of one level.
 type TokenRequest struct {
-	Resource string
-	Level    Level
-	Key      string // user id or IP; "" at the global level
-	Tokens   int
+	Resource string  // the resource being entered
+	Level    Level   // the level whose cluster rules are asked
+	Key      string  // user id or IP; "" at the global level
+	Tokens   int     // permits asked of every rule (WithTokens), >= 1
 	Rules    []*Rule // the cluster rules of this level, immutable, shared: do not modify
 	Factor   float64 // adaptive factor to apply to adaptive rules' limits
 }
 
 // TokenResult is the token server's answer.
 type TokenResult struct {
-	Allowed    bool
-	Refused    int // index into Rules of the rule that refused; -1 when allowed
-	Remaining  float64
+	Allowed    bool          // every rule of the request admitted the call
+	Refused    int           // index into Rules of the rule that refused; -1 when allowed
+	Remaining  float64       // permits left at the most restrictive rule, for Quota and headers
 	Wait       time.Duration // allowed leaky-bucket slot: the engine waits this long (honouring ctx)
 	RetryAfter time.Duration // refused: honest time until it would pass; 0 unknown
 	Lease      string        // opaque; concurrency permits to Release on Exit

@@ -30,20 +30,20 @@ const (
 // (Reason ReasonWaitCancelled), also the context's error (context.Canceled or
 // context.DeadlineExceeded) through Unwrap.
 type BlockError struct {
-	Resource string
-	Level    Level
-	RuleID   string
-	Reason   string
+	Resource string // the resource that was entered
+	Level    Level  // the refusing rule's level; LevelSystem for the system guard
+	RuleID   string // the refusing rule's ID ("" when it has none or for the guard)
+	Reason   string // why: one of the Reason constants
 	// RetryAfter is the honest time until this call would have passed; 0 when
 	// unknown (concurrency, cluster without an answer). Never when it cannot.
 	RetryAfter time.Duration
 	// Never is set when the request can never pass (e.g. more tokens than
 	// the rule can ever hold).
 	Never bool
-	// Limit and Window describe the refusing rule (Limit after the adaptive
-	// factor); Remaining is the permits left at it (usually 0).
-	Limit     float64
-	Window    time.Duration
+	// Limit and Window describe the refusing rule.
+	Limit  float64       // permits per Window (in flight for concurrency), after the adaptive factor
+	Window time.Duration // the rule's window
+	// Remaining is the permits left at the refusing rule (usually 0).
 	Remaining float64
 	// Err is the context error when a wait was cancelled; nil otherwise.
 	Err error

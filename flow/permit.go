@@ -153,7 +153,7 @@ func (p *Permit) Waited() time.Duration {
 
 // Quota describes the rule that most restricted a call, for headers.
 type Quota struct {
-	RuleID    string
+	RuleID    string        // the rule's ID ("" when it has none)
 	Limit     float64       // permits per Window, after the adaptive factor
 	Window    time.Duration // for concurrency rules, Limit is in flight
 	Remaining float64       // permits left at that rule just after this call

@@ -59,9 +59,14 @@ func (a Algorithm) String() string {
 // Rule is one limit on one resource at one level. It mirrors the JSON rule
 // document field for field (see package rules).
 type Rule struct {
-	ID       string
+	// ID names the rule in errors, statistics and BlockError; optional,
+	// but unique within a rule set when set.
+	ID string
+	// Resource is the name Entry is called with; required.
 	Resource string
-	Level    Level
+	// Level is who shares the limit: all callers (LevelGlobal, the
+	// default), each user (LevelUser) or each client IP (LevelIP).
+	Level Level
 	// Algorithm decides how calls are admitted.
 	Algorithm Algorithm
 	// Limit is the permits per Window; for AlgoConcurrency the maximum in flight.

@@ -6,24 +6,24 @@ import "time"
 // counter is read atomically, the set is not read under one lock (reading
 // never blocks Entry).
 type Snapshot struct {
-	Time           time.Time
+	Time           time.Time       // when it was taken, on the engine's clock
 	Resources      []ResourceStats // sorted by name
 	Rules          []RuleStats     // one per rule in force, in load order
 	AdaptiveFactor float64         // 1 when no controller
 	SystemLimit    int64           // 0 = system guard off
-	Cluster        ClusterStats
+	Cluster        ClusterStats    // token server outcomes; zero without one
 }
 
 // ResourceStats are the statistics of one resource that has (or had) rules.
 type ResourceStats struct {
-	Resource string
+	Resource string // the resource's name
 	// Lifetime totals, monotonic since the engine started.
 	Passed    uint64            // includes Waited
 	Waited    uint64            // passed after queueing (MaxWait)
 	Blocked   [NumLevels]uint64 // indexed by Level
 	Completed uint64            // Exit calls
 	Errors    uint64            // Exit(WithError(err)) with err != nil, Guard fn errors
-	InFlight  int64
+	InFlight  int64             // entered and not yet exited, now
 	// RTSum and RTHist are over measured calls, each standing for the
 	// sampling factor n (WithRTSampling: default 1 in 8 on the real clock,
 	// every call on other clocks): estimates, with RTHist's counts adding up
@@ -38,6 +38,8 @@ type ResourceStats struct {
 
 // WindowStats are counts over the recent statistics window.
 type WindowStats struct {
+	// Passed, Blocked, Completed and Errors count as ResourceStats does,
+	// over the window only.
 	Passed, Blocked, Completed, Errors uint64
 	// RTSum is an estimate and MinRT, MaxRT are over measured calls only
 	// when response time is sampled (see WithRTSampling).
@@ -49,19 +51,19 @@ type WindowStats struct {
 // (and > Bounds[i-1]); the last count is for values above every bound.
 // Counts are not cumulative; Bounds are in seconds and shared: do not modify.
 type Histogram struct {
-	Bounds []float64
-	Counts []uint64
+	Bounds []float64 // upper bounds in seconds, ascending
+	Counts []uint64  // len(Bounds)+1 counts
 }
 
 // RuleStats describes one rule in force.
 type RuleStats struct {
-	ID, Resource   string
-	Level          Level
-	Algorithm      Algorithm
-	Limit          float64 // as configured
-	EffectiveLimit float64 // after the adaptive factor (and cluster fallback share)
-	Window         time.Duration
-	Keys           int // tracked users or IPs (user/ip levels)
-	Adaptive       bool
-	Cluster        bool
+	ID, Resource   string        // as in the Rule
+	Level          Level         // as in the Rule
+	Algorithm      Algorithm     // as in the Rule
+	Limit          float64       // as configured
+	EffectiveLimit float64       // after the adaptive factor (and cluster fallback share)
+	Window         time.Duration // as in the Rule, default applied
+	Keys           int           // tracked users or IPs (user/ip levels)
+	Adaptive       bool          // the adaptive controller may scale it
+	Cluster        bool          // decided by the token server (Rule.Cluster set)
 }
