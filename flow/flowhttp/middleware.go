@@ -21,6 +21,7 @@ var ErrHandlerPanicked = errors.New("flowhttp: handler panicked")
 // StatusError is recorded on the permit of a handler that answered 5xx.
 type StatusError int
 
+// Error names the status code and its text.
 func (e StatusError) Error() string {
 	return "flowhttp: handler answered " + strconv.Itoa(int(e)) + " " + http.StatusText(int(e))
 }

@@ -80,9 +80,9 @@ func WithBlockedHandler(h BlockedHandler) Option {
 	}
 }
 
-// WithQuotaHeaders(true) adds RateLimit-Policy, RateLimit and X-RateLimit-*
-// to responses that passed, from the permit's Quota. Default false: they cost
-// a few allocations per request.
+// WithQuotaHeaders sets whether responses that passed carry RateLimit-Policy,
+// RateLimit and X-RateLimit-* headers, from the permit's Quota. Default
+// false: they cost a few allocations per request.
 func WithQuotaHeaders(on bool) Option {
 	return func(cf *config) { cf.quotaHeaders = on }
 }

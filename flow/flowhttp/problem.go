@@ -17,13 +17,13 @@ type BlockedHandler func(w http.ResponseWriter, r *http.Request, be *flow.BlockE
 // extension members: retryAfter (seconds, as in Retry-After; absent when
 // unknown), level and rule.
 type Problem struct {
-	Type       string `json:"type"`
-	Title      string `json:"title"`
-	Status     int    `json:"status"`
-	Detail     string `json:"detail,omitempty"`
-	RetryAfter int64  `json:"retryAfter,omitempty"`
-	Level      string `json:"level"`
-	Rule       string `json:"rule,omitempty"`
+	Type       string `json:"type"`                 // a URI naming the problem; "about:blank" from NewProblem
+	Title      string `json:"title"`                // short summary; the status phrase for "about:blank"
+	Status     int    `json:"status"`               // the HTTP status code, 429 from NewProblem
+	Detail     string `json:"detail,omitempty"`     // this refusal in words: reason, level and rule
+	RetryAfter int64  `json:"retryAfter,omitempty"` // whole seconds, rounded up; 0 (absent) when unknown
+	Level      string `json:"level"`                // the refusing level: "global", "user", "ip" or "system"
+	Rule       string `json:"rule,omitempty"`       // the refusing rule's ID
 }
 
 // NewProblem describes be as a problem document with status 429. The type is
