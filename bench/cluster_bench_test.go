@@ -32,21 +32,22 @@ import (
 // within a millisecond and make every call to a cold key a creation; an
 // absurd rate (1e9/s) lets redis_rate's float seconds skip its write.
 const (
-	rate  = 1 // per second
-	burst = 100_000_000
+	clusterRate  = 1 // per second
+	clusterBurst = 100_000_000
 )
 
-// latencies is a lock-free histogram of decision latencies in microseconds,
+// clusterLatencies is a lock-free histogram of decision latencies in
+// microseconds,
 // allocated once, so recording costs no allocation per call.
-type latencies struct {
+type clusterLatencies struct {
 	us [200_001]atomic.Uint64 // the last bucket holds everything >= 200ms
 }
 
-func (l *latencies) record(d time.Duration) {
+func (l *clusterLatencies) record(d time.Duration) {
 	l.us[min(int(d.Microseconds()), len(l.us)-1)].Add(1)
 }
 
-func (l *latencies) quantile(q float64) time.Duration {
+func (l *clusterLatencies) quantile(q float64) time.Duration {
 	var total uint64
 	for i := range l.us {
 		total += l.us[i].Load()
@@ -62,13 +63,13 @@ func (l *latencies) quantile(q float64) time.Duration {
 	return 0
 }
 
-// decide is one decision for key number i.
-type decide func(ctx context.Context, i int) error
+// clusterDecide is one decision for key number i.
+type clusterDecide func(ctx context.Context, i int) error
 
-// runDecisions drives decide from 8 goroutines per core and reports
+// clusterDecisions drives d from 8 goroutines per core and reports
 // throughput and latency quantiles beside ns/op and allocs/op, and the
 // script's own CPU time per call as Redis measures it (redis-us/call).
-func runDecisions(b *testing.B, rdb *redis.Client, d decide) {
+func clusterDecisions(b *testing.B, rdb *redis.Client, d clusterDecide) {
 	ctx := context.Background()
 	// Each side starts on an empty Redis: no keys of the other side's run
 	// left to expire meanwhile.
@@ -78,7 +79,7 @@ func runDecisions(b *testing.B, rdb *redis.Client, d decide) {
 	if err := rdb.ConfigResetStat(ctx).Err(); err != nil {
 		b.Fatal(err)
 	}
-	lat := new(latencies)
+	lat := new(clusterLatencies)
 	var next atomic.Int64
 	b.ReportAllocs()
 	b.SetParallelism(8)
@@ -99,13 +100,13 @@ func runDecisions(b *testing.B, rdb *redis.Client, d decide) {
 	b.ReportMetric(float64(b.N)/el.Seconds(), "decisions/s")
 	b.ReportMetric(float64(lat.quantile(0.50).Microseconds()), "p50-us")
 	b.ReportMetric(float64(lat.quantile(0.99).Microseconds()), "p99-us")
-	if us, ok := scriptMicros(ctx, rdb); ok {
+	if us, ok := clusterScriptMicros(ctx, rdb); ok {
 		b.ReportMetric(us, "redis-us/call")
 	}
 }
 
-// scriptMicros reads EVALSHA's usec_per_call from INFO commandstats.
-func scriptMicros(ctx context.Context, rdb *redis.Client) (float64, bool) {
+// clusterScriptMicros reads EVALSHA's usec_per_call from INFO commandstats.
+func clusterScriptMicros(ctx context.Context, rdb *redis.Client) (float64, bool) {
 	info, err := rdb.Info(ctx, "commandstats").Result()
 	if err != nil {
 		return 0, false
@@ -124,7 +125,7 @@ func scriptMicros(ctx context.Context, rdb *redis.Client) (float64, bool) {
 	return 0, false
 }
 
-var keyNames = func() []string {
+var clusterKeyNames = func() []string {
 	ks := make([]string, 100_000)
 	for i := range ks {
 		ks[i] = "user-" + strconv.Itoa(i)
@@ -132,15 +133,15 @@ var keyNames = func() []string {
 	return ks
 }()
 
-// keyFor returns the key of call i: always the same one for a hot key.
-func keyFor(keys, i int) string {
+// clusterKeyFor returns the key of call i: always the same one for a hot key.
+func clusterKeyFor(keys, i int) string {
 	if keys <= 1 {
-		return keyNames[0]
+		return clusterKeyNames[0]
 	}
-	return keyNames[i%keys]
+	return clusterKeyNames[i%keys]
 }
 
-func clientOn(b *testing.B, srv *redistest.Server) *redis.Client {
+func clusterClient(b *testing.B, srv *redistest.Server) *redis.Client {
 	o := srv.ClientOptions()
 	o.MaxRetries = -1 // neither side may re-send a decision
 	o.PoolSize = 32
@@ -155,11 +156,11 @@ func BenchmarkCluster(b *testing.B) {
 			shape = "100k-keys"
 		}
 		b.Run("redis_rate/"+shape, func(b *testing.B) {
-			rdb := clientOn(b, srv)
+			rdb := clusterClient(b, srv)
 			lim := redis_rate.NewLimiter(rdb)
-			limit := redis_rate.Limit{Rate: rate, Burst: burst, Period: time.Second}
-			runDecisions(b, rdb, func(ctx context.Context, i int) error {
-				res, err := lim.Allow(ctx, keyFor(keys, i), limit)
+			limit := redis_rate.Limit{Rate: clusterRate, Burst: clusterBurst, Period: time.Second}
+			clusterDecisions(b, rdb, func(ctx context.Context, i int) error {
+				res, err := lim.Allow(ctx, clusterKeyFor(keys, i), limit)
 				if err == nil && res.Allowed != 1 {
 					b.Fatalf("redis_rate refused: %+v", res)
 				}
@@ -175,18 +176,18 @@ func BenchmarkCluster(b *testing.B) {
 			}
 			b.Run(name+shape, func(b *testing.B) {
 				// The same unbounded wait as redis_rate: no per-call timeout.
-				rdb := clientOn(b, srv)
+				rdb := clusterClient(b, srv)
 				ts, err := cluster.NewRedisTokenServer(rdb, append(opts, cluster.WithTimeout(time.Minute))...)
 				if err != nil {
 					b.Fatal(err)
 				}
 				defer ts.Close()
 				rule := flow.Rule{ID: "bench", Resource: "bench", Level: flow.LevelUser, Algorithm: flow.AlgoTokenBucket,
-					Limit: rate, Burst: burst, Window: time.Second, Cluster: &flow.ClusterSpec{Threshold: "global", Fallback: "deny"}}.WithDefaults()
+					Limit: clusterRate, Burst: clusterBurst, Window: time.Second, Cluster: &flow.ClusterSpec{Threshold: "global", Fallback: "deny"}}.WithDefaults()
 				req := flow.TokenRequest{Resource: "bench", Level: flow.LevelUser, Tokens: 1, Rules: []*flow.Rule{&rule}, Factor: 1}
-				runDecisions(b, rdb, func(ctx context.Context, i int) error {
+				clusterDecisions(b, rdb, func(ctx context.Context, i int) error {
 					r := req
-					r.Key = keyFor(keys, i)
+					r.Key = clusterKeyFor(keys, i)
 					res, err := ts.Acquire(ctx, r)
 					if err == nil && !res.Allowed {
 						b.Fatalf("flowgate refused: %+v", res)

@@ -29,24 +29,24 @@ func BenchmarkClusterRatio(b *testing.B) {
 			shape = "100k-keys"
 		}
 		b.Run(shape, func(b *testing.B) {
-			rr := redis_rate.NewLimiter(clientOn(b, srv))
-			limit := redis_rate.Limit{Rate: rate, Burst: burst, Period: time.Second}
-			ts, err := cluster.NewRedisTokenServer(clientOn(b, srv), cluster.WithTimeout(time.Minute))
+			rr := redis_rate.NewLimiter(clusterClient(b, srv))
+			limit := redis_rate.Limit{Rate: clusterRate, Burst: clusterBurst, Period: time.Second}
+			ts, err := cluster.NewRedisTokenServer(clusterClient(b, srv), cluster.WithTimeout(time.Minute))
 			if err != nil {
 				b.Fatal(err)
 			}
 			defer ts.Close()
 			rule := flow.Rule{ID: "bench", Resource: "bench", Level: flow.LevelUser, Algorithm: flow.AlgoTokenBucket,
-				Limit: rate, Burst: burst, Window: time.Second, Cluster: &flow.ClusterSpec{Threshold: "global", Fallback: "deny"}}.WithDefaults()
+				Limit: clusterRate, Burst: clusterBurst, Window: time.Second, Cluster: &flow.ClusterSpec{Threshold: "global", Fallback: "deny"}}.WithDefaults()
 			req := flow.TokenRequest{Resource: "bench", Level: flow.LevelUser, Tokens: 1, Rules: []*flow.Rule{&rule}, Factor: 1}
-			sides := []decide{
+			sides := []clusterDecide{
 				func(ctx context.Context, i int) error {
-					_, err := rr.Allow(ctx, keyFor(keys, i), limit)
+					_, err := rr.Allow(ctx, clusterKeyFor(keys, i), limit)
 					return err
 				},
 				func(ctx context.Context, i int) error {
 					r := req
-					r.Key = keyFor(keys, i)
+					r.Key = clusterKeyFor(keys, i)
 					_, err := ts.Acquire(ctx, r)
 					return err
 				},
@@ -55,7 +55,7 @@ func BenchmarkClusterRatio(b *testing.B) {
 			const perRound = 20_000
 			for range b.N {
 				for side, d := range sides {
-					spent[side] += round(b, d, perRound, 16)
+					spent[side] += clusterRound(b, d, perRound, 16)
 				}
 			}
 			b.ReportMetric(float64(spent[0].Nanoseconds())/float64(b.N*perRound), "redis_rate-ns/decision")
@@ -65,8 +65,8 @@ func BenchmarkClusterRatio(b *testing.B) {
 	}
 }
 
-// round makes n decisions from g goroutines and returns the time taken.
-func round(b *testing.B, d decide, n, g int) time.Duration {
+// clusterRound makes n decisions from g goroutines and returns the time taken.
+func clusterRound(b *testing.B, d clusterDecide, n, g int) time.Duration {
 	var next atomic.Int64
 	var wg sync.WaitGroup
 	start := time.Now()
