@@ -37,8 +37,7 @@ const (
 )
 
 // clusterLatencies is a lock-free histogram of decision latencies in
-// microseconds,
-// allocated once, so recording costs no allocation per call.
+// microseconds, allocated once, so recording costs no allocation per call.
 type clusterLatencies struct {
 	us [200_001]atomic.Uint64 // the last bucket holds everything >= 200ms
 }
