@@ -5,21 +5,43 @@
 // Use it as flow.NewEngine(flow.WithTokenServer(ts)) with ts from
 // NewRedisTokenServer. Each Entry makes one Lua call per level: every
 // cluster rule of that level and key is checked and, only if all pass,
-// counted, atomically; the reply names the rule that refused. The scripts
-// are one .lua file per algorithm (lua/), assembled with a common prelude
-// and embedded; they take time from Redis TIME in integer microseconds, so
-// instances whose clocks disagree still share one exact limit, and all
-// keys of a decision share a {hash tag} so Redis Cluster accepts them.
+// counted, atomically; the reply names the rule that refused.
 //
-// Thresholds: "global" rules hold Limit across the cluster; "per_instance"
-// rules hold Limit x the live instances, counted by heartbeats in Redis.
+// # Scripts
 //
-// Failure: each call has a timeout (20ms by default) and a circuit breaker
-// turns a dead Redis into fast failures wrapping
+// There is one .lua file per algorithm (lua/token_bucket.lua, warm_up,
+// leaky_bucket, fixed_window, sliding_window, sliding_log, concurrency),
+// each defining check, commit and refund for one rule. A script is a
+// common prelude, the algorithms a request uses and a main (acquire.lua:
+// check every rule, then commit every rule; lease.lua; release.lua),
+// assembled when the package initialises and embedded. Time comes from
+// Redis TIME in integer microseconds, so instances whose clocks disagree
+// still share one exact limit; every key gets its expiry in the script that
+// writes it, derived from its state; scripts run with EVALSHA and are sent
+// with EVAL only after NOSCRIPT.
+//
+// Keys are prefix{resource|level|key}:ruleID (prefix "flowgate:" by
+// default, WithPrefix): the keys of one decision share a {hash tag}, so
+// Redis Cluster takes them in one call, and users and IPs spread over the
+// slots.
+//
+// # Thresholds
+//
+// "global" rules hold Limit across the cluster; "per_instance" rules hold
+// Limit x the live instances, counted by heartbeats in Redis (Instances).
+//
+// # Failure
+//
+// Each call has a timeout (20ms by default, WithTimeout) and a circuit
+// breaker (WithBreaker) turns a dead Redis into fast failures wrapping
 // flow.ErrTokenServerUnavailable; the engine then applies each rule's
-// fallback (local, allow or deny). Stats and ClusterMetrics expose request
-// counts, latency and the breaker for package metrics.
+// fallback (local, allow or deny). Cluster concurrency permits are leases
+// that a live instance renews and a crashed one's expire
+// (WithConcurrencyTTL). Stats and ClusterMetrics (a metrics.ClusterSource)
+// expose request counts, latency and the breaker.
 //
-// Leasing (WithLeasing) trades a documented, bounded over-admission for
-// far fewer round trips on hot keys; see LeaseConfig.
+// # Leasing
+//
+// WithLeasing trades a documented, bounded over-admission for far fewer
+// round trips on hot keys; see LeaseConfig for where it applies.
 package cluster
