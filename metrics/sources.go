@@ -44,10 +44,13 @@ func WithCPU(cpu func() float64) Option { return func(c *config) { c.cpu = cpu }
 // CPU utilisation (0..1) it last sampled. The adaptive factor itself is read
 // from the engine, which is where it is applied.
 type AdaptiveSource interface {
+	// CPU returns the last sampled utilisation, 0..1. It is called on
+	// every collection, possibly from several goroutines at once, so it must
+	// be cheap and safe for concurrent use.
 	CPU() float64
 }
 
-// WithAdaptive is WithCPU(src.CPU).
+// WithAdaptive is WithCPU(src.CPU); a nil src adds nothing.
 func WithAdaptive(src AdaptiveSource) Option {
 	if src == nil {
 		return nil
@@ -59,6 +62,8 @@ func WithAdaptive(src AdaptiveSource) Option {
 // requests to the token server and whether its circuit breaker is open.
 // Request and fallback counts come from the engine's Snapshot.
 type ClusterSource interface {
+	// ClusterMetrics returns the state now. It is called on every collection,
+	// possibly concurrently.
 	ClusterMetrics() ClusterMetrics
 }
 
@@ -86,6 +91,8 @@ func WithCluster(src ClusterSource) Option { return func(c *config) { c.cluster 
 // ReloadSource reports the outcome of the last rule reload, as a rules
 // watcher knows it.
 type ReloadSource interface {
+	// ReloadStatus returns the outcome of the last reload. It is called
+	// on every collection, possibly concurrently.
 	ReloadStatus() ReloadStatus
 }
 
@@ -111,13 +118,15 @@ func WithReload(src ReloadSource) Option { return func(c *config) { c.reload = s
 
 // AlertSource lists the alerts firing now.
 type AlertSource interface {
+	// Firing returns the alerts firing now; the caller does not keep the
+	// slice. It is called on every collection, possibly concurrently.
 	Firing() []FiringAlert
 }
 
-// FiringAlert names one firing alert. Resource is "" for an alert on all
-// traffic.
+// FiringAlert names one firing alert.
 type FiringAlert struct {
-	Alert, Resource string
+	Alert    string // the alert's name (its alertname label)
+	Resource string // the resource; "" for an alert on all traffic
 }
 
 // AlertFunc adapts a function to AlertSource.
