@@ -48,6 +48,9 @@ func (e *FieldError) Path() string {
 	return b.String()
 }
 
+// Error returns the path and the message, such as
+// `rules[0] (id "orders"): limit: must be > 0, not 0`, or the message alone
+// when there is no path.
 func (e *FieldError) Error() string {
 	if p := e.Path(); p != "" {
 		return p + ": " + e.Msg

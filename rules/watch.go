@@ -27,18 +27,20 @@ type Status struct {
 	Version string
 	// LastGoodLoad is when a document was last read and accepted.
 	LastGoodLoad time.Time
-	// LastError is why the last refused file was refused, and LastErrorTime
-	// when; they are kept after a later good load, for the record. OK says
-	// whether the most recent attempt succeeded.
-	LastError     error
+	// LastError is why the last refused file was refused; it is kept after
+	// a later good load, for the record.
+	LastError error
+	// LastErrorTime is when LastError happened; zero if never.
 	LastErrorTime time.Time
-	OK            bool
+	// OK says whether the most recent attempt succeeded.
+	OK bool
 	// Reloads counts loads that changed the engine's rules (the first
 	// included); Failures counts refused files.
 	Reloads, Failures uint64
 }
 
 // Watcher keeps an engine's rules in step with a rules file; see Watch.
+// Its methods are safe for concurrent use.
 type Watcher struct {
 	path, dir, base string
 	eng             *flow.Engine
@@ -124,7 +126,7 @@ func (w *Watcher) Document() *Document {
 
 // Reload reads the file now and loads it into the engine even if it has
 // not changed, and returns why it was refused (nil when it was applied).
-// Useful on SIGHUP.
+// Useful on SIGHUP. After Close it returns an error and loads nothing.
 func (w *Watcher) Reload() error {
 	reply := make(chan error, 1)
 	select {
