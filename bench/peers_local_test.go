@@ -112,6 +112,7 @@ func BenchmarkPeersPassParallel(b *testing.B) {
 		e := peerEngine(b, nil, passRule)
 		var blocked atomic.Int64
 		b.ReportAllocs()
+		b.ResetTimer()
 		b.RunParallel(func(pb *testing.PB) {
 			for pb.Next() {
 				p, err := e.Entry("r")
@@ -128,6 +129,7 @@ func BenchmarkPeersPassParallel(b *testing.B) {
 		l := xrate.NewLimiter(passRate, passRate)
 		var blocked atomic.Int64
 		b.ReportAllocs()
+		b.ResetTimer()
 		b.RunParallel(func(pb *testing.PB) {
 			for pb.Next() {
 				if !l.Allow() {
@@ -140,6 +142,7 @@ func BenchmarkPeersPassParallel(b *testing.B) {
 	b.Run("uber", func(b *testing.B) {
 		l := ratelimit.New(passRate)
 		b.ReportAllocs()
+		b.ResetTimer()
 		b.RunParallel(func(pb *testing.PB) {
 			for pb.Next() {
 				l.Take()
@@ -154,6 +157,7 @@ func BenchmarkPeersBlockParallel(b *testing.B) {
 		primeBlocked(e)
 		var passed atomic.Int64
 		b.ReportAllocs()
+		b.ResetTimer()
 		b.RunParallel(func(pb *testing.PB) {
 			for pb.Next() {
 				if _, err := e.Entry("r"); err == nil {
@@ -170,6 +174,7 @@ func BenchmarkPeersBlockParallel(b *testing.B) {
 		l.Allow()
 		var passed atomic.Int64
 		b.ReportAllocs()
+		b.ResetTimer()
 		b.RunParallel(func(pb *testing.PB) {
 			for pb.Next() {
 				if l.Allow() {
