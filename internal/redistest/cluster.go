@@ -28,8 +28,8 @@ const clusterSize = 3
 // key once they agree it failed, about 4s later (measured) with the 2s
 // cluster-node-timeout this package sets; WithConfig can change either.
 type Cluster struct {
-	Addrs []string
-	Nodes []*Server
+	Addrs []string  // the nodes' "127.0.0.1:port" addresses, in node order
+	Nodes []*Server // node i serves SlotRange(i)
 
 	mu      sync.Mutex
 	client  *redis.ClusterClient

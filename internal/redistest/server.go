@@ -24,7 +24,7 @@ const portAttempts = 10
 // the test (Restart, Pause, Resume) must be called from the test's goroutine.
 type Server struct {
 	Addr string // "127.0.0.1:port"
-	Port int
+	Port int    // the port of Addr
 
 	t   testing.TB
 	cfg config
