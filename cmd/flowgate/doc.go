@@ -1,9 +1,20 @@
-// Command flowgate owns the command line for flowgate rule documents: it
-// validates them (for CI pipelines that ship rule files) and prints them
-// normalised. Each subcommand lives in its own file.
+// Command flowgate owns flowgate's command line: it validates rule documents
+// (for CI pipelines that ship rule files), prints them normalised, and runs
+// the cluster token service over Redis. Each subcommand lives in its own
+// file.
 //
 //	flowgate validate [-q] FILE...   print every problem with its path; exit 1 on any, 2 if a file cannot be read
 //	flowgate fmt [-w] FILE           print the document normalised (or rewrite FILE with -w)
+//	flowgate serve [flags]           run the token service (gRPC) over Redis; -h lists the flags
 //
 // FILE "-" reads standard input.
+//
+// serve puts a cluster.RedisTokenServer behind the gRPC TokenService of
+// package tokenrpc. Its flags (or a JSON file given with -config, which the
+// flags override) choose the Redis deployment (one server, Sentinel or
+// Cluster), TLS with an optional client CA, the shared bearer token (from a
+// file or an environment variable, never a flag), the rules document served
+// by id and hot reloaded, and an optional /metrics listener. On SIGINT or
+// SIGTERM it stops accepting calls and drains those in flight for at most
+// -shutdown-timeout.
 package main
