@@ -21,6 +21,7 @@ var ErrClosed = errors.New("alerting: alerter closed")
 // traffic, and notifies its sinks when an alert fires, repeats and
 // resolves. Evaluate does one tick; Start runs it every Interval until
 // Close. It reads only the engine's Snapshot, never the Entry hot path.
+// Its methods are safe for concurrent use.
 type Alerter struct {
 	eng     *flow.Engine
 	clk     clock.Clock
