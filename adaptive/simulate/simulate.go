@@ -12,7 +12,7 @@ type Model struct {
 	Idle     float64 // CPU with no load; default 0.1
 	Headroom float64 // the adaptive rule's limit over Capacity; default 1
 	// RejectCost is the CPU of refusing a call relative to serving it;
-	// default 0, as in the model. Above 0 the offered load matters
+	// default 0 (refusing is free). Above 0 the offered load matters
 	// even when the limit caps what is admitted.
 	RejectCost float64
 	Lag        time.Duration // time constant of the CPU's response; default 500ms
