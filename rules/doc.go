@@ -3,8 +3,9 @@
 // and the file watcher that hot-reloads an engine's rules while never
 // giving up the last good ones.
 //
-// A document looks like this (every field is described in DESIGN.md and in
-// schema.json, a JSON Schema editors can use while typing):
+// A document looks like this (every field is described in the README's
+// "Rule fields" section and in schema.json, a JSON Schema editors can use
+// while typing):
 //
 //	{
 //	  "rules": [
