@@ -35,8 +35,8 @@ import (
 // calls in flight on it (they fail with flow.ErrTokenServerUnavailable and
 // the engine applies each rule's fallback) and nothing after: the dead
 // connection is no longer ready, and calls go to the next replica.
-// Releases of a concurrency lease are idempotent and are retried on the
-// next replica; refunds are not.
+// Releases of a concurrency lease on Exit are idempotent and are retried
+// on the next replica; refunds are not.
 //
 // It holds one grpc.ClientConn per replica for its life; Close closes
 // them.
@@ -184,12 +184,17 @@ func (s *RemoteTokenServer) Acquire(ctx context.Context, req flow.TokenRequest) 
 	return res, nil
 }
 
-// Release gives back what res took, as RedisTokenServer.Release does.
+// Release gives back what res took, as RedisTokenServer.Release does:
+// req.Refund travels with the lease, so the replica knows a refund from an
+// Exit.
 func (s *RemoteTokenServer) Release(ctx context.Context, req flow.TokenRequest, res flow.TokenResult) error {
 	if len(req.Rules) == 0 || req.Tokens <= 0 || !res.Allowed {
 		return nil
 	}
-	in := &tokenpb.ReleaseRequest{Request: s.request(&req), Lease: res.Lease}
+	if !req.Refund && res.Lease == "" {
+		return nil // Exit with nothing held: rate tokens stay spent
+	}
+	in := &tokenpb.ReleaseRequest{Request: s.request(&req), Lease: res.Lease, Refund: req.Refund}
 	call := func(ctx context.Context, r *remoteReplica) error {
 		out, err := r.client.Release(ctx, in)
 		if err == nil && out.GetStatus() != tokenpb.Status_STATUS_OK {
@@ -198,8 +203,9 @@ func (s *RemoteTokenServer) Release(ctx context.Context, req flow.TokenRequest, 
 		return err
 	}
 	_, err := s.once(ctx, call)
-	if err != nil && res.Lease != "" && errors.Is(err, flow.ErrTokenServerUnavailable) {
-		// Removing a lease twice removes it once: safe to try elsewhere.
+	if err != nil && !req.Refund && errors.Is(err, flow.ErrTokenServerUnavailable) {
+		// Removing a lease twice removes it once: safe to try elsewhere. A
+		// refund is not (its rate tokens would come back twice).
 		_, err = s.once(ctx, call)
 	}
 	if err != nil && s.cf.log != nil {

@@ -139,22 +139,25 @@ func (s *RedisTokenServer) Acquire(ctx context.Context, req flow.TokenRequest) (
 	return res, nil
 }
 
-// Release gives back what res took: concurrency permits when res.Lease is
-// set (Exit), otherwise every rule's permits (a later level refused).
-//
-// The engine calls Release in both cases with the same arguments, so for a
-// level holding both a concurrency rule and rate rules only the
-// concurrency permits come back: the rate permits of a call refused later
-// stay counted (a call refused by a later level consumes them).
+// Release undoes what res took, as req.Refund says (see flow.TokenServer):
+//   - a refund (a later level refused the call) gives back every rule's
+//     permits in one script call: rate tokens and, when res.Lease is set,
+//     that call's concurrency permits and sliding-log entries by name;
+//   - otherwise (Exit) only the concurrency permits of res.Lease are
+//     released; rate tokens stay spent, so without a lease there is nothing
+//     to do.
 func (s *RedisTokenServer) Release(ctx context.Context, req flow.TokenRequest, res flow.TokenResult) error {
 	if len(req.Rules) == 0 || req.Tokens <= 0 || !res.Allowed {
+		return nil
+	}
+	if !req.Refund && res.Lease == "" {
 		return nil
 	}
 	p, err := s.plan(&req)
 	if err != nil {
 		return err
 	}
-	if res.Lease == "" && s.leases != nil && p.leasable && s.leases.giveBack(p, req.Key, req.Tokens) {
+	if req.Refund && res.Lease == "" && s.leases != nil && p.leasable && s.leases.giveBack(p, req.Key, req.Tokens) {
 		return nil
 	}
 	var only []int
@@ -163,7 +166,12 @@ func (s *RedisTokenServer) Release(ctx context.Context, req flow.TokenRequest, r
 		if len(p.conc) == 0 {
 			return fmt.Errorf("cluster: release: lease %q for rules without concurrency", res.Lease)
 		}
-		nonce, only = res.Lease, p.conc
+		nonce = res.Lease
+		if !req.Refund {
+			only = p.conc
+		}
+		// Stop renewing first: if the release fails, the permits run out
+		// after the lease TTL instead of being held forever.
 		s.held.remove(res.Lease)
 	}
 	_, err = s.call(ctx, mainRelease, p, req.Key, nonce, req.Tokens, 0, only)

@@ -11,8 +11,12 @@ type TokenServer interface {
 	// Acquire decides, in ONE atomic step, every cluster rule of one level
 	// that applies to one key.
 	Acquire(ctx context.Context, req TokenRequest) (TokenResult, error)
-	// Release gives tokens back (a later level refused) or releases
-	// concurrency permits (Exit).
+	// Release undoes what an admitted Acquire (res) took, as req.Refund
+	// says: with Refund (a later level refused the call) every rule's
+	// permits come back, rate tokens and concurrency permits alike; without
+	// it (Exit) only concurrency permits are released and rate tokens stay
+	// spent. The engine calls it on Exit only when res holds something to
+	// release (a concurrency rule, or a Lease).
 	Release(ctx context.Context, req TokenRequest, res TokenResult) error
 	// Instances is the last known number of live instances (>= 1), for the
 	// local fallback at Limit/Instances().
@@ -27,6 +31,10 @@ type TokenRequest struct {
 	Tokens   int     // permits asked of every rule (WithTokens), >= 1
 	Rules    []*Rule // the cluster rules of this level, immutable, shared: do not modify
 	Factor   float64 // adaptive factor to apply to adaptive rules' limits
+	// Refund, on Release only, means the call was refused after this level
+	// admitted it: give back every rule's permits. False on Exit: release
+	// concurrency permits only. Acquire ignores it.
+	Refund bool
 }
 
 // TokenResult is the token server's answer.
@@ -36,7 +44,7 @@ type TokenResult struct {
 	Remaining  float64       // permits left at the most restrictive rule, for Quota and headers
 	Wait       time.Duration // allowed leaky-bucket slot: the engine waits this long (honouring ctx)
 	RetryAfter time.Duration // refused: honest time until it would pass; 0 unknown
-	Lease      string        // opaque; concurrency permits to Release on Exit
+	Lease      string        // opaque; names the call's concurrency permits for Release
 }
 
 // ClusterStats counts token server outcomes.

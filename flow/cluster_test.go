@@ -20,6 +20,7 @@ type fakeTokenServer struct {
 	instances int
 	acquired  []TokenRequest
 	released  []TokenResult
+	relReqs   []TokenRequest // the requests of released, in order
 }
 
 func (f *fakeTokenServer) Acquire(_ context.Context, req TokenRequest) (TokenResult, error) {
@@ -29,10 +30,11 @@ func (f *fakeTokenServer) Acquire(_ context.Context, req TokenRequest) (TokenRes
 	return f.res, f.err
 }
 
-func (f *fakeTokenServer) Release(_ context.Context, _ TokenRequest, res TokenResult) error {
+func (f *fakeTokenServer) Release(_ context.Context, req TokenRequest, res TokenResult) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.released = append(f.released, res)
+	f.relReqs = append(f.relReqs, req)
 	return nil
 }
 
@@ -102,6 +104,9 @@ func TestClusterGrantGivenBackWhenLaterLevelRefuses(t *testing.T) {
 	if len(ts.released) != 1 {
 		t.Fatalf("released %d grants, want 1 (the ip grant of the refused call)", len(ts.released))
 	}
+	if !ts.relReqs[0].Refund {
+		t.Fatalf("release of a call a later level refused: Refund false, want true (rate tokens back too)")
+	}
 }
 
 func TestClusterConcurrencyReleasedOnExit(t *testing.T) {
@@ -116,6 +121,28 @@ func TestClusterConcurrencyReleasedOnExit(t *testing.T) {
 	p.Exit()
 	if len(ts.released) != 1 || ts.released[0].Lease != "L1" {
 		t.Fatalf("released: %+v, want one release of lease L1", ts.released)
+	}
+	if ts.relReqs[0].Refund {
+		t.Fatalf("release on Exit: Refund true, want false (rate tokens stay spent)")
+	}
+}
+
+// A concurrency grant refunded (a later level refused) and then a permit
+// of the same engine released on Exit: each Release says which it is.
+func TestClusterRefundThenExitRelease(t *testing.T) {
+	ts := &fakeTokenServer{res: TokenResult{Allowed: true, Refused: -1, Lease: "L"}, instances: 1}
+	cc := Rule{ID: "cc", Resource: "r", Level: LevelIP, Algorithm: AlgoConcurrency, Limit: 5, Cluster: &ClusterSpec{}}
+	e, _ := clusterEngine(t, ts, cc, fw("g", "r", LevelGlobal, 1, time.Hour))
+	p, err := e.Entry("r", WithIP("x"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := try(t, e, "r", WithIP("x")); got != "g" {
+		t.Fatalf("got %q, want g", got)
+	}
+	p.Exit()
+	if len(ts.relReqs) != 2 || !ts.relReqs[0].Refund || ts.relReqs[1].Refund {
+		t.Fatalf("releases: %+v, want a refund then a plain release", ts.relReqs)
 	}
 }
 

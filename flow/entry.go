@@ -259,6 +259,8 @@ func (e *Engine) undo(st *entryState) {
 	}
 	for i := range st.grants {
 		g := &st.grants[i]
+		// A refund: the call never ran, so its rate tokens come back too.
+		g.req.Refund = true
 		if err := e.cf.ts.Release(context.Background(), g.req, g.res); err != nil {
 			e.logError("flow: token server release", err, nil)
 		}

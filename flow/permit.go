@@ -89,6 +89,8 @@ func (p *Permit) Exit(opts ...ExitOption) {
 	}
 	for i := range p.grants {
 		g := &p.grants[i]
+		// Not a refund: the call ran, its rate tokens stay spent.
+		g.req.Refund = false
 		if err := e.cf.ts.Release(context.Background(), g.req, g.res); err != nil {
 			e.logError("flow: token server release", err, nil)
 		}

@@ -491,9 +491,14 @@ func (x *AcquireResponse) GetMessage() string {
 }
 
 type ReleaseRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Request       *AcquireRequest        `protobuf:"bytes,1,opt,name=request,proto3" json:"request,omitempty"` // the request that was admitted
-	Lease         string                 `protobuf:"bytes,2,opt,name=lease,proto3" json:"lease,omitempty"`     // set: release these concurrency permits; empty: refund
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Request *AcquireRequest        `protobuf:"bytes,1,opt,name=request,proto3" json:"request,omitempty"` // the request that was admitted
+	Lease   string                 `protobuf:"bytes,2,opt,name=lease,proto3" json:"lease,omitempty"`     // the Acquire's lease: names its concurrency permits
+	// true: a later level refused the call, give back every rule's permits
+	// (rate tokens and the lease's concurrency permits); false: Exit, release
+	// only the lease's concurrency permits. A request without a lease is a
+	// refund either way (what clients that predate this field meant by it).
+	Refund        bool `protobuf:"varint,3,opt,name=refund,proto3" json:"refund,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -540,6 +545,13 @@ func (x *ReleaseRequest) GetLease() string {
 		return x.Lease
 	}
 	return ""
+}
+
+func (x *ReleaseRequest) GetRefund() bool {
+	if x != nil {
+		return x.Refund
+	}
+	return false
 }
 
 type ReleaseResponse struct {
@@ -634,10 +646,11 @@ const file_token_proto_rawDesc = "" +
 	"\x05lease\x18\x05 \x01(\tR\x05lease\x12\x18\n" +
 	"\arefused\x18\x06 \x01(\x05R\arefused\x12&\n" +
 	"\x0frefused_rule_id\x18\a \x01(\tR\rrefusedRuleId\x12\x18\n" +
-	"\amessage\x18\b \x01(\tR\amessage\"c\n" +
+	"\amessage\x18\b \x01(\tR\amessage\"{\n" +
 	"\x0eReleaseRequest\x12;\n" +
 	"\arequest\x18\x01 \x01(\v2!.flowgate.token.v1.AcquireRequestR\arequest\x12\x14\n" +
-	"\x05lease\x18\x02 \x01(\tR\x05lease\"^\n" +
+	"\x05lease\x18\x02 \x01(\tR\x05lease\x12\x16\n" +
+	"\x06refund\x18\x03 \x01(\bR\x06refund\"^\n" +
 	"\x0fReleaseResponse\x121\n" +
 	"\x06status\x18\x01 \x01(\x0e2\x19.flowgate.token.v1.StatusR\x06status\x12\x18\n" +
 	"\amessage\x18\x02 \x01(\tR\amessage*7\n" +

@@ -34,8 +34,8 @@ type TokenServiceClient interface {
 	// Acquire decides, in one atomic step, every cluster rule of one level
 	// that applies to one key (flow.TokenServer.Acquire).
 	Acquire(ctx context.Context, in *AcquireRequest, opts ...grpc.CallOption) (*AcquireResponse, error)
-	// Release gives back what an Acquire took: a concurrency lease (Exit), or
-	// a refund of every rule's permits when a later level refused.
+	// Release gives back what an Acquire took: a refund of every rule's
+	// permits when a later level refused, or a concurrency lease on Exit.
 	Release(ctx context.Context, in *ReleaseRequest, opts ...grpc.CallOption) (*ReleaseResponse, error)
 }
 
@@ -74,8 +74,8 @@ type TokenServiceServer interface {
 	// Acquire decides, in one atomic step, every cluster rule of one level
 	// that applies to one key (flow.TokenServer.Acquire).
 	Acquire(context.Context, *AcquireRequest) (*AcquireResponse, error)
-	// Release gives back what an Acquire took: a concurrency lease (Exit), or
-	// a refund of every rule's permits when a later level refused.
+	// Release gives back what an Acquire took: a refund of every rule's
+	// permits when a later level refused, or a concurrency lease on Exit.
 	Release(context.Context, *ReleaseRequest) (*ReleaseResponse, error)
 	mustEmbedUnimplementedTokenServiceServer()
 }

@@ -18,6 +18,7 @@ import (
 type stubTS struct {
 	mu      sync.Mutex
 	reqs    []flow.TokenRequest
+	rels    []flow.TokenRequest // Release calls, see Release
 	res     flow.TokenResult
 	err     error
 	gate    chan struct{}
@@ -40,8 +41,17 @@ func (s *stubTS) Acquire(ctx context.Context, req flow.TokenRequest) (flow.Token
 	return s.res, s.err
 }
 
-func (s *stubTS) Release(context.Context, flow.TokenRequest, flow.TokenResult) error { return nil }
-func (s *stubTS) Instances() int                                                     { return 1 }
+// Release records the request with the lease it was given in Key's place
+// ("key|lease"), so a test sees both.
+func (s *stubTS) Release(_ context.Context, req flow.TokenRequest, res flow.TokenResult) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	req.Key += "|" + res.Lease
+	s.rels = append(s.rels, req)
+	return nil
+}
+
+func (s *stubTS) Instances() int { return 1 }
 
 func (s *stubTS) last() flow.TokenRequest {
 	s.mu.Lock()

@@ -161,6 +161,9 @@ func (s *Server) release(ctx context.Context, in *tokenpb.ReleaseRequest) *token
 		return &tokenpb.ReleaseResponse{Status: st, Message: err.Error()}
 	}
 	if len(req.Rules) > 0 {
+		// Without a lease there is nothing but a refund to do (older
+		// clients sent no refund flag and meant one).
+		req.Refund = in.GetRefund() || in.GetLease() == ""
 		if err := s.ts.Release(ctx, req, flow.TokenResult{Allowed: true, Refused: -1, Lease: in.GetLease()}); err != nil {
 			s.backendError(err)
 			return &tokenpb.ReleaseResponse{Status: tokenpb.Status_STATUS_FAIL, Message: err.Error()}
