@@ -13,7 +13,7 @@
 set -eu
 
 GO=${GO:-go}
-COUNT=${COUNT:-3}
+COUNT=${COUNT:-5}
 BENCHTIME=${BENCHTIME:-1s}
 BENCH=${BENCH:-.}
 
