@@ -44,4 +44,33 @@
 //
 // WithLeasing trades a documented, bounded over-admission for far fewer
 // round trips on hot keys; see LeaseConfig for where it applies.
+//
+// # Release and refund
+//
+// flow.TokenServer.Release comes in two kinds, told apart by
+// flow.TokenRequest.Refund. A refund (a later level refused the call)
+// gives back every rule's permits in one script call, rate tokens and
+// concurrency permits alike; a release on Exit gives back only
+// concurrency permits, named by the Acquire's Lease, and rate tokens stay
+// spent.
+//
+// # Token service and remote client
+//
+// Instances need not each hold Redis connections and scripts: `flowgate
+// serve` (command cmd/flowgate) runs a RedisTokenServer behind the gRPC
+// TokenService of package tokenpb (server in package tokenrpc), with
+// Sentinel's statuses, rules by id from a hot-reloaded document or sent
+// inline, a per-namespace request cap, TLS, bearer-token auth, health and
+// /metrics. It keeps no decision state of its own, so it runs as N
+// replicas over one Redis.
+//
+// NewRemoteTokenServer is its client and a flow.TokenServer itself: the
+// engine uses it exactly as the embedded RedisTokenServer, with the same
+// per-call timeout (WithRemoteTimeout), a breaker per replica
+// (WithRemoteBreaker) and the rules' fallbacks when no replica answers.
+// It keeps one connection per replica and fails over to the next ready
+// one; a call handed to a replica is never re-sent elsewhere (it may have
+// counted), except an Exit release, which is idempotent. A busy replica
+// (namespace cap) sends the engine to its fallback without opening the
+// breaker. See RemoteTokenServer for thresholds through the service.
 package cluster

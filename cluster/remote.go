@@ -76,11 +76,13 @@ type remoteWire struct {
 // and the server's reason. Busy (TOO_MANY_REQUEST) and FAIL wrap
 // flow.ErrTokenServerUnavailable as well.
 type RemoteError struct {
-	Addr    string
-	Status  tokenpb.Status
-	Message string
+	Addr    string         // the replica that answered ("host:port", as given to NewRemoteTokenServer)
+	Status  tokenpb.Status // its status: not OK, BLOCKED or SHOULD_WAIT, which are decisions
+	Message string         // the replica's reason, as it sent it (may be empty)
 }
 
+// Error says which replica answered what, and why:
+// "cluster: replica ADDR: STATUS: MESSAGE".
 func (e *RemoteError) Error() string {
 	return fmt.Sprintf("cluster: replica %s: %v: %s", e.Addr, e.Status, e.Message)
 }

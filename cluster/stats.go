@@ -29,7 +29,8 @@ func (s *stats) latency(ns int64) {
 	s.hist[i].Add(1)
 }
 
-// Stats counts what a RedisTokenServer did since it started.
+// Stats counts what a RedisTokenServer (or a RemoteTokenServer) did since
+// it started.
 type Stats struct {
 	Passed          uint64 // script calls that admitted (leases included)
 	Blocked         uint64 // script calls that refused
@@ -38,10 +39,15 @@ type Stats struct {
 	LeaseLocal      uint64 // decisions served from a local lease, without Redis
 	LeaseFetches    uint64 // leases taken (each one round trip)
 	LeaseReturned   uint64 // unspent leased permits given back
-	Latency         flow.Histogram
-	LatencySum      time.Duration
-	BreakerOpen     bool
-	Instances       int
+	// Latency is the distribution of round trips (to Redis, or to a
+	// replica for RemoteTokenServer), failed ones included; calls the
+	// breaker rejected and decisions from a lease made none. Bounds are in
+	// seconds: Counts[i] are calls up to Bounds[i], the last one those
+	// above every bound.
+	Latency     flow.Histogram
+	LatencySum  time.Duration // total time of the calls Latency counts
+	BreakerOpen bool          // calls fail at once now (RemoteTokenServer: every replica's breaker is open)
+	Instances   int           // live instances the last heartbeat saw (RemoteTokenServer: WithRemoteInstances)
 }
 
 // Stats returns the counters now; it never blocks a decision.
