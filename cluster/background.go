@@ -3,12 +3,11 @@ package cluster
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"strconv"
 	"sync"
 	"time"
-
-	"github.com/redis/go-redis/v9"
 )
 
 // heartbeatKey is the sorted set of live instances (one key, any slot).
@@ -136,7 +135,11 @@ func (h *heldLeases) remove(lease string) {
 	h.mu.Unlock()
 }
 
-// renew extends every held permit, one script call per key.
+// renew extends every held permit, one script call per key, and forgets
+// the leases Redis no longer holds at any of their keys: released through
+// another replica (a remote client's Exit may reach any of them) or
+// expired. Without that the map would keep them, and renew them in vain,
+// for ever.
 func (s *RedisTokenServer) renew(ctx context.Context) error {
 	s.held.mu.Lock()
 	byKey := map[string][]any{}
@@ -146,12 +149,38 @@ func (s *RedisTokenServer) renew(ctx context.Context) error {
 		}
 	}
 	s.held.mu.Unlock()
+	live := map[string]bool{}    // a key still holds some of its permits
+	unknown := map[string]bool{} // a key's renewal failed: keep the lease
 	var errs []error
 	for k, pairs := range byKey {
 		args := append([]any{nil, nil, "1", k, s.cf.concTTL.Microseconds()}, pairs...)
-		if _, err := renewScript.run(ctx, s.rdb, args); err != nil && !errors.Is(err, redis.Nil) {
+		v, err := renewScript.run(ctx, s.rdb, args)
+		counts, ok := v.([]any)
+		if err != nil || !ok || len(counts) != len(pairs)/2 {
+			if err == nil {
+				err = fmt.Errorf("cluster: renew reply: got %T of length %d, want %d integers", v, lenOf(v), len(pairs)/2)
+			}
 			errs = append(errs, err)
+			for i := 0; i < len(pairs); i += 2 {
+				unknown[pairs[i].(string)] = true
+			}
+			continue
+		}
+		for i, c := range counts {
+			lease := pairs[2*i].(string)
+			if n, ok := c.(int64); !ok || n > 0 {
+				live[lease] = true
+			}
 		}
 	}
+	s.held.mu.Lock()
+	for _, pairs := range byKey {
+		for i := 0; i < len(pairs); i += 2 {
+			if lease := pairs[i].(string); !live[lease] && !unknown[lease] {
+				delete(s.held.m, lease)
+			}
+		}
+	}
+	s.held.mu.Unlock()
 	return errors.Join(errs...)
 }
