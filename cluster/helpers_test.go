@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -70,11 +71,64 @@ func hammer(t *testing.T, engines []*flow.Engine, goroutines int, res string, ca
 	return hammerUntil(t, engines, goroutines, res, func(i int) bool { return i >= calls }, hold, opts...)
 }
 
-// hammerFor is hammer for d of real time (the limits run on Redis's clock).
-func hammerFor(t *testing.T, engines []*flow.Engine, goroutines int, res string, d time.Duration) (passed, refused int64) {
+// hammerFor is hammer for d of real time (the limits run on Redis's
+// clock). Besides the admitted count it returns busy: how long the callers
+// were demonstrably asking, the time between the first and the last answer
+// less every stretch longer than gap in which no call was answered (the
+// process or Redis starved of CPU: nothing can be admitted then, which says
+// nothing about the limiter). A lower bound on admissions holds over busy
+// however loaded the machine is; upper bounds use the whole elapsed time.
+func hammerFor(t *testing.T, engines []*flow.Engine, goroutines int, res string, d, gap time.Duration) (passed int64, busy time.Duration) {
 	t.Helper()
 	end := time.Now().Add(d)
-	return hammerUntil(t, engines, goroutines, res, func(int) bool { return !time.Now().Before(end) }, nil)
+	var mu sync.Mutex
+	var answered []time.Time
+	var wg sync.WaitGroup
+	errc := make(chan error, 1)
+	for _, e := range engines {
+		for range goroutines {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				var mine []time.Time
+				var n int64
+				defer func() {
+					mu.Lock()
+					answered = append(answered, mine...)
+					passed += n
+					mu.Unlock()
+				}()
+				for time.Now().Before(end) {
+					pm, err := e.Entry(res)
+					mine = append(mine, time.Now())
+					if err != nil {
+						var be *flow.BlockError
+						if !errors.As(err, &be) || be.Reason == flow.ReasonClusterUnavailable {
+							select {
+							case errc <- err:
+							default:
+							}
+							return
+						}
+						continue
+					}
+					n++
+					pm.Exit()
+				}
+			}()
+		}
+	}
+	wg.Wait()
+	select {
+	case err := <-errc:
+		t.Fatalf("Entry: %v", err)
+	default:
+	}
+	slices.SortFunc(answered, func(a, b time.Time) int { return a.Compare(b) })
+	for i := 1; i < len(answered); i++ {
+		busy += min(gap, answered[i].Sub(answered[i-1]))
+	}
+	return passed, busy
 }
 
 func hammerUntil(t *testing.T, engines []*flow.Engine, goroutines int, res string, stop func(i int) bool, hold func(), opts ...flow.EntryOption) (passed, refused int64) {

@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 	"errors"
+	"strconv"
 	"testing"
 	"time"
 
@@ -93,7 +94,9 @@ func TestHeartbeatExpires(t *testing.T) {
 func TestConcurrencyPermitsOfACrashedInstanceExpire(t *testing.T) {
 	srv := redistest.Start(t)
 	r := crule("r", uniq("conc-ttl"), flow.AlgoConcurrency, 2, time.Second)
-	const ttl = 300 * time.Millisecond
+	// Live renews every ttl/3: its loop may stall for two thirds of the TTL
+	// on loaded cores before its permit is at risk.
+	const ttl = 600 * time.Millisecond
 	live := newServer(t, srv.NewClient(nil), WithConcurrencyTTL(ttl), WithHeartbeat(0, 0))
 	crashed := newServer(t, srv.NewClient(nil), WithConcurrencyTTL(ttl), WithHeartbeat(0, 0))
 	other := newServer(t, srv.NewClient(nil), WithConcurrencyTTL(ttl), WithHeartbeat(0, 0))
@@ -111,7 +114,18 @@ func TestConcurrencyPermitsOfACrashedInstanceExpire(t *testing.T) {
 	if _, err := eo.Entry(r.Resource); !errors.Is(err, flow.ErrBlocked) {
 		t.Fatalf("third permit of 2: %v, want blocked", err)
 	}
-	time.Sleep(2 * ttl) // Redis's clock runs past the TTL; live renews every ttl/3
+	// Redis's clock runs past the crashed instance's TTL: its permit drops
+	// out, the live one's stays (renewed).
+	key := "flowgate:{" + r.Resource + "|global|}:r"
+	rdb := srv.Client()
+	for deadline := time.Now().Add(20 * ttl); ; {
+		live := "(" + strconv.FormatInt(redisNow(t, rdb).UnixMicro(), 10)
+		if n := rdb.ZCount(context.Background(), key, live, "+inf").Val(); n <= 1 || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(ttl / 10) // waiting for Redis's clock, not for our logic
+	}
+	time.Sleep(ttl) // and a whole TTL more: live must have renewed meanwhile
 	p, err := eo.Entry(r.Resource)
 	if err != nil {
 		t.Fatalf("after the crashed instance's TTL: %v, want its permit free", err)

@@ -39,18 +39,21 @@ func roundTrips(ts []*RedisTokenServer) (trips, local uint64) {
 	return trips, local
 }
 
-// TestLeasingOverAdmissionBound: with leases, a sliding log of 1000 per 2s
-// admits at most 1000 + instances x MaxBatch in the window, in far fewer
-// round trips than decisions; unspent permits go back on Close, after
-// which Redis holds exactly what was admitted.
+// TestLeasingOverAdmissionBound: with leases, a sliding log of 1000 per
+// window admits at most 1000 + instances x MaxBatch in the window, in far
+// fewer round trips than decisions; unspent permits go back on Close,
+// after which Redis holds exactly what was admitted. The window is long so
+// the run fits in one however loaded the cores (TestLeasingBoundOverTime
+// has windows roll during its run).
 func TestLeasingOverAdmissionBound(t *testing.T) {
 	srv := redistest.Start(t)
-	r := crule("r", uniq("lease-log"), flow.AlgoSlidingLog, 1000, 2*time.Second)
+	const window = time.Hour
+	r := crule("r", uniq("lease-log"), flow.AlgoSlidingLog, 1000, window)
 	es, ts := leasedEngines(t, srv, r)
 	start := time.Now()
 	passed, refused := hammer(t, es, 8, r.Resource, 100, nil)
-	if el := time.Since(start); el > 1500*time.Millisecond {
-		t.Skipf("run took %v: too slow to check within one window", el)
+	if el := time.Since(start); el > window/2 {
+		t.Fatalf("run took %v: not inside one window", el)
 	}
 	const bound = 1000 + 4*leaseBatch
 	if passed > bound || passed < 1000-4*leaseBatch {
@@ -135,7 +138,7 @@ func TestLeasingBoundOverTime(t *testing.T) {
 		es = append(es, newEngine(t, s, t0, r))
 	}
 	var mu sync.Mutex
-	var admitted []time.Time
+	var admitted, answered []time.Time
 	var wg sync.WaitGroup
 	end := time.Now().Add(time.Second)
 	for _, e := range es {
@@ -145,6 +148,10 @@ func TestLeasingBoundOverTime(t *testing.T) {
 				defer wg.Done()
 				for time.Now().Before(end) {
 					p, err := e.Entry(r.Resource)
+					at := time.Now()
+					mu.Lock()
+					answered = append(answered, at)
+					mu.Unlock()
 					if err != nil {
 						if !errors.Is(err, flow.ErrBlocked) {
 							t.Error(err)
@@ -152,7 +159,6 @@ func TestLeasingBoundOverTime(t *testing.T) {
 						}
 						continue
 					}
-					at := time.Now()
 					p.Exit()
 					mu.Lock()
 					admitted = append(admitted, at)
@@ -170,12 +176,20 @@ func TestLeasingBoundOverTime(t *testing.T) {
 		}
 		most = max(most, hi-lo+1)
 	}
-	// Sustained demand admits about limit per window over the second.
-	if n := len(admitted); n < 3*limit {
-		t.Fatalf("admitted %d in 1s, want at least %d", n, 3*limit)
+	// Sustained demand admits about limit per window over the time the
+	// callers were being answered (stretches of 5ms and more without an
+	// answer are the process starved of CPU, not the limiter; see
+	// hammerFor).
+	sort.Slice(answered, func(i, j int) bool { return answered[i].Before(answered[j]) })
+	var busy time.Duration
+	for i := 1; i < len(answered); i++ {
+		busy += min(5*time.Millisecond, answered[i].Sub(answered[i-1]))
+	}
+	if n, least := len(admitted), int(0.9*limit*busy.Seconds()/window.Seconds()); n < least {
+		t.Fatalf("admitted %d in 1s (answered for %v), want at least %d", n, busy, least)
 	}
 	if bound := limit + 4*batch; most > bound {
 		t.Fatalf("%d admitted in one %v window, bound %d", most, window, bound)
 	}
-	t.Logf("admitted %d in 1s; most in one %v window %d (limit %d, bound %d)", len(admitted), window, most, limit, limit+4*batch)
+	t.Logf("admitted %d in 1s (answered for %v); most in one %v window %d (limit %d, bound %d)", len(admitted), busy, window, most, limit, limit+4*batch)
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/flowgate/flowgate/flow"
 	"github.com/flowgate/flowgate/internal/redistest"
+	"google.golang.org/grpc/connectivity"
 )
 
 // TestRemoteReplicaKilled: one of two replicas dies while three clients
@@ -23,7 +24,13 @@ func TestRemoteReplicaKilled(t *testing.T) {
 	rdb := srv.Client()
 	res := uniq("remote-kill")
 	r := crule("r", res, flow.AlgoFixedWindow, 600, time.Hour) // fallback deny
-	es, _ := remoteEngines(t, addrs, 3, r)
+	es, cs := remoteEngines(t, addrs, 3, r)
+	for _, c := range cs {
+		// Both connections up before the run: a client still dialing the
+		// live replica when the other dies would wait for it on the
+		// calls' time, which on loaded cores is not what is under test.
+		waitReady(t, c)
+	}
 	waitWindowStart(t, rdb, time.Hour, 10*time.Second)
 
 	var once sync.Once
@@ -72,19 +79,26 @@ func TestRemoteFailoverWithinTimeout(t *testing.T) {
 	rule := crule("r", req.Resource, flow.AlgoFixedWindow, 1e6, time.Hour)
 	req.Rules = []*flow.Rule{&rule}
 	var cs []*RemoteTokenServer
-	for range 3 {
+	for i := range 3 {
 		c := newRemote(t, addrs, WithRemoteTimeout(timeout))
-		if _, err := c.Acquire(context.Background(), req); err != nil { // both connections up
-			t.Fatal(err)
-		}
+		waitReady(t, c) // both connections up: a first dial under load may take longer than the timeout
 		c.pref.Store(0)
 		cs = append(cs, c)
+		t.Logf("client %d ready", i)
 	}
 	reps[0].srv.Stop()
-	killed := time.Now()
+	// Each client's own calls are timed, from its first call after the
+	// kill: at most one fails, and it fails by the timeout at the latest
+	// (not after a second one, or a reconnect backoff of a second); the
+	// next is decided by the live replica, itself under the timeout. So a
+	// client is deciding again within two timeouts of asking, whatever
+	// the load (the clients run one after the other).
+	var slowest time.Duration
 	for i, c := range cs {
 		fails := 0
+		start := time.Now()
 		for {
+			call := time.Now()
 			_, err := c.Acquire(context.Background(), req)
 			if err == nil {
 				break
@@ -95,15 +109,37 @@ func TestRemoteFailoverWithinTimeout(t *testing.T) {
 			if fails++; fails > 1 {
 				t.Fatalf("client %d: %d failed calls after the kill, want at most one: %v", i, fails, err)
 			}
+			if d := time.Since(call); d >= 2*timeout {
+				t.Fatalf("client %d: the failed call took %v, want it over by the %v timeout", i, d, timeout)
+			}
 		}
-		if el := time.Since(killed); el > timeout {
-			t.Fatalf("client %d decided again %v after the kill, want within the %v timeout", i, el, timeout)
+		el := time.Since(start)
+		if el >= 2*timeout {
+			t.Fatalf("client %d decided again %v after its first call, want within one failed call and one decision (< 2 x %v)", i, el, timeout)
 		}
+		slowest = max(slowest, el)
 		if got := c.replicas[c.pref.Load()].addr; got != addrs[1] {
 			t.Fatalf("client %d prefers %s, want the live replica %s", i, got, addrs[1])
 		}
 	}
-	t.Logf("3 clients failed over in %v", time.Since(killed))
+	t.Logf("3 clients failed over, the slowest in %v", slowest)
+}
+
+// waitReady waits until every replica connection of c is ready (or fails
+// the test after 10s): connections dial in the background, and a test of
+// failover needs them all up before it kills one.
+func waitReady(t *testing.T, c *RemoteTokenServer) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for _, r := range c.replicas {
+		for st := r.cc.GetState(); st != connectivity.Ready; st = r.cc.GetState() {
+			r.cc.Connect()
+			if !r.cc.WaitForStateChange(ctx, st) {
+				t.Fatalf("replica %s: connection %v after 10s, want ready", r.addr, st)
+			}
+		}
+	}
 }
 
 // TestRemoteRedisKilled: with Redis gone, replicas answer FAIL, and the
@@ -228,23 +264,23 @@ func (hangTS) Acquire(ctx context.Context, _ flow.TokenRequest) (flow.TokenResul
 // again), and the next call goes to the other replica.
 func TestRemoteHungReplica(t *testing.T) {
 	hung, live := startRemoteReplica(t, hangTS{}), startRemoteReplica(t, allowAll{})
-	const timeout = 30 * time.Millisecond
+	const timeout = 100 * time.Millisecond
 	c := newRemote(t, []string{hung.addr, live.addr}, WithRemoteTimeout(timeout))
+	waitReady(t, c)
 	rule := crule("r", "hung", flow.AlgoFixedWindow, 10, time.Second)
 	req := flow.TokenRequest{Resource: "hung", Tokens: 1, Factor: 1, Rules: []*flow.Rule{&rule}}
 	c.pref.Store(0)
 	start := time.Now()
 	_, err := c.Acquire(context.Background(), req)
 	el := time.Since(start)
-	if !errors.Is(err, flow.ErrTokenServerUnavailable) || el < timeout || el > timeout+100*time.Millisecond {
+	// Not before the timeout, and not a second timeout later.
+	if !errors.Is(err, flow.ErrTokenServerUnavailable) || el < timeout || el >= 2*timeout {
 		t.Fatalf("call to the hung replica: %v after %v, want unavailable at the %v timeout", err, el, timeout)
 	}
-	start = time.Now()
+	// The hung replica never answers: a decision is the live one's, made
+	// under the per-call timeout (or this call would fail).
 	if res, err := c.Acquire(context.Background(), req); err != nil || !res.Allowed {
 		t.Fatalf("next call: %+v, %v; want it decided by the live replica", res, err)
-	}
-	if el := time.Since(start); el > timeout {
-		t.Fatalf("next call took %v, want the live replica's answer within %v", el, timeout)
 	}
 }
 

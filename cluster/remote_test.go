@@ -18,18 +18,19 @@ func TestRemoteSuite(t *testing.T) {
 	srv := redistest.Start(t)
 	_, addrs := redisReplicas(t, srv, 2)
 	rdb := srv.Client()
-	const window = 2 * time.Second
 	// A global limit holds exactly: 3 engines x 8 goroutines x 50 calls
-	// at 1000 per 2s, in one window, admit exactly 1000.
+	// at 1000 per window, in one window, admit exactly 1000. The window is
+	// long so the run fits in it on loaded cores (see runSuite).
+	const window, need = time.Hour, 30 * time.Second
 	for _, algo := range []flow.Algorithm{flow.AlgoFixedWindow, flow.AlgoSlidingLog, flow.AlgoSlidingWindow} {
 		t.Run(algo.String()+" exact", func(t *testing.T) {
 			res := uniq("remote-" + algo.String())
 			es, cs := remoteEngines(t, addrs, 3, crule("r", res, algo, 1000, window))
-			waitWindowStart(t, rdb, window, 1500*time.Millisecond)
+			waitWindowStart(t, rdb, window, need)
 			start := redisNow(t, rdb)
 			passed, refused := hammer(t, es, 8, res, 50, nil)
-			if el := redisNow(t, rdb).Sub(start); el > 1400*time.Millisecond {
-				t.Skipf("run took %v of the %v window: too slow to check exactness", el, window)
+			if el := redisNow(t, rdb).Sub(start); el > need {
+				t.Fatalf("run took %v: not inside one window", el)
 			}
 			if passed != 1000 || refused != 200 {
 				t.Fatalf("passed %d refused %d, want exactly 1000 and 200", passed, refused)
@@ -67,10 +68,10 @@ func TestRemoteSuite(t *testing.T) {
 			r.Resource = uniq("remote-" + tt.name)
 			es, _ := remoteEngines(t, addrs, 3, r)
 			start := redisNow(t, rdb)
-			passed, _ := hammerFor(t, es, 6, r.Resource, 300*time.Millisecond)
+			passed, busy := hammerFor(t, es, 6, r.Resource, 500*time.Millisecond, 5*time.Millisecond)
 			el := redisNow(t, rdb).Sub(start)
-			if bound := tt.bound(el); float64(passed) > bound || float64(passed) < 0.4*bound {
-				t.Fatalf("passed %d in %v, want %.1f..%.1f", passed, el, 0.4*bound, bound)
+			if bound, least := tt.bound(el), 0.4*tt.bound(busy); float64(passed) > bound || float64(passed) < least {
+				t.Fatalf("passed %d in %v (callers answered for %v), want %.1f..%.1f", passed, el, busy, least, bound)
 			}
 		})
 	}
