@@ -25,6 +25,9 @@ func (s *RedisTokenServer) call(ctx context.Context, main int, p *plan, key stri
 		mask = p.concMask
 	}
 	sc := scriptFor(main, mask)
+	if main == mainAcquire && p.n == 1 {
+		sc = singleAcquire[p.code1]
+	}
 	ap := s.args(p, key, nonce, tokens, only)
 	cctx, cancel := s.withTimeout(ctx)
 	v, err := sc.run(cctx, s.rdb, *ap)

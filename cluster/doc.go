@@ -14,7 +14,10 @@
 // each defining check, commit and refund for one rule. A script is a
 // common prelude, the algorithms a request uses and a main (acquire.lua:
 // check every rule, then commit every rule; lease.lua; release.lua),
-// assembled when the package initialises and embedded. Time comes from
+// assembled when the package initialises and embedded. A level with one
+// cluster rule, the common case, runs a leaner variant assembled from the
+// same algorithm file (prelude1.lua, acquire1.lua), without the generic
+// script's per-rule tables and loops. Time comes from
 // Redis TIME in integer microseconds, so instances whose clocks disagree
 // still share one exact limit; every key gets its expiry in the script that
 // writes it, derived from its state; scripts run with EVALSHA and are sent

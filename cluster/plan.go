@@ -41,6 +41,7 @@ type plan struct {
 	conc     []int // indexes of concurrency rules
 	nonce    bool  // a rule needs a per-call nonce (sliding_log, concurrency)
 	mask     int   // the algorithms used (bit code-1), picks the script
+	code1    int   // the first rule's algorithm code (a one-rule plan's script)
 	concMask int   // the same for the concurrency rules alone
 	leasable bool  // every rule may be served from a lease (see LeaseConfig)
 	// global holds the boxed keys of a request without Key (the global
@@ -80,6 +81,9 @@ func newPlan(prefix string, req *flow.TokenRequest, instances int, concTTL int64
 			continue
 		}
 		p.mask |= 1 << (code - 1)
+		if i == 0 {
+			p.code1 = code
+		}
 		p.paramAt = append(p.paramAt, len(p.params))
 		p.params = append(p.params, strconv.Itoa(code))
 		for _, v := range vals[:nparams[code]] {

@@ -66,6 +66,17 @@ var decisionScripts = func() (s [numMains][numMasks]*script) {
 // scriptFor returns main m for the algorithm set mask.
 func scriptFor(m, mask int) *script { return decisionScripts[m][mask] }
 
+// singleAcquire holds, per algorithm code, the acquire script for a
+// request of one rule (prelude1.lua + that algorithm + acquire1.lua): the
+// common case of one cluster rule at a level, without the generic
+// script's per-rule tables and loops.
+var singleAcquire = func() (s [8]*script) {
+	for code := 1; code <= 7; code++ {
+		s[code] = assembleWith("prelude1.lua", "acquire1.lua", 1<<(code-1))
+	}
+	return s
+}()
+
 var (
 	heartbeatScript = newScript(mustRead("heartbeat.lua"))
 	renewScript     = newScript(mustRead("renew.lua"))
@@ -81,9 +92,12 @@ func mustRead(name string) string {
 
 // assemble joins the prelude, the algorithms of mask (bit code-1, in code
 // order) and one main into a script.
-func assemble(main string, mask int) *script {
+func assemble(main string, mask int) *script { return assembleWith("prelude.lua", main, mask) }
+
+// assembleWith is assemble with another prelude.
+func assembleWith(prelude, main string, mask int) *script {
 	var b strings.Builder
-	b.WriteString(mustRead("prelude.lua"))
+	b.WriteString(mustRead(prelude))
 	if mask&(1<<5|1<<6) != 0 { // sliding_log, concurrency
 		b.WriteString("\n")
 		b.WriteString(mustRead("zset.lua"))

@@ -1,7 +1,8 @@
 -- prelude.lua: shared by every flowgate script. The Go side assembles one
 -- script from this prelude, every algorithm file and one main (acquire.lua,
 -- release.lua or lease.lua), so all the cluster rules of one key are decided
--- in a single atomic call.
+-- in a single atomic call. (A request of one rule runs prelude1.lua and
+-- acquire1.lua instead: the same algorithm files, less bookkeeping.)
 --
 -- Calling convention (built by cluster/call.go):
 --   KEYS[i]      the state key of rule i; all share one {hash tag}
