@@ -31,6 +31,7 @@ type Engine struct {
 	unruled     atomic.Int64
 	cl          clusterCounters
 	permits     sync.Pool
+	permitSeq   atomic.Uint32 // lanes of new permits (see Permit.lane)
 }
 
 type clusterCounters struct {

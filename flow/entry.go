@@ -160,7 +160,7 @@ func (e *Engine) entry(ctx context.Context, resource string, opts []EntryOption)
 			p.grants = append(p.grants, g)
 		}
 	}
-	p.bucket = rr.stats.pass(now, st.wait)
+	p.bucket = rr.stats.pass(now, st.wait, p.lane)
 	p.sysCounted = sys > 0 // the guard counts only while on: it costs nothing when off
 	return p, nil
 }
@@ -181,7 +181,7 @@ func (e *Engine) entrySingle(resource string, rr *resourceRules, cr *compiledRul
 	p.tokens = tokens
 	p.waited = d.wait
 	p.quota = quotaNote{cr: cr, limit: cr.limit(), remaining: d.remaining, reset: d.reset}
-	p.bucket = rr.stats.pass(now, d.wait)
+	p.bucket = rr.stats.pass(now, d.wait, p.lane)
 	return p, nil
 }
 

@@ -22,10 +22,14 @@ import (
 // Calls to a resource with no rule (system guard off) share one static
 // Permit whose Exit does nothing.
 type Permit struct {
-	state  atomic.Uint32
+	state atomic.Uint32
+	// lane is where this permit's calls count passes and completions (see
+	// laneBucket): fixed when the permit is made, from a sequence, so the
+	// permits the pool keeps for different Ps get different lanes.
+	lane   uint32
 	eng    *Engine
 	stats  *resourceStats
-	bucket *statBucket // where Entry counted the pass: an unmeasured Exit counts there
+	bucket *laneBucket // where Entry counted the pass: an unmeasured Exit counts there
 	rng    uint64      // this permit's random stream for RT sampling (see sample)
 	start  int64
 	tokens int
@@ -55,7 +59,7 @@ func newStaticPermit() *Permit {
 func (e *Engine) getPermit(start int64) *Permit {
 	p, _ := e.permits.Get().(*Permit)
 	if p == nil {
-		p = &Permit{eng: e, rng: rand.Uint64()}
+		p = &Permit{eng: e, rng: rand.Uint64(), lane: e.permitSeq.Add(1)}
 	}
 	p.start = start
 	// A plain store, not an atomic one (an XCHG, a full fence, on amd64:
@@ -102,7 +106,7 @@ func (p *Permit) Exit(opts ...ExitOption) {
 		// cost. See WithRTSampling.
 		if e.cf.rtMask == 0 || p.sample()&e.cf.rtMask == 0 {
 			now := e.now()
-			p.stats.exit(now, now-p.start, uint64(e.cf.rtMask)+1, failed)
+			p.stats.exit(now, now-p.start, uint64(e.cf.rtMask)+1, failed, p.lane)
 		} else {
 			p.stats.exitUnmeasured(p.bucket, failed)
 		}

@@ -34,25 +34,55 @@ func (h *histogram) observe(d int64, w uint64) {
 }
 
 // statBucket is one slice of the recent window. epoch is the bucket's index
-// in time (now / bucket length). The hot path touches only the current
-// bucket: a pass is one atomic add, an unmeasured exit one more (the bucket
-// its Entry counted in, with no clock read), a measured exit a few (see
-// WithRTSampling).
+// in time (now / bucket length). Passes and completions, the counts every
+// call writes, live in lane buckets instead (see laneBucket); a statBucket
+// takes refusals, errors and measured response times.
 //
-// Lifetime totals of passed, completed, blocked, rtSum and rtHist are not counted a second time
-// per call: a writer that finds an old epoch claims the bucket with a CAS
-// and folds those counters into the resource's lifetime totals (an atomic
-// swap to 0 each, so no increment is lost: it lands before the swap and is
+// Lifetime totals of the folded counters (here blocked, rtSum and rtHist;
+// passed and completed in lane buckets) are not counted a second time per
+// call: a writer that finds an old epoch claims the bucket with a CAS and
+// folds those counters into the resource's lifetime totals (an atomic swap
+// to 0 each, so no increment is lost: it lands before the swap and is
 // folded, or after it and is folded later). The recent-only counters are
 // simply cleared; an increment racing that clear can be lost, so the recent
 // window is approximate at bucket turnover while lifetime totals are exact.
 type statBucket struct {
-	epoch                     atomic.Int64
-	passed, completed, errors atomic.Uint64
-	blocked                   [NumLevels]atomic.Uint64
-	rtSum                     atomic.Int64
-	minRT, maxRT              atomic.Int64 // minRT holds rt+1 so 0 means none
-	rtHist                    histogram
+	epoch        atomic.Int64
+	errors       atomic.Uint64
+	blocked      [NumLevels]atomic.Uint64
+	rtSum        atomic.Int64
+	minRT, maxRT atomic.Int64 // minRT holds rt+1 so 0 means none
+	rtHist       histogram
+}
+
+// laneBucket counts the passes and completions of one bucket's epoch in
+// one lane. A resource keeps a ring of them per lane, and a call counts in
+// the lane of its Permit (see Permit.lane): permits are pooled per P, so
+// calls on different cores mostly write different cache lines. With one
+// shared counter, its line moved between cores twice per call (Entry and
+// Exit) and cost more than the rest of a parallel pass. Turnover and
+// folding are a statBucket's.
+type laneBucket struct {
+	epoch             atomic.Int64
+	passed, completed atomic.Uint64
+}
+
+// lanePad laneBuckets (72 B) around each lane's ring keep two lanes, and
+// the first and last lane and their neighbours in memory, off a shared
+// 64-byte line whatever the alignment.
+const lanePad = 3
+
+// maxLanes bounds the lanes of a resource: (buckets+3)*24 B each.
+const maxLanes = 16
+
+// laneCount is the lanes for GOMAXPROCS procs: a power of two, twice the
+// procs so that permits handed out to different Ps rarely share a lane.
+func laneCount(procs int) int {
+	n := 1
+	for n < 2*procs && n < maxLanes {
+		n <<= 1
+	}
+	return n
 }
 
 // resourceStats are one resource's counters, updated with atomics only:
@@ -61,6 +91,10 @@ type resourceStats struct {
 	name     string
 	ring     []statBucket
 	bucketNs int64
+	// lanes holds one ring of laneBuckets per lane, lane l's bucket i at
+	// lanePad + l*stride + i (see lanePad); laneMask is lanes-1.
+	lanes            []laneBucket
+	stride, laneMask uint64
 	// Divisions by bucketNs and len(ring) as multiplications.
 	byBucket, byRing divider
 
@@ -85,10 +119,18 @@ type resourceStats struct {
 
 func newResourceStats(name string, window time.Duration, buckets int) *resourceStats {
 	bn := max(int64(window)/int64(buckets), 1)
+	nl := laneCount(runtime.GOMAXPROCS(0))
+	stride := buckets + lanePad
 	s := &resourceStats{name: name, ring: make([]statBucket, buckets), bucketNs: bn,
+		lanes: make([]laneBucket, lanePad+nl*stride), stride: uint64(stride), laneMask: uint64(nl - 1),
 		byBucket: newDivider(uint64(bn)), byRing: newDivider(uint64(buckets))}
+	// No bucket is current before its first use (pads included: they stay
+	// empty, and are summed with the rest).
 	for i := range s.ring {
-		s.ring[i].epoch.Store(-1 << 62) // no bucket is current before its first use
+		s.ring[i].epoch.Store(-1 << 62)
+	}
+	for i := range s.lanes {
+		s.lanes[i].epoch.Store(-1 << 62)
 	}
 	return s
 }
@@ -104,8 +146,9 @@ func (s *resourceStats) epochOf(now int64) int64 {
 	return idx
 }
 
-func (s *resourceStats) bucket(now int64) *statBucket {
-	idx := s.epochOf(now)
+func (s *resourceStats) bucket(now int64) *statBucket { return s.bucketAt(s.epochOf(now)) }
+
+func (s *resourceStats) bucketAt(idx int64) *statBucket {
 	b := &s.ring[s.byRing.mod(uint64(idx))]
 	if e := b.epoch.Load(); e < idx && b.epoch.CompareAndSwap(e, idx) {
 		s.turnOver(b)
@@ -113,11 +156,23 @@ func (s *resourceStats) bucket(now int64) *statBucket {
 	return b
 }
 
+// laneBucket is lane's bucket at now, claimed for now's epoch as bucket does.
+func (s *resourceStats) laneBucket(now int64, lane uint32) *laneBucket {
+	idx := s.epochOf(now)
+	b := &s.lanes[lanePad+(uint64(lane)&s.laneMask)*s.stride+s.byRing.mod(uint64(idx))]
+	if e := b.epoch.Load(); e < idx && b.epoch.CompareAndSwap(e, idx) {
+		s.folding.Add(1)
+		s.passed.Add(b.passed.Swap(0))
+		s.completed.Add(b.completed.Swap(0))
+		s.folds.Add(1)
+		s.folding.Add(-1)
+	}
+	return b
+}
+
 // turnOver folds a bucket claimed for a new epoch; see statBucket.
 func (s *resourceStats) turnOver(b *statBucket) {
 	s.folding.Add(1)
-	s.passed.Add(b.passed.Swap(0))
-	s.completed.Add(b.completed.Swap(0))
 	for l := range b.blocked {
 		s.blocked[l].Add(b.blocked[l].Swap(0))
 	}
@@ -132,15 +187,15 @@ func (s *resourceStats) turnOver(b *statBucket) {
 	b.maxRT.Store(0)
 }
 
-// pass counts an admitted call and returns the bucket it counted in, where
-// its Exit counts it complete when it does not read the clock.
-func (s *resourceStats) pass(now int64, waited time.Duration) *statBucket {
+// pass counts an admitted call in lane and returns the bucket it counted
+// in, where its Exit counts it complete when it does not read the clock.
+func (s *resourceStats) pass(now int64, waited time.Duration, lane uint32) *laneBucket {
 	if waited > 0 {
 		s.waited.Add(1)
 		s.waitSum.Add(int64(waited))
 		s.waitHist.observe(int64(waited), 1)
 	}
-	b := s.bucket(now)
+	b := s.laneBucket(now, lane)
 	b.passed.Add(1)
 	return b
 }
@@ -153,20 +208,20 @@ func (s *resourceStats) block(now int64, l Level) {
 // measured, in the bucket its Entry counted in (b): no clock read. When that
 // bucket has turned over since, the call counts in the newer epoch, which
 // is still exact for lifetime totals (see statBucket).
-func (s *resourceStats) exitUnmeasured(b *statBucket, failed bool) {
+func (s *resourceStats) exitUnmeasured(b *laneBucket, failed bool) {
 	b.completed.Add(1)
 	if failed {
 		s.errors.Add(1)
-		b.errors.Add(1)
+		s.bucketAt(b.epoch.Load()).errors.Add(1)
 	}
 }
 
-// exit counts a completed call at now with its response time rt, which
-// stands for w calls' (the sampling weight, see WithRTSampling).
-func (s *resourceStats) exit(now int64, rt int64, w uint64, failed bool) {
+// exit counts a completed call at now in lane with its response time rt,
+// which stands for w calls' (the sampling weight, see WithRTSampling).
+func (s *resourceStats) exit(now int64, rt int64, w uint64, failed bool, lane uint32) {
 	rt = max(rt, 0) // a clock set backwards
+	s.laneBucket(now, lane).completed.Add(1)
 	b := s.bucket(now)
-	b.completed.Add(1)
 	b.rtSum.Add(rt * int64(w))
 	b.rtHist.observe(rt, w)
 	if failed {
@@ -198,8 +253,8 @@ func (s *resourceStats) lifetime() (t totals) {
 			continue
 		}
 		t = totals{completed: s.completed.Load()}
-		for j := range s.ring {
-			t.completed += s.ring[j].completed.Load()
+		for j := range s.lanes {
+			t.completed += s.lanes[j].completed.Load()
 		}
 		for i := range t.hist {
 			t.hist[i] = s.rtHist[i].Load()
@@ -216,7 +271,9 @@ func (s *resourceStats) lifetime() (t totals) {
 		t.rtSum, t.passed = s.rtSum.Load(), s.passed.Load()
 		for j := range s.ring {
 			t.rtSum += s.ring[j].rtSum.Load()
-			t.passed += s.ring[j].passed.Load()
+		}
+		for j := range s.lanes {
+			t.passed += s.lanes[j].passed.Load()
 		}
 		if s.folding.Load() == 0 && s.folds.Load() == f {
 			return t
@@ -265,19 +322,25 @@ func (s *resourceStats) read(now int64) ResourceStats {
 		if e := b.epoch.Load(); e > cur || e <= cur-n {
 			continue
 		}
-		w.Passed += b.passed.Load()
 		for l := range b.blocked {
 			w.Blocked += b.blocked[l].Load()
 		}
 		w.Errors += b.errors.Load()
 		w.RTSum += time.Duration(b.rtSum.Load())
-		w.Completed += b.completed.Load()
 		if m := time.Duration(b.minRT.Load()); m != 0 && (!haveMin || m-1 < w.MinRT) {
 			w.MinRT, haveMin = m-1, true
 		}
 		if m := time.Duration(b.maxRT.Load()); m > w.MaxRT {
 			w.MaxRT = m
 		}
+	}
+	for i := range s.lanes {
+		b := &s.lanes[i]
+		if e := b.epoch.Load(); e > cur || e <= cur-n {
+			continue
+		}
+		w.Passed += b.passed.Load()
+		w.Completed += b.completed.Load()
 	}
 	out.Recent = w
 	return out

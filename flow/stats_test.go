@@ -341,3 +341,31 @@ func TestPermitSampleUniform(t *testing.T) {
 		t.Fatalf("two streams agreed %d times of 80000", same)
 	}
 }
+
+// TestStatsLanes: permits made one after another count in different lanes
+// (see laneBucket), and the statistics sum every lane.
+func TestStatsLanes(t *testing.T) {
+	e, clk := newTestEngine(t, Rule{ID: "c", Resource: "r", Algorithm: AlgoConcurrency, Limit: 100})
+	var ps []*Permit
+	for range 4 {
+		p, err := e.Entry("r")
+		if err != nil {
+			t.Fatal(err)
+		}
+		ps = append(ps, p)
+	}
+	st := e.rules.Load().stats[0]
+	if a, b := uint64(ps[0].lane)&st.laneMask, uint64(ps[1].lane)&st.laneMask; st.laneMask > 0 && a == b {
+		t.Errorf("two new permits share lane %d", a)
+	}
+	if s := e.Snapshot().Resources[0]; s.Passed != 4 || s.InFlight != 4 || s.Recent.Passed != 4 {
+		t.Fatalf("after 4 entries: passed %d in flight %d recent %d, want 4 4 4", s.Passed, s.InFlight, s.Recent.Passed)
+	}
+	clk.Advance(time.Millisecond)
+	for _, p := range ps {
+		p.Exit()
+	}
+	if s := e.Snapshot().Resources[0]; s.Completed != 4 || s.InFlight != 0 || s.Recent.Completed != 4 {
+		t.Fatalf("after 4 exits: completed %d in flight %d recent %d, want 4 0 4", s.Completed, s.InFlight, s.Recent.Completed)
+	}
+}
