@@ -27,7 +27,7 @@ func (l *Limiter) Acquire(ctx context.Context, permits int) (time.Duration, erro
 	}
 	m := l.micros(clock.Nanotime(l.clk))
 	deadline, hasDeadline := ctx.Deadline()
-	for {
+	for spins := 0; ; spins++ {
 		w0, w1, st := l.snapshot()
 		// The wait is known before reserving: max(nextFree-now, 0), since
 		// resync moves nextFree only up to now.
@@ -42,7 +42,7 @@ func (l *Limiter) Acquire(ctx context.Context, permits int) (time.Duration, erro
 			}
 			return wait, nil
 		}
-		lostRace()
+		lostRace(spins)
 	}
 }
 
@@ -78,13 +78,13 @@ func (l *Limiter) Reserve(permits int) (time.Duration, error) {
 		return 0, errPermits(permits)
 	}
 	m := l.micros(clock.Nanotime(l.clk))
-	for {
+	for spins := 0; ; spins++ {
 		w0, w1, st := l.snapshot()
 		at := l.reserveEarliestAvailable(&st, permits, m)
 		if l.commit(w0, w1, &st) {
 			return microsToDuration(max(at-m, 0)), nil
 		}
-		lostRace()
+		lostRace(spins)
 	}
 }
 

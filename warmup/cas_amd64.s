@@ -37,3 +37,33 @@ TEXT ·hasCX16(SB), NOSPLIT, $0-1
 	ANDL $1, CX
 	MOVB CX, ret+0(FP)
 	RET
+
+// func loadForWrite(addr *[2]uint64) (w0, w1 uint64)
+// PREFETCHW (0F 0D /1, not in the Go assembler) asks for the line in the
+// exclusive state before the loads, so a CAS that follows finds it owned.
+TEXT ·loadForWrite(SB), NOSPLIT, $0-24
+	MOVQ addr+0(FP), DI
+	BYTE $0x0F; BYTE $0x0D; BYTE $0x0F // PREFETCHW (DI)
+	MOVQ 0(DI), AX
+	MOVQ 8(DI), DX
+	MOVQ AX, w0+8(FP)
+	MOVQ DX, w1+16(FP)
+	RET
+
+// func hasPrefetchW() bool: CPUID leaf 0x80000001, ECX bit 8 (PRFCHW, AMD's
+// 3DNowPrefetch), where the leaf exists.
+TEXT ·hasPrefetchW(SB), NOSPLIT, $0-1
+	MOVL $0x80000000, AX
+	CPUID
+	CMPL AX, $0x80000001
+	JB   none
+	MOVL $0x80000001, AX
+	XORL CX, CX
+	CPUID
+	SHRL $8, CX
+	ANDL $1, CX
+	MOVB CX, ret+0(FP)
+	RET
+none:
+	MOVB $0, ret+0(FP)
+	RET

@@ -141,6 +141,31 @@ func TestHugeRequestsSaturate(t *testing.T) {
 	}
 }
 
+// TestReservationRefill: Refill is the missing permits at the limiter's
+// cool-down rate (the stable interval for bursty, warmupPeriod/maxPermits
+// warming up).
+func TestReservationRefill(t *testing.T) {
+	s := newStopwatch(t)
+	now := s.clk.Nanotime()
+	b := s.bursty(5, WithStoredPermits(5)) // 200ms a permit, 5 stored
+	if r, err := b.TryReserveAt(now, 2, 0); err != nil || r.Stored != 3 || r.Refill != 400*time.Millisecond {
+		t.Fatalf("bursty: %+v, %v; want 3 stored, Refill 400ms", r, err)
+	}
+	// 2/s, 4s warm-up, cold factor 3: maxPermits 8, starting cold (full).
+	w := s.warming(2, 4*time.Second, 3)
+	if r, err := w.TryReserveAt(now, 1, time.Hour); err != nil || r.Stored != 7 || r.Refill != 500*time.Millisecond {
+		t.Fatalf("warming up: %+v, %v; want 7 stored, Refill 500ms (4s / 8 permits)", r, err)
+	}
+	if r, _ := b.TryReserveAt(now, 4, 0); !r.OK || r.Refill != time.Second {
+		t.Fatalf("bursty, 3 stored and 1 fresh: %+v, want granted, Refill 1s", r)
+	}
+	if r, _ := b.TryReserveAt(now, 1, 0); r.OK {
+		t.Fatalf("bursty, in debt: %+v, want refused", r)
+	} else if r.Refill != 0 {
+		t.Fatalf("refused: Refill %v, want 0", r.Refill)
+	}
+}
+
 func TestTryReserveAt(t *testing.T) {
 	s := newStopwatch(t)
 	l := s.bursty(5)
@@ -150,14 +175,15 @@ func TestTryReserveAt(t *testing.T) {
 		maxWait time.Duration
 		want    Reservation
 	}{
-		{0, 0, Reservation{OK: true}},                     // first request is free
-		{0, 0, Reservation{Wait: 200 * time.Millisecond}}, // the next waits for its debt
-		{0, 200 * time.Millisecond, Reservation{OK: true, Wait: 200 * time.Millisecond}},
+		// Every grant below leaves nothing stored: 5 permits to refill, 1s.
+		{0, 0, Reservation{OK: true, Refill: time.Second}}, // first request is free
+		{0, 0, Reservation{Wait: 200 * time.Millisecond}},  // the next waits for its debt
+		{0, 200 * time.Millisecond, Reservation{OK: true, Wait: 200 * time.Millisecond, Refill: time.Second}},
 		{ms(100), 0, Reservation{Wait: 300 * time.Millisecond}},                        // next free at 400ms
 		{ms(100), -time.Hour, Reservation{Wait: 300 * time.Millisecond}},               // negative counts as 0
 		{ms(100), 300*time.Millisecond - 1, Reservation{Wait: 300 * time.Millisecond}}, // micros truncate: 299.999ms
-		{ms(400), 0, Reservation{OK: true}},
-		{ms(700), 0, Reservation{OK: true, Wait: 0}}, // 100ms idle stored half a permit
+		{ms(400), 0, Reservation{OK: true, Refill: time.Second}},
+		{ms(700), 0, Reservation{OK: true, Wait: 0, Refill: time.Second}}, // 100ms idle stored half a permit
 	}
 	for i, st := range steps {
 		got, err := l.TryReserveAt(st.now, 1, st.maxWait)

@@ -15,6 +15,13 @@ type Reservation struct {
 	// (what StoredPermitsAt(now) would then report), known from the same
 	// compare-and-swap so no second read is needed; 0 when !OK.
 	Stored float64
+	// Refill is, when OK, how long the limiter takes to store permits back
+	// up to MaxPermits from Stored once nothing more is reserved and any
+	// Wait owed has passed: at one permit per stable interval for a bursty
+	// limiter, per warmupPeriod/MaxPermits for a warming-up one. 0 when !OK
+	// or already full. Known with the reservation, like Stored, so callers
+	// need not touch the limiter again.
+	Refill time.Duration
 }
 
 // TryReserveAt reserves permits iff the earliest available moment is within maxWait of now
@@ -37,14 +44,16 @@ func (l *Limiter) TryReserveAt(now int64, permits int, maxWait time.Duration) (R
 	if permits <= 0 {
 		return Reservation{}, errPermits(permits)
 	}
-	m := l.micros(now)
 	timeout := max(int64(maxWait/time.Microsecond), 0)
+	// Nothing of l is read before loadW, and nothing after the CAS: another
+	// core reserving on l wants its cache line, and every touch outside
+	// that window moves the line once more (see loadW).
+	w0, w1 := l.loadW()
+	m := l.micros(now)
 	for spins := 0; ; spins++ {
 		// Guava's canAcquire: nextFree - timeout <= now (both >= 0: no
 		// overflow). A refusal needs only these loads, and writes nothing:
 		// nextFree held this value at a moment later than the caller's now.
-		w0 := l.load0()
-		w1 := l.load1()
 		eff := m // the now this call is served at
 		if next := int64(w0 & maxNext); next > m {
 			if s := math.Float64frombits(w1); l.warmup < 0 && !(s <= 0) {
@@ -58,15 +67,28 @@ func (l *Limiter) TryReserveAt(now int64, permits int, maxWait time.Duration) (R
 		c := l.rate.Load()
 		if w0>>verShift != c.ver {
 			backoff(spins) // a SetRate is between its CAS and its store of the rate
+			w0, w1 = l.loadW()
 			continue
 		}
 		st := decode(w0, w1, c)
 		at := l.reserveEarliestAvailable(&st, permits, eff)
+		res := Reservation{OK: true, Wait: microsToDuration(max(at-eff, 0)), Stored: storedOrMax(&st)}
+		res.Refill = l.refill(&st, res.Stored)
 		if l.commit(w0, w1, &st) {
-			return Reservation{OK: true, Wait: microsToDuration(max(at-eff, 0)), Stored: storedOrMax(&st)}, nil
+			return res, nil
 		}
-		lostRace()
+		lostRace(spins)
+		w0, w1 = l.loadW()
 	}
+}
+
+// refill is Reservation.Refill for a state left with stored permits.
+func (l *Limiter) refill(st *state, stored float64) time.Duration {
+	missing := st.maxP - stored
+	if !(missing > 0) {
+		return 0
+	}
+	return time.Duration(missing * l.coolDown(st) * 1e3)
 }
 
 // storedOrMax is st's stored permits, or maxPermits when they are NaN (only
@@ -92,13 +114,13 @@ func (l *Limiter) Refund(now int64, permits int) {
 		return
 	}
 	m := l.micros(now)
-	for {
+	for spins := 0; ; spins++ {
 		w0, w1, st := l.snapshot()
 		l.refund(&st, m, float64(permits))
 		if l.commit(w0, w1, &st) {
 			return
 		}
-		lostRace()
+		lostRace(spins)
 	}
 }
 
