@@ -39,6 +39,11 @@ type Permit struct {
 	sysCounted, unruled bool
 	held                []limiter      // concurrency limiters to release
 	grants              []clusterGrant // token server grants to release
+	// The size a multiple of 64 B, so the allocator's size class lays
+	// permits on whole cache lines: two permits sharing a line (those of
+	// two Ps, made one after the other) had every Entry and Exit on one
+	// core invalidate the other's. TestPermitSize holds it.
+	_ [40]byte
 }
 
 const (

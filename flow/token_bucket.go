@@ -3,6 +3,7 @@ package flow
 import (
 	"math"
 	"time"
+	"unsafe"
 
 	"github.com/flowgate/flowgate/clock"
 	"github.com/flowgate/flowgate/warmup"
@@ -18,12 +19,41 @@ import (
 // for a token bucket; a request larger than the burst simply pushes later
 // ones back.
 type tokenBucket struct {
-	l warmup.Limiter // by value: no pointer hop to the state
 	// window is the rule's Window in seconds: rate = limit / window.
 	window float64
 	// warm marks a warming-up bucket, which reports no remaining permits
 	// nor a reset time (see remaining).
 	warm bool
+	l    warmup.Limiter // by value: no pointer hop to the state; last, see newBucket
+}
+
+// newBucket allocates a token bucket for a rule's prototype or its global
+// level so that the limiter's state words start a cache line, beside only
+// what TryReserveAt reads, and window and warm (where the nil check of
+// every call on b reads) sit on the line before. Under parallel calls the
+// line with the words then moves between cores once per call, and only
+// once: nothing on it is read before it is asked for exclusive (see
+// warmup's loadW), and no other object writes it. The allocator does not
+// promise 64-byte alignment, so the bucket is one of eight slots 104 B
+// apart: their offsets modulo 64 are every multiple of 8, one of them is
+// right, the others stay unused. Per-key buckets (clones) are not placed:
+// memory per key matters more than the few keys that see parallel calls.
+func newBucket(window float64, warm bool) *tokenBucket {
+	slots := new([8]bucketSlot)
+	b := &slots[0].b
+	for i := range slots {
+		if uintptr(unsafe.Pointer(&slots[i].b.l))%64 == 0 {
+			b = &slots[i].b
+			break
+		}
+	}
+	b.window, b.warm = window, warm
+	return b
+}
+
+type bucketSlot struct {
+	b tokenBucket // 96 B
+	_ [8]byte
 }
 
 // The per-key cost of a token bucket: this struct, 96 B with the
@@ -49,7 +79,7 @@ func newTokenBucket(r *Rule, limit float64, clk clock.Clock) (limiter, error) {
 	if err != nil {
 		return nil, err
 	}
-	b := &tokenBucket{window: window}
+	b := newBucket(window, false)
 	l.CloneInto(&b.l)
 	return b, nil
 }
@@ -72,11 +102,12 @@ func (b *tokenBucket) tryAcquire(now int64, n int, maxWait time.Duration) decisi
 		// Refused: nothing is stored, and the debt is paid at res.Wait.
 		return decision{retryAfter: res.Wait, reset: res.Wait + b.reset(0)}
 	}
-	left := 0.0 // a warming-up bucket: see remaining
-	if !b.warm {
-		left = res.Stored
+	if b.warm { // see remaining
+		return decision{ok: true, wait: res.Wait}
 	}
-	return decision{ok: true, wait: res.Wait, remaining: left, reset: b.reset(left)}
+	// res.Refill is reset(res.Stored), known without touching the bucket
+	// again: another core may be reserving on it (see warmup's loadW).
+	return decision{ok: true, wait: res.Wait, remaining: res.Stored, reset: res.Refill}
 }
 
 // reset is how long the bucket needs to fill up from stored permits.

@@ -17,7 +17,7 @@ func newWarmUp(r *Rule, limit float64, clk clock.Clock) (limiter, error) {
 	if err != nil {
 		return nil, err
 	}
-	b := &tokenBucket{window: window, warm: true}
+	b := newBucket(window, true)
 	l.CloneInto(&b.l)
 	return b, nil
 }
