@@ -68,7 +68,10 @@ func encodeNext(next int64, ver uint64) uint64 {
 // is 8-byte aligned, so an aligned pair starts at its offset 0 or 8 (Go's
 // heap does not move objects).
 func (l *Limiter) pair() *[2]uint64 {
-	p := unsafe.Pointer(&l.words)
+	// unsafe.Pointer(l), not &l.words (words is the first field): taking a
+	// field's address nil-checks l with a load from it, and that read would
+	// fetch the state's line shared before loadW can ask for it exclusive.
+	p := unsafe.Pointer(l)
 	if uintptr(p)&15 != 0 {
 		p = unsafe.Add(p, 8)
 	}
