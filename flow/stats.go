@@ -211,9 +211,17 @@ func (s *resourceStats) block(now int64, l Level) {
 func (s *resourceStats) exitUnmeasured(b *laneBucket, failed bool) {
 	b.completed.Add(1)
 	if failed {
-		s.errors.Add(1)
-		s.bucketAt(b.epoch.Load()).errors.Add(1)
+		s.failed(b.epoch.Load())
 	}
+}
+
+// failed counts an error in epoch (a call out of line: exitUnmeasured
+// stays small enough to inline into Exit).
+//
+//go:noinline
+func (s *resourceStats) failed(epoch int64) {
+	s.errors.Add(1)
+	s.bucketAt(epoch).errors.Add(1)
 }
 
 // exit counts a completed call at now in lane with its response time rt,
