@@ -72,23 +72,26 @@ func (l *Limiter) TryReserveAt(now int64, permits int, maxWait time.Duration) (R
 		}
 		st := decode(w0, w1, c)
 		at := l.reserveEarliestAvailable(&st, permits, eff)
-		res := Reservation{OK: true, Wait: microsToDuration(max(at-eff, 0)), Stored: storedOrMax(&st)}
-		res.Refill = l.refill(&st, res.Stored)
+		cool := l.coolDown(&st) // read now: l is not read after the CAS
 		if l.commit(w0, w1, &st) {
-			return res, nil
+			// Only locals from here: the shorter the time between loadW
+			// and the CAS, the less often another core takes the line
+			// in between.
+			stored := storedOrMax(&st)
+			return Reservation{OK: true, Wait: microsToDuration(max(at-eff, 0)), Stored: stored,
+				Refill: refill(st.maxP-stored, cool)}, nil
 		}
 		lostRace(spins)
 		w0, w1 = l.loadW()
 	}
 }
 
-// refill is Reservation.Refill for a state left with stored permits.
-func (l *Limiter) refill(st *state, stored float64) time.Duration {
-	missing := st.maxP - stored
+// refill is Reservation.Refill: missing permits at cool micros each.
+func refill(missing, cool float64) time.Duration {
 	if !(missing > 0) {
 		return 0
 	}
-	return time.Duration(missing * l.coolDown(st) * 1e3)
+	return time.Duration(missing * cool * 1e3)
 }
 
 // storedOrMax is st's stored permits, or maxPermits when they are NaN (only
