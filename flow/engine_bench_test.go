@@ -101,6 +101,28 @@ func BenchmarkEntryBlocked(b *testing.B) {
 	}
 }
 
+// BenchmarkEntryBlockedParallel: refusals from every P at once. A refusal
+// writes nothing to the bucket but reads its state as a reservation would
+// (asking for the line exclusive, see warmup's loadW), and counts itself in
+// the resource's current statistics bucket: both lines move between cores.
+func BenchmarkEntryBlockedParallel(b *testing.B) {
+	e := benchEngine(b, Rule{ID: "tb", Resource: "r", Algorithm: AlgoTokenBucket, Limit: 1, Window: time.Hour})
+	for range 2 {
+		if p, err := e.Entry("r"); err == nil {
+			p.Exit()
+		}
+	}
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			if _, err := e.Entry("r"); err == nil {
+				b.Error("passed")
+				return
+			}
+		}
+	})
+}
+
 func BenchmarkEntryExitNoRule(b *testing.B) {
 	e := benchEngine(b, bigBucket)
 	b.ReportAllocs()
