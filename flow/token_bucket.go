@@ -24,7 +24,10 @@ type tokenBucket struct {
 	// warm marks a warming-up bucket, which reports no remaining permits
 	// nor a reset time (see remaining).
 	warm bool
-	l    warmup.Limiter // by value: no pointer hop to the state; last, see newBucket
+	// shared marks a bucket placed by newBucket, which calls on every core
+	// use: it reserves with TryReserveAtShared. Keys' buckets do not.
+	shared bool
+	l      warmup.Limiter // by value: no pointer hop to the state; last, see newBucket
 }
 
 // newBucket allocates a token bucket for a rule's prototype or its global
@@ -33,7 +36,7 @@ type tokenBucket struct {
 // every call on b reads) sit on the line before. Under parallel calls the
 // line with the words then moves between cores once per call, and only
 // once: nothing on it is read before it is asked for exclusive (see
-// warmup's loadW), and no other object writes it. The allocator does not
+// warmup's TryReserveAtShared), and no other object writes it. The allocator does not
 // promise 64-byte alignment, so the bucket is one of eight slots 104 B
 // apart: their offsets modulo 64 are every multiple of 8, one of them is
 // right, the others stay unused. Per-key buckets (clones) are not placed:
@@ -47,7 +50,7 @@ func newBucket(window float64, warm bool) *tokenBucket {
 			break
 		}
 	}
-	b.window, b.warm = window, warm
+	b.window, b.warm, b.shared = window, warm, true
 	return b
 }
 
@@ -94,7 +97,13 @@ func (b *tokenBucket) clone() *tokenBucket {
 }
 
 func (b *tokenBucket) tryAcquire(now int64, n int, maxWait time.Duration) decision {
-	res, err := b.l.TryReserveAt(now, n, maxWait)
+	var res warmup.Reservation
+	var err error
+	if b.shared {
+		res, err = b.l.TryReserveAtShared(now, n, maxWait)
+	} else {
+		res, err = b.l.TryReserveAt(now, n, maxWait)
+	}
 	if err != nil { // n <= 0: never valid
 		return decision{never: true}
 	}
