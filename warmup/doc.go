@@ -22,6 +22,7 @@
 // from Guava: a zero warm-up period stores nothing (Guava computes 0/0 there
 // and its stored permits turn NaN, which makes every later wait zero), and a
 // cold factor below 1 is refused. Acquire and TryAcquire read the limiter's clock and
-// sleep on it; the flow engine calls TryReserveAt, Refund and StoredPermitsAt
-// with a time it read once, and never sleeps here.
+// sleep on it; the flow engine calls TryReserveAt (TryReserveAtShared for a
+// limiter every core uses), Refund and StoredPermitsAt with a time it read
+// once, and never sleeps here.
 package warmup
