@@ -90,7 +90,8 @@ func (l *Limiter) tryReserveAt(now int64, permits int, maxWait time.Duration, sh
 		st := decode(w0, w1, c)
 		at := l.reserveEarliestAvailable(&st, permits, eff)
 		cool := l.coolDown(&st) // read now: l is not read after the CAS
-		if l.commit(w0, w1, &st) {
+		// commit, one call less between the loads and the CAS.
+		if l.cas(w0, w1, encodeNext(st.next, w0>>verShift), math.Float64bits(st.stored)) {
 			// Only locals from here: the shorter the time between loadW
 			// and the CAS, the less often another core takes the line
 			// in between.
@@ -236,7 +237,11 @@ func (l *Limiter) reserveEarliestAvailable(st *state, permits int, now int64) in
 	n := float64(permits)
 	spend := min(n, st.stored)
 	fresh := n - spend
-	wait := saturatedAdd(l.storedPermitsToWaitTime(st, st.stored, spend), javaLong(fresh*st.stable))
+	var storedCost int64 // zero for a bursty limiter: no call on its hot path
+	if l.warmup >= 0 {
+		storedCost = l.storedPermitsToWaitTime(st, st.stored, spend)
+	}
+	wait := saturatedAdd(storedCost, javaLong(fresh*st.stable))
 	st.next = saturatedAdd(at, wait)
 	st.stored -= spend
 	return at
