@@ -197,7 +197,6 @@ func (w *Watcher) loop(ctx context.Context) {
 			pending = false
 			w.check(false)
 		case <-pollC:
-			w.rewatch()
 			w.check(false)
 		case reply := <-w.reload:
 			reply <- w.check(true)
@@ -234,21 +233,42 @@ func (w *Watcher) followLink() {
 	}
 }
 
-// rewatch adds the directory watch again when it was lost (the directory
-// was removed and re-created); polling keeps reading meanwhile.
-func (w *Watcher) rewatch() {
-	if !slices.Contains(w.fsw.WatchList(), w.dir) {
-		if err := w.fsw.Add(w.dir); err == nil {
-			w.cfg.log.Info("rules: watching directory again", slog.String("dir", w.dir))
-		}
+// rewatch adds the directory watch again in case it was lost (the
+// directory was removed and re-created), and reports whether the directory
+// is watched now.
+//
+// It adds unconditionally rather than consulting fsw.WatchList: fsnotify
+// drops a dead watch from that list only when its reader goroutine handles
+// the directory's IN_DELETE_SELF, and the reader waits for this goroutine
+// to take each earlier event, so the list can still name a watch the kernel
+// has already removed. inotify_add_watch on a live watch returns the same
+// descriptor and changes nothing; on a re-created directory it makes a new
+// one, and fsnotify then ignores the late events of the old one.
+func (w *Watcher) rewatch() bool {
+	known := slices.Contains(w.fsw.WatchList(), w.dir) // only for the log line
+	err := w.fsw.Add(w.dir)
+	if err == nil && !known {
+		w.cfg.log.Info("rules: watching directory again", slog.String("dir", w.dir))
 	}
+	if w.target != "" {
+		_ = w.fsw.Add(filepath.Dir(w.target)) // same reason; may be gone
+	}
+	return err == nil
 }
 
 // check reads the file and applies it if it changed since the last
 // attempt (or always, when force). It returns why the file was refused.
 func (w *Watcher) check(force bool) error {
+	// Every read, not only the poll's, re-arms the directory watch first, so
+	// no change after the read goes unseen: a debounced read may be the one
+	// that finds the file in a re-created directory. If the directory was
+	// missing then but the read found the file, it is back: watch it now.
+	watched := w.rewatch()
 	w.followLink() // before reading, so an edit of a new link target is seen
 	data, readErr := os.ReadFile(w.path)
+	if !watched && readErr == nil {
+		w.rewatch()
+	}
 	var sum [sha256.Size]byte
 	if readErr != nil {
 		sum = sha256.Sum256([]byte("\x00read error: " + readErr.Error()))

@@ -7,7 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
-	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -350,24 +349,6 @@ func TestWatchPollingWithoutEvents(t *testing.T) {
 	r.saveByRename(limitDoc(2))
 	r.waitLoaded(limitDoc(2))
 	r.wantLimit(2)
-}
-
-func TestWatchDirectoryRecreated(t *testing.T) {
-	r := newRig(t, limitDoc(3), WithPollInterval(20*time.Millisecond))
-	must(t, os.RemoveAll(r.dir))
-	r.waitFailed()
-	r.wantLimit(3)
-	must(t, os.Mkdir(r.dir, 0o755))
-	r.write(r.path, limitDoc(5))
-	r.waitLoaded(limitDoc(5))
-	r.wantLimit(5)
-	// The poll that found the file again also watches the directory again.
-	if !slices.Contains(r.w.fsw.WatchList(), r.dir) {
-		t.Errorf("watch list %v lacks the re-created directory", r.w.fsw.WatchList())
-	}
-	r.saveByRename(limitDoc(7))
-	r.waitLoaded(limitDoc(7))
-	r.wantLimit(7)
 }
 
 func TestWatchReload(t *testing.T) {
