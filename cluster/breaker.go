@@ -41,12 +41,16 @@ func (b *breaker) allow(now int64) bool {
 	}
 }
 
+// success closes a half-open breaker (its probe came back). An open one
+// stays open: no call is let through while open, so a success then is a
+// call admitted before it opened that finished late, and says nothing
+// about Redis now (a reply read after the kill, say).
 func (b *breaker) success() {
 	if b.failures.Load() != 0 {
 		b.failures.Store(0)
 	}
-	if b.state.Load() != breakerClosed {
-		b.state.Store(breakerClosed)
+	if b.state.Load() == breakerHalfOpen {
+		b.state.CompareAndSwap(breakerHalfOpen, breakerClosed)
 	}
 }
 

@@ -65,6 +65,10 @@ func TestBreaker(t *testing.T) {
 	if !b.open() || b.allow(now+int64(999*time.Millisecond)) {
 		t.Fatal("breaker not open after 3 consecutive failures")
 	}
+	b.success() // a call let through before it opened, answered late
+	if !b.open() || b.allow(now) {
+		t.Fatal("a late success of a call admitted before the breaker opened closed it")
+	}
 	now += int64(time.Second)
 	if !b.allow(now) || b.allow(now) {
 		t.Fatal("after openFor exactly one probe must go through")
