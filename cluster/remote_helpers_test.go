@@ -1,7 +1,9 @@
 package cluster
 
 import (
+	"context"
 	"net"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -100,7 +102,23 @@ func remoteEngines(t *testing.T, addrs []string, n int, rules ...flow.Rule) ([]*
 	for i := range n {
 		c := newRemote(t, addrs, WithRemoteTimeout(2*time.Second))
 		cs = append(cs, c)
-		es = append(es, newEngine(t, c, t0.Add(time.Duration(i)*7*time.Second), rules...))
+		es = append(es, newEngine(t, logErrors{c, t, new(atomic.Int32)}, t0.Add(time.Duration(i)*7*time.Second), rules...))
 	}
 	return es, cs
+}
+
+// logErrors logs a client's first failed calls: the engine turns them into
+// a bare "cluster unavailable", and a failing test should say why.
+type logErrors struct {
+	*RemoteTokenServer
+	t *testing.T
+	n *atomic.Int32
+}
+
+func (l logErrors) Acquire(ctx context.Context, req flow.TokenRequest) (flow.TokenResult, error) {
+	res, err := l.RemoteTokenServer.Acquire(ctx, req)
+	if err != nil && l.n.Add(1) <= 3 {
+		l.t.Logf("remote Acquire %s: %v", req.Resource, err)
+	}
+	return res, err
 }
