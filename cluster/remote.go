@@ -254,6 +254,11 @@ func (s *RemoteTokenServer) once(ctx context.Context, call func(context.Context,
 	if err != nil {
 		var re *RemoteError
 		if errors.As(err, &re) {
+			if re.Status == tokenpb.Status_STATUS_FAIL {
+				// It answered that it could not decide (its Redis hangs or
+				// is gone): another replica may still reach Redis.
+				s.pref.CompareAndSwap(uint32(i), uint32((i+1)%len(s.replicas)))
+			}
 			return r, err // answered: answerError saw to the breaker
 		}
 		s.st.errors.Add(1)
