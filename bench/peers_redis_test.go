@@ -29,11 +29,6 @@ import (
 // from time.Now around each decision, which adds the same ~50 ns to both
 // sides).
 
-const (
-	peerRedisRate  = 1
-	peerRedisBurst = 100_000_000
-)
-
 // peerRedisClient is a client with the options both sides share: no
 // retries (neither side may send a decision twice) and a pool the
 // goroutines cannot exhaust.
@@ -89,7 +84,7 @@ func peerClusterEngine(b *testing.B, rdb *redis.Client, keys int, opts ...cluste
 		b.Fatal(err)
 	}
 	rule := flow.Rule{ID: "per-user", Resource: "r", Level: flow.LevelUser, Algorithm: flow.AlgoTokenBucket,
-		Limit: peerRedisRate, Burst: peerRedisBurst, MaxKeys: 2 * keys,
+		Limit: clusterRate, Burst: clusterBurst, MaxKeys: 2 * keys,
 		Cluster: &flow.ClusterSpec{Threshold: "global", Fallback: "deny"}}
 	return peerEngine(b, []flow.Option{flow.WithTokenServer(ts)}, rule), ts
 }
@@ -105,7 +100,7 @@ func BenchmarkPeersRedis(b *testing.B) {
 			rdb := peerRedisClient(srv)
 			defer rdb.Close()
 			lim := redis_rate.NewLimiter(rdb)
-			limit := redis_rate.Limit{Rate: peerRedisRate, Burst: peerRedisBurst, Period: time.Second}
+			limit := redis_rate.Limit{Rate: clusterRate, Burst: clusterBurst, Period: time.Second}
 			peerDecisions(b, rdb, keys, func(ctx context.Context, user string) error {
 				res, err := lim.Allow(ctx, user, limit)
 				if err == nil && res.Allowed != 1 {
