@@ -19,6 +19,7 @@ type config struct {
 	statsBuckets int
 	rtSampling   int    // as given to WithRTSampling; 0: not given
 	rtMask       uint32 // measure when rand & rtMask == 0
+	onBreaker    func(BreakerEvent)
 }
 
 // WithRTSampling has Exit measure response time on a random 1 in n calls

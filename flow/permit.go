@@ -39,11 +39,12 @@ type Permit struct {
 	sysCounted, unruled bool
 	held                []limiter      // concurrency limiters to release
 	grants              []clusterGrant // token server grants to release
+	brk                 []breakerUse   // circuit breakers to tell the outcome
 	// The size a multiple of 64 B, so the allocator's size class lays
 	// permits on whole cache lines: two permits sharing a line (those of
 	// two Ps, made one after the other) had every Entry and Exit on one
 	// core invalidate the other's. TestPermitSize holds it.
-	_ [40]byte
+	_ [16]byte
 }
 
 const (
@@ -92,6 +93,9 @@ func (p *Permit) Exit(opts ...ExitOption) {
 		failed = failed || opts[i].err != nil
 	}
 	e := p.eng
+	if len(p.brk) > 0 {
+		p.exitBreakers(failed)
+	}
 	for i, l := range p.held {
 		l.release(p.tokens)
 		p.held[i] = nil
