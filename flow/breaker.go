@@ -54,9 +54,9 @@ type BreakerState uint8
 // refuses every call for OpenFor; half-open lets Probes calls through and
 // closes when all succeed, or opens again when one fails.
 const (
-	BreakerClosed   BreakerState = 0
-	BreakerOpen     BreakerState = 1
-	BreakerHalfOpen BreakerState = 2
+	BreakerClosed    BreakerState = 0
+	BreakerOpen      BreakerState = 1
+	BreakerHalfOpen  BreakerState = 2
 	numBreakerStates BreakerState = 3
 )
 

@@ -34,14 +34,14 @@ type Algorithm uint8
 
 // The algorithms; see the package documentation for when to choose which.
 const (
-	AlgoTokenBucket   Algorithm = iota // Guava SmoothBursty
-	AlgoWarmUp                         // Guava SmoothWarmingUp
-	AlgoLeakyBucket                    // constant spacing; with MaxWait it queues (Sentinel's throttling)
-	AlgoFixedWindow                    // one counter per window; admits up to 2x across a boundary
-	AlgoSlidingWindow                  // sub-window counters, previous window weighted by overlap
-	AlgoSlidingLog                     // exact: never more than Limit in any span of Window
-	AlgoConcurrency                    // at most Limit in flight
-	AlgoCircuitBreaker                 // refuses while a dependency fails (see Strategy); breaker.go
+	AlgoTokenBucket    Algorithm = iota // Guava SmoothBursty
+	AlgoWarmUp                          // Guava SmoothWarmingUp
+	AlgoLeakyBucket                     // constant spacing; with MaxWait it queues (Sentinel's throttling)
+	AlgoFixedWindow                     // one counter per window; admits up to 2x across a boundary
+	AlgoSlidingWindow                   // sub-window counters, previous window weighted by overlap
+	AlgoSlidingLog                      // exact: never more than Limit in any span of Window
+	AlgoConcurrency                     // at most Limit in flight
+	AlgoCircuitBreaker                  // refuses while a dependency fails (see Strategy); breaker.go
 	numAlgorithms
 )
 
