@@ -73,6 +73,9 @@ func (e *Engine) checkBreakers(a *entryArgs, resource string, rr *resourceRules,
 				e.logError("flow: building breaker", err, cr)
 				continue
 			}
+			if st.now-cr.seen.Load() >= seenStep {
+				cr.seen.Store(st.now)
+			}
 			v := b.check(&cr.rule, st.now)
 			if v.moved {
 				e.breakerMoved(cr, key, breakerMove{from: BreakerOpen, to: BreakerHalfOpen}, st.now)
@@ -89,17 +92,33 @@ func (e *Engine) checkBreakers(a *entryArgs, resource string, rr *resourceRules,
 	return nil
 }
 
-// exitBreakers records the call's outcome at every breaker it passed. The
-// clock is read here for every call: a breaker counts outcomes when they
-// end and needs the response time for slow_ratio.
+// seenStep is how stale compiledRule.seen may be: Entry stores its time
+// there when it moved on by this much.
+const seenStep = int64(time.Millisecond)
+
+// exitBreakers records the call's outcome at every breaker it passed, at
+// the time it ended. A slow_ratio breaker needs the response time, so the
+// clock is read for it. An error breaker needs only which window bucket
+// the outcome falls in, and a clock read costs as much as the rest of an
+// Exit: on the real clock (when WithRTSampling samples) it takes the latest
+// Entry time its rule saw, to the millisecond (compiledRule.seen). So a
+// call that outlives the window still counts, as long as calls go on
+// entering; when none do, its outcome counts at the last one's time.
 func (p *Permit) exitBreakers(failed bool) {
 	e := p.eng
-	now := e.now()
-	rt := time.Duration(now - p.start)
+	var now int64
+	exact := e.cf.rtMask == 0
 	for i := range p.brk {
 		u := &p.brk[i]
-		if m, ok := u.b.record(&u.cr.rule, u.v, now, rt, failed); ok {
-			e.breakerMoved(u.cr, u.key, m, now)
+		at := max(p.start, u.cr.seen.Load())
+		if exact || u.cr.rule.Strategy == BreakerSlowRatio {
+			if now == 0 {
+				now = e.now()
+			}
+			at = now
+		}
+		if m, ok := u.b.record(&u.cr.rule, u.v, at, time.Duration(at-p.start), failed); ok {
+			e.breakerMoved(u.cr, u.key, m, at)
 		}
 		*u = breakerUse{}
 	}

@@ -71,6 +71,9 @@ type compiledRule struct {
 
 	// transitions counts a circuit breaker rule's changes into each state.
 	transitions [numBreakerStates]atomic.Uint64
+	// seen is the latest Entry time a circuit breaker rule saw, to
+	// seenStep: its Exits' time when they do not read the clock.
+	seen atomic.Int64
 }
 
 func (cr *compiledRule) limit() float64 { return math.Float64frombits(cr.limitBits.Load()) }
