@@ -1,6 +1,7 @@
 package flow
 
 import (
+	"context"
 	"errors"
 	"testing"
 	"time"
@@ -352,5 +353,28 @@ func TestBreakerClosedPassAllocatesNothing(t *testing.T) {
 	})
 	if allocs != 0 {
 		t.Fatalf("%v allocs per Entry+Exit through a closed breaker, want 0", allocs)
+	}
+}
+
+func TestGuardFallbackOnRefusal(t *testing.T) {
+	c := breakerCases()[0]
+	e, clk := tripped(t, c)
+	var seen *BlockError
+	cached := errors.New("served from cache")
+	ran := false
+	err := e.Guard(t.Context(), "dep", func(ctxArg context.Context) error { ran = true; return nil },
+		WithFallback(func(_ context.Context, be *BlockError) error { seen = be; return cached }))
+	if ran || err != cached || seen == nil || seen.RuleID != "b" {
+		t.Fatalf("open breaker: fn ran %v, err %v, fallback saw %+v", ran, err, seen)
+	}
+	// Without a fallback, the *BlockError; a passing call never calls it.
+	if err := e.Guard(t.Context(), "dep", func(context.Context) error { return nil }); !errors.Is(err, ErrBlocked) {
+		t.Fatalf("no fallback: %v", err)
+	}
+	clk.Advance(c.rule.OpenFor)
+	err = e.Guard(t.Context(), "dep", func(context.Context) error { return nil },
+		WithFallback(func(context.Context, *BlockError) error { t.Fatal("fallback on a pass"); return nil }))
+	if err != nil {
+		t.Fatal(err)
 	}
 }

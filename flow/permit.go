@@ -2,6 +2,7 @@ package flow
 
 import (
 	"context"
+	"errors"
 	"math/bits"
 	"math/rand/v2"
 	"sync/atomic"
@@ -180,11 +181,12 @@ type Quota struct {
 // recording it and fn's latency at Exit. A panicking fn still exits the
 // permit (recorded as a failure) and the panic goes on. ctx bounds any
 // MaxWait wait and is passed to fn; a WithContext option overrides it for
-// the wait only.
+// the wait only. With WithFallback, a refused call runs the fallback
+// instead and Guard returns its error.
 func (e *Engine) Guard(ctx context.Context, resource string, fn func(context.Context) error, opts ...EntryOption) error {
 	p, err := e.entry(ctx, resource, opts)
 	if err != nil {
-		return err
+		return fallback(ctx, err, opts)
 	}
 	done := false
 	defer func() {
@@ -195,6 +197,17 @@ func (e *Engine) Guard(ctx context.Context, resource string, fn func(context.Con
 	err = fn(ctx)
 	done = true
 	p.Exit(WithError(err))
+	return err
+}
+
+// fallback runs the WithFallback of opts for a refusal, or returns err.
+func fallback(ctx context.Context, err error, opts []EntryOption) error {
+	var be *BlockError
+	for i := len(opts) - 1; i >= 0; i-- {
+		if o := &opts[i]; o.kind == optFallback && o.fb != nil && errors.As(err, &be) {
+			return o.fb(ctx, be)
+		}
+	}
 	return err
 }
 

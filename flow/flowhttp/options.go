@@ -17,10 +17,11 @@ type config struct {
 	blocked      BlockedHandler
 	quotaHeaders bool
 	v6Bits       int
+	isError      func(status int) bool
 }
 
 func newConfig(opts []Option) *config {
-	cf := &config{blocked: WriteProblem}
+	cf := &config{blocked: WriteProblem, isError: ServerError}
 	for _, o := range opts {
 		o(cf)
 	}
@@ -76,6 +77,20 @@ func WithBlockedHandler(h BlockedHandler) Option {
 	return func(cf *config) {
 		if h != nil {
 			cf.blocked = h
+		}
+	}
+}
+
+// ServerError is the default error predicate of WithErrorStatus: 5xx.
+func ServerError(status int) bool { return status >= 500 }
+
+// WithErrorStatus sets which response statuses the permit records as
+// errors (what error_ratio and error_count circuit breakers count).
+// Default ServerError: 5xx. A panic is always an error.
+func WithErrorStatus(isError func(status int) bool) Option {
+	return func(cf *config) {
+		if isError != nil {
+			cf.isError = isError
 		}
 	}
 }
