@@ -3,6 +3,8 @@ package flow
 import (
 	"context"
 	"errors"
+	"log/slog"
+	"strings"
 	"testing"
 	"time"
 
@@ -376,5 +378,27 @@ func TestGuardFallbackOnRefusal(t *testing.T) {
 		WithFallback(func(context.Context, *BlockError) error { t.Fatal("fallback on a pass"); return nil }))
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+func TestBreakerLogsAndReportsKey(t *testing.T) {
+	c := breakerCases()[1] // error_count
+	c.rule.Level = LevelIP
+	var buf strings.Builder
+	var keys []string
+	clk := clock.NewFake(t0)
+	e := NewEngine(WithClock(clk), WithLogger(slog.New(slog.NewTextHandler(&buf, nil))),
+		WithBreakerListener(func(ev BreakerEvent) { keys = append(keys, ev.Key+" "+ev.To.String()) }))
+	if err := e.LoadRules([]Rule{c.rule}); err != nil {
+		t.Fatal(err)
+	}
+	c.run(t, e, clk, []bool{true, true, true, true}, WithIP("192.0.2.7"))
+	if len(keys) != 1 || keys[0] != "192.0.2.7 open" {
+		t.Fatalf("events %q, want the IP's breaker opening", keys)
+	}
+	for _, want := range []string{"flow: circuit breaker open", "rule=b", "key=192.0.2.7", "from=closed", "completed=4", "bad=4", "measure=4"} {
+		if !strings.Contains(buf.String(), want) {
+			t.Errorf("log %q lacks %q", buf.String(), want)
+		}
 	}
 }
