@@ -48,28 +48,21 @@ var benchBreaker = flow.Rule{ID: "cb", Resource: "r", Algorithm: flow.AlgoCircui
 	Threshold: 0.5, Window: 10 * time.Second, OpenFor: 5 * time.Second, Probes: 1}
 
 func BenchmarkPeersBreaker(b *testing.B) {
-	b.Run("flowgate", func(b *testing.B) {
-		e := peerEngine(b, nil, benchBreaker)
-		b.ReportAllocs()
-		for b.Loop() {
-			p, err := e.Entry("r")
-			if err != nil {
-				b.Fatal(err)
+	entryExit := func(rules ...flow.Rule) func(*testing.B) {
+		return func(b *testing.B) {
+			e := peerEngine(b, nil, rules...)
+			b.ReportAllocs()
+			for b.Loop() {
+				p, err := e.Entry("r")
+				if err != nil {
+					b.Fatal(err)
+				}
+				p.Exit()
 			}
-			p.Exit()
 		}
-	})
-	b.Run("flowgate+token_bucket", func(b *testing.B) {
-		e := peerEngine(b, nil, benchBreaker, passRule)
-		b.ReportAllocs()
-		for b.Loop() {
-			p, err := e.Entry("r")
-			if err != nil {
-				b.Fatal(err)
-			}
-			p.Exit()
-		}
-	})
+	}
+	b.Run("flowgate", entryExit(benchBreaker))
+	b.Run("flowgate+token_bucket", entryExit(benchBreaker, passRule))
 	b.Run("sentinel", func(b *testing.B) {
 		initSentinel(b)
 		b.ReportAllocs()

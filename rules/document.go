@@ -308,10 +308,15 @@ func (o *object) oneOf(key string, v *node, valid ...string) (string, bool) {
 	})
 }
 
-func levelNames() []string {
-	var out []string
-	for _, l := range flow.Levels() {
-		out = append(out, l.String())
+func levelNames() []string     { return names(flow.Levels()) }
+func strategyNames() []string  { return names(flow.Strategies()) }
+func algorithmNames() []string { return names(flow.Algorithms()) }
+
+// names lists the JSON names of a set of enum values.
+func names[T fmt.Stringer](list []T) []string {
+	out := make([]string, len(list))
+	for i, x := range list {
+		out[i] = x.String()
 	}
 	return out
 }
@@ -325,22 +330,6 @@ func notFor(o *object, keys []string, msg string) []string {
 			o.fail(k, "%s", msg)
 			out = append(out, k)
 		}
-	}
-	return out
-}
-
-func strategyNames() []string {
-	var out []string
-	for _, s := range flow.Strategies() {
-		out = append(out, s.String())
-	}
-	return out
-}
-
-func algorithmNames() []string {
-	var out []string
-	for _, a := range flow.Algorithms() {
-		out = append(out, a.String())
 	}
 	return out
 }
