@@ -72,7 +72,8 @@ func WithProxyHeaders(names ...string) Option {
 }
 
 // WithBlockedHandler replaces the response to a refused request. Default
-// WriteProblem (429 with an RFC 9457 problem body).
+// WriteProblem (429, or 503 for an open circuit breaker, with an RFC 9457
+// problem body).
 func WithBlockedHandler(h BlockedHandler) Option {
 	return func(cf *config) {
 		if h != nil {
