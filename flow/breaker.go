@@ -222,7 +222,17 @@ func (b *breaker) record(r *Rule, v breakerVerdict, now int64, rt time.Duration,
 	}
 	// A call admitted while closed counts in the window whatever the state
 	// now: the window is cleared when the breaker closes again.
-	b.win.add(now, bad)
+	inBucket := b.win.add(now, bad)
+	if !bad && inBucket > uint64(r.MinRequests) {
+		// A success lowers every measure; it can open the breaker only by
+		// bringing the window up to MinRequests, or when the measure rose
+		// as older buckets slid out, which happens only as this bucket
+		// began (its first outcomes are all checked). This bucket alone
+		// is past MinRequests, so neither: the window need not be summed,
+		// the common case of a healthy dependency under load (and the sum
+		// reads lines other cores write).
+		return breakerMove{}, false
+	}
 	w := b.word.Load()
 	if stateOf(w) != BreakerClosed || genOf(w) != v.gen {
 		return breakerMove{}, false // admitted in an earlier closed spell: counted only

@@ -402,3 +402,38 @@ func TestBreakerLogsAndReportsKey(t *testing.T) {
 		}
 	}
 }
+
+// TestBreakerSuccessAfterSlideOpens: successes past MinRequests in their
+// bucket skip the window sum, yet a measure that rose as old successes slid
+// out is still caught by the first success of the new bucket.
+func TestBreakerSuccessAfterSlideOpens(t *testing.T) {
+	c := breakerCases()[0] // error_ratio 0.5, minRequests 4, window 10s in 1s buckets
+	e, clk := newTestEngine(t, c.rule)
+	c.run(t, e, clk, []bool{false, false, false, false, false, false}) // 6 good in one bucket
+	clk.Advance(2 * time.Second)
+	c.run(t, e, clk, []bool{true, true, true, true, true}) // 5 bad of 11: closed
+	if st := e.Snapshot().Breakers[0].State; st != BreakerClosed {
+		t.Fatalf("5 bad of 11: %v", st)
+	}
+	clk.Advance(8500 * time.Millisecond) // the 6 good slide out: 5 bad of 5
+	c.run(t, e, clk, []bool{false})      // 5 bad of 6 > 0.5
+	if st := e.Snapshot().Breakers[0]; st.State != BreakerOpen || st.Completed != 6 || st.Bad != 5 {
+		t.Fatalf("after the slide: %+v, want open at 5 bad of 6", st)
+	}
+}
+
+// TestBreakerWindowLateOutcome: an outcome stamped a whole window late
+// (its caller was preempted) counts in the newer bucket of its slot instead
+// of wiping it.
+func TestBreakerWindowLateOutcome(t *testing.T) {
+	var w breakerWindow
+	w.init(10 * time.Second) // 1s buckets
+	now := int64(100 * time.Second)
+	for range 3 {
+		w.add(now, true)
+	}
+	w.add(now-int64(10*time.Second), false) // same slot, one window earlier
+	if c, b := w.sum(now); c != 4 || b != 3 {
+		t.Fatalf("window %d bad of %d, want 3 of 4", b, c)
+	}
+}

@@ -40,17 +40,27 @@ func (w *breakerWindow) init(window time.Duration) {
 	w.bucketNs = max(int64(window)/bwBuckets, 1)
 }
 
-// add counts one completed call at now, bad or not.
-func (w *breakerWindow) add(now int64, bad bool) {
+// add counts one completed call at now, bad or not, and returns the
+// completed calls its bucket now holds.
+func (w *breakerWindow) add(now int64, bad bool) uint64 {
 	idx := floorDiv(now, w.bucketNs)
 	tag := uint64(idx) & bwTagMask
 	b := &w.buckets[uint64(idx)%bwBuckets]
 	for {
 		old := b.Load()
 		var c, k uint64
-		if old>>bwTagShift == tag { // same epoch: add to it; else start it afresh
+		t := tag
+		switch ot := old >> bwTagShift; {
+		case old == 0: // empty (never used, or reset): start it
+		case ot == tag: // our epoch: add to it
 			c, k = old>>bwCountBits&bwCountMax, old&bwCountMax
+		case (ot-tag)&bwTagMask < 1<<(63-bwTagShift):
+			// The slot moved on to a later epoch while this caller was
+			// held up (preempted between reading the clock and here):
+			// count in that bucket rather than wipe it.
+			t, c, k = ot, old>>bwCountBits&bwCountMax, old&bwCountMax
 		}
+		// Otherwise the slot holds an older epoch: start it afresh.
 		if c == bwCountMax {
 			c, k = c>>1, k>>1
 		}
@@ -58,8 +68,8 @@ func (w *breakerWindow) add(now int64, bad bool) {
 		if bad {
 			k++
 		}
-		if b.CompareAndSwap(old, tag<<bwTagShift|c<<bwCountBits|k) {
-			return
+		if b.CompareAndSwap(old, t<<bwTagShift|c<<bwCountBits|k) {
+			return c
 		}
 	}
 }
