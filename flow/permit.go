@@ -2,7 +2,6 @@ package flow
 
 import (
 	"context"
-	"errors"
 	"math/bits"
 	"math/rand/v2"
 	"sync/atomic"
@@ -200,11 +199,12 @@ func (e *Engine) Guard(ctx context.Context, resource string, fn func(context.Con
 	return err
 }
 
-// fallback runs the WithFallback of opts for a refusal, or returns err.
+// fallback runs the last WithFallback of opts for a refusal (Entry's
+// errors are all *BlockError), or returns err.
 func fallback(ctx context.Context, err error, opts []EntryOption) error {
-	var be *BlockError
-	for i := len(opts) - 1; i >= 0; i-- {
-		if o := &opts[i]; o.kind == optFallback && o.fb != nil && errors.As(err, &be) {
+	be, ok := err.(*BlockError)
+	for i := len(opts) - 1; i >= 0 && ok; i-- {
+		if o := &opts[i]; o.kind == optFallback && o.fb != nil {
 			return o.fb(ctx, be)
 		}
 	}
