@@ -182,7 +182,7 @@ func (c *collector) collectResource(ch chan<- prometheus.Metric, r *flow.Resourc
 	res := r.Resource
 	global := flow.LevelGlobal.String()
 	waited := r.Waited
-	passed := c.guard.passed(res, r.Passed, waited)
+	passed := c.guard.passed(res, r.Passed)
 	ch <- constMetric(d.requests, prometheus.CounterValue, float64(passed), res, global, ResultPassed)
 	ch <- constMetric(d.requests, prometheus.CounterValue, float64(waited), res, global, ResultWaited)
 	for lv := flow.Level(0); lv < flow.NumLevels; lv++ {

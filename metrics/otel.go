@@ -144,7 +144,7 @@ func (o *otelObserver) observe(_ context.Context, ob metric.Observer) error {
 	resource := func(r *flow.ResourceStats) {
 		res := AttrResource.String(r.Resource)
 		global := AttrLevel.String(flow.LevelGlobal.String())
-		passed := o.guard.passed(r.Resource, r.Passed, r.Waited)
+		passed := o.guard.passed(r.Resource, r.Passed)
 		ob.ObserveInt64(o.requests, clampInt64(passed), metric.WithAttributes(res, AttrResult.String(ResultPassed), global))
 		ob.ObserveInt64(o.requests, clampInt64(r.Waited), metric.WithAttributes(res, AttrResult.String(ResultWaited), global))
 		for lv := flow.Level(0); lv < flow.NumLevels; lv++ {
