@@ -136,8 +136,10 @@ func TestMiddlewareAllocations(t *testing.T) {
 	h := Middleware(eng, WithUser(xUser))(trivial)
 	r, w := routed(), &discardWriter{h: http.Header{}}
 	h.ServeHTTP(w, r) // warm the engine's permit pool and key tables
-	// One allocation: the status-recording ResponseWriter wrapper.
-	if n := testing.AllocsPerRun(200, func() { h.ServeHTTP(w, r) }); n > 1 {
-		t.Errorf("middleware pass path allocates %v times per request, want at most 1", n)
+	// Two allocations: the per-request state (the status-recording
+	// ResponseWriter and the context carrying the Identity) and the request
+	// copy r.WithContext makes so the handler can read the Identity.
+	if n := testing.AllocsPerRun(200, func() { h.ServeHTTP(w, r) }); n > 2 {
+		t.Errorf("middleware pass path allocates %v times per request, want at most 2", n)
 	}
 }
