@@ -109,14 +109,19 @@ func run(ctx context.Context, stop func(), cfg config) (*monitor, error) {
 	defer w.Close()
 	mon.watcher = w
 
-	al := alerting.New(eng,
-		alerting.WithConfig(alertConfig(w.Document())),
+	// The thresholds come from the document's "alerting" section; rules.json
+	// keeps its window and "for" short so the alert fires within the run.
+	alertOpts, err := alerting.FromSection(w.Document().Alerting)
+	if err != nil {
+		return nil, err
+	}
+	al := alerting.New(eng, append(alertOpts,
 		alerting.WithOverall(false), // one alert per resource tells the story better
 		alerting.WithSink(alerting.SinkFunc(func(_ context.Context, a alerting.Alert) error {
 			mon.onAlert(a)
 			return nil
 		})),
-	)
+	)...)
 	if err := al.Err(); err != nil {
 		return nil, err
 	}
@@ -220,15 +225,3 @@ loop:
 	return mon, nil
 }
 
-// alertConfig reads the alerter's settings from the rules document's
-// "alerting" section; rules.json keeps its window and "for" short so the
-// alert fires within the run.
-func alertConfig(doc *rules.Document) alerting.Config {
-	c := alerting.Defaults()
-	if s := doc.Alerting; s != nil {
-		c.RejectionRatio, c.ResolveRatio = s.RejectionRatio, s.ResolveRatio
-		c.Window, c.For, c.Interval = s.Window, s.For, s.Interval
-		c.RepeatInterval, c.MinRequests = s.RepeatInterval, s.MinRequests
-	}
-	return c
-}
