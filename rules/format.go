@@ -48,6 +48,7 @@ type (
 		BandHigh  float64 `json:"bandHigh"`
 		MinFactor float64 `json:"minFactor"`
 		Period    string  `json:"period"`
+		CPUSource string  `json:"cpuSource"`
 	}
 	alertingJSON struct {
 		RejectionRatio float64 `json:"rejectionRatio"`
@@ -70,7 +71,7 @@ func (d *Document) Format() []byte {
 		out.Rules = append(out.Rules, formatRule(r))
 	}
 	if a := d.Adaptive; a != nil {
-		out.Adaptive = &adaptiveJSON{a.CPUTarget, a.BandLow, a.BandHigh, a.MinFactor, fmtDuration(a.Period)}
+		out.Adaptive = &adaptiveJSON{a.CPUTarget, a.BandLow, a.BandHigh, a.MinFactor, fmtDuration(a.Period), a.CPUSource}
 	}
 	if a := d.Alerting; a != nil {
 		out.Alerting = &alertingJSON{a.RejectionRatio, a.ResolveRatio, fmtDuration(a.Window), fmtDuration(a.For),

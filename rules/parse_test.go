@@ -45,7 +45,7 @@ func TestParseDesignDocument(t *testing.T) {
 	if got := doc.Rules(); !reflect.DeepEqual(got, want) {
 		t.Errorf("Rules() = %+v\nwant %+v", got, want)
 	}
-	wantA := &AdaptiveSection{CPUTarget: 0.8, BandLow: 0.7, BandHigh: 0.88, MinFactor: 0.1, Period: 250 * time.Millisecond}
+	wantA := &AdaptiveSection{CPUTarget: 0.8, BandLow: 0.7, BandHigh: 0.88, MinFactor: 0.1, Period: 250 * time.Millisecond, CPUSource: "auto"}
 	if !reflect.DeepEqual(doc.Adaptive, wantA) {
 		t.Errorf("Adaptive = %+v, want %+v", doc.Adaptive, wantA)
 	}
