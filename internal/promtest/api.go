@@ -5,9 +5,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"net/url"
 	"strconv"
+	"time"
 )
 
 // Sample is one series of an instant query's result.
@@ -158,4 +160,60 @@ func (s *Server) RuleHealth(ctx context.Context) (map[string]string, error) {
 		}
 	}
 	return out, nil
+}
+
+// QueryRange evaluates expr at every step from start to end and returns, per
+// series, its values (NaN where the expression had no number). A refused
+// expression is an error.
+func (s *Server) QueryRange(ctx context.Context, expr string, start, end time.Time, step time.Duration) ([]Series, error) {
+	q := url.Values{
+		"query": {expr},
+		"start": {strconv.FormatFloat(float64(start.UnixMilli())/1000, 'f', 3, 64)},
+		"end":   {strconv.FormatFloat(float64(end.UnixMilli())/1000, 'f', 3, 64)},
+		"step":  {strconv.FormatFloat(step.Seconds(), 'f', -1, 64)},
+	}
+	data, err := s.get(ctx, "/api/v1/query_range", q)
+	if err != nil {
+		return nil, err
+	}
+	var res struct {
+		Result []struct {
+			Metric map[string]string `json:"metric"`
+			Values [][2]any          `json:"values"`
+		} `json:"result"`
+	}
+	if err := json.Unmarshal(data, &res); err != nil {
+		return nil, err
+	}
+	out := make([]Series, 0, len(res.Result))
+	for _, r := range res.Result {
+		sr := Series{Labels: r.Metric}
+		for _, v := range r.Values {
+			f, err := number(v[1])
+			if err != nil {
+				return nil, err
+			}
+			sr.Values = append(sr.Values, f)
+		}
+		out = append(out, sr)
+	}
+	return out, nil
+}
+
+// Series is one series of a range query.
+type Series struct {
+	Labels map[string]string
+	Values []float64
+}
+
+// HasNumber reports whether any value of any series is a number (not NaN).
+func HasNumber(ss []Series) bool {
+	for _, s := range ss {
+		for _, v := range s.Values {
+			if !math.IsNaN(v) {
+				return true
+			}
+		}
+	}
+	return false
 }
