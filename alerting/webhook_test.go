@@ -357,13 +357,19 @@ func TestWebhookSinkHonoursRetryAfter(t *testing.T) {
 	var mu sync.Mutex
 	var posts []time.Time
 	answers := []func(w http.ResponseWriter){
-		func(w http.ResponseWriter) { w.Header().Set("Retry-After", "3"); w.WriteHeader(http.StatusTooManyRequests) },
+		func(w http.ResponseWriter) {
+			w.Header().Set("Retry-After", "3")
+			w.WriteHeader(http.StatusTooManyRequests)
+		},
 		func(w http.ResponseWriter) {
 			w.Header().Set("Retry-After", clk.Now().Add(4*time.Second).UTC().Format(http.TimeFormat))
 			w.WriteHeader(http.StatusServiceUnavailable)
 		},
 		func(w http.ResponseWriter) { w.WriteHeader(http.StatusOK) },
-		func(w http.ResponseWriter) { w.Header().Set("Retry-After", "3600"); w.WriteHeader(http.StatusTooManyRequests) },
+		func(w http.ResponseWriter) {
+			w.Header().Set("Retry-After", "3600")
+			w.WriteHeader(http.StatusTooManyRequests)
+		},
 	}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		_, _ = io.Copy(io.Discard, r.Body)

@@ -224,4 +224,3 @@ loop:
 	printSummary(cfg.out, mon, mon.sample(false), scraped)
 	return mon, nil
 }
-
