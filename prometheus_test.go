@@ -254,27 +254,16 @@ func drive(eng *flow.Engine, stop <-chan struct{}, wg *sync.WaitGroup) {
 	}()
 }
 
-// waitFiring polls Prometheus's alerts until name fires.
+// waitFiring waits until Prometheus fires the alert name.
 func waitFiring(t *testing.T, prom *promtest.Server, name string, limit time.Duration) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), limit)
 	defer cancel()
-	for {
-		as, err := prom.Alerts(ctx)
-		if err == nil {
-			for _, a := range as {
-				if a.Labels["alertname"] == name && a.State == "firing" {
-					t.Logf("%s firing (%v)", name, a.Labels)
-					return
-				}
-			}
-		}
-		select {
-		case <-ctx.Done():
-			t.Fatalf("%s did not fire within %v (alerts %+v, last error %v); prometheus log:\n%s", name, limit, as, err, prom.Log())
-		case <-time.After(250 * time.Millisecond): // polling an external evaluation
-		}
+	a, err := prom.WaitFiring(ctx, name)
+	if err != nil {
+		t.Fatalf("%v; prometheus log:\n%s", err, prom.Log())
 	}
+	t.Logf("%s firing (%v)", name, a.Labels)
 }
 
 // shortenAlertRules returns the shipped alert rules with 5m windows as 10s

@@ -59,23 +59,19 @@ func TestDemoInPrometheus(t *testing.T) {
 		_, err := run(ctx, func() {}, config{duration: 20 * time.Second, addr: addr, plain: true, out: &buf, workers: 64})
 		done <- result{buf.String(), err}
 	}()
-	fired := false
-	for !fired {
-		select {
-		case r := <-done:
-			t.Fatalf("the demo ended (err %v) before Prometheus fired the alert; prometheus log:\n%s\ndemo:\n%s", r.err, prom.Log(), r.out)
-		case <-time.After(500 * time.Millisecond): // polling an external evaluation
+	// Prometheus must fire before the demo ends.
+	fired := make(chan promtest.Alert, 1)
+	go func() {
+		if a, err := prom.WaitFiring(ctx, "FlowgateHighRejectionRatio"); err == nil {
+			fired <- a
 		}
-		as, err := prom.Alerts(ctx)
-		if err != nil {
-			continue
-		}
-		for _, a := range as {
-			if a.Labels["alertname"] == "FlowgateHighRejectionRatio" && a.State == "firing" {
-				t.Logf("firing for %s %v after the demo started", a.Labels["resource"], time.Since(began).Round(time.Second))
-				fired = true
-			}
-		}
+	}()
+	select {
+	case a := <-fired:
+		t.Logf("firing for %s %v after the demo started", a.Labels["resource"], time.Since(began).Round(time.Second))
+	case r := <-done:
+		cancel()
+		t.Fatalf("the demo ended (err %v) before Prometheus fired the alert; prometheus log:\n%s\ndemo:\n%s", r.err, prom.Log(), r.out)
 	}
 	if r := <-done; r.err != nil {
 		t.Fatalf("demo: %v\n%s", r.err, r.out)

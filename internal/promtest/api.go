@@ -217,3 +217,23 @@ func HasNumber(ss []Series) bool {
 	}
 	return false
 }
+
+// WaitFiring polls Alerts until an alert named name is firing and returns
+// it, or returns ctx's error (with the last answer) when ctx ends first.
+func (s *Server) WaitFiring(ctx context.Context, name string) (Alert, error) {
+	var last []Alert
+	var lastErr error
+	for {
+		last, lastErr = s.Alerts(ctx)
+		for _, a := range last {
+			if a.Labels["alertname"] == name && a.State == "firing" {
+				return a, nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return Alert{}, fmt.Errorf("%s not firing: %w (alerts %+v, last error %v)", name, ctx.Err(), last, lastErr)
+		case <-time.After(250 * time.Millisecond): // polling an external evaluation
+		}
+	}
+}
