@@ -177,3 +177,15 @@ func TestIdentityOnRequestContext(t *testing.T) {
 		t.Error("cancelling the request's context did not reach the handler's context")
 	}
 }
+
+// WithIdentityContext(false) leaves the request's context as it was.
+func TestIdentityContextOff(t *testing.T) {
+	var ok bool
+	h := Middleware(newEngine(t, clock.NewFake(epoch)), WithIdentityContext(false))(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, ok = IdentityFrom(r.Context())
+	}))
+	h.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest("GET", "/x", nil))
+	if ok {
+		t.Error("an identity on the context with WithIdentityContext(false)")
+	}
+}

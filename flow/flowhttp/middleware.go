@@ -75,8 +75,10 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		opts = append(opts, flow.WithIP(id.IP))
 	}
 	res := h.resource(r)
-	st.ctx.Context = ctx
-	r = r.WithContext(&st.ctx) // handlers read the identity with IdentityFrom
+	if !h.cf.noIdentity {
+		st.ctx.Context = ctx
+		r = r.WithContext(&st.ctx) // handlers read the identity with IdentityFrom
+	}
 	p, err := h.eng.Entry(res, opts...)
 	if err != nil {
 		h.refuse(w, r, err)
