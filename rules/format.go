@@ -26,13 +26,13 @@ type (
 		Resource   string       `json:"resource"`
 		Level      string       `json:"level"`
 		Algorithm  string       `json:"algorithm"`
-		Limit      float64      `json:"limit,omitempty"`
-		Window     string       `json:"window"`
+		Limit      float64      `json:"limit,omitempty"`  // not for circuit_breaker
+		Window     string       `json:"window,omitempty"` // not for concurrency
 		Burst      float64      `json:"burst,omitempty"`
 		Warmup     string       `json:"warmup,omitempty"`
 		ColdFactor float64      `json:"coldFactor,omitempty"`
 		Buckets    int          `json:"buckets,omitempty"`
-		MaxWait    string       `json:"maxWait,omitempty"`
+		MaxWait    string       `json:"maxWait,omitempty"` // not for concurrency or circuit_breaker
 		MaxKeys    int          `json:"maxKeys,omitempty"`
 		IdleTTL    string       `json:"idleTTL,omitempty"`
 		Adaptive   *bool        `json:"adaptive,omitempty"`
@@ -55,6 +55,7 @@ type (
 		BandHigh  float64 `json:"bandHigh"`
 		MinFactor float64 `json:"minFactor"`
 		Period    string  `json:"period"`
+		CPUSource string  `json:"cpuSource"`
 	}
 	alertingJSON struct {
 		RejectionRatio float64 `json:"rejectionRatio"`
@@ -77,7 +78,7 @@ func (d *Document) Format() []byte {
 		out.Rules = append(out.Rules, formatRule(r))
 	}
 	if a := d.Adaptive; a != nil {
-		out.Adaptive = &adaptiveJSON{a.CPUTarget, a.BandLow, a.BandHigh, a.MinFactor, fmtDuration(a.Period)}
+		out.Adaptive = &adaptiveJSON{a.CPUTarget, a.BandLow, a.BandHigh, a.MinFactor, fmtDuration(a.Period), a.CPUSource}
 	}
 	if a := d.Alerting; a != nil {
 		out.Alerting = &alertingJSON{a.RejectionRatio, a.ResolveRatio, fmtDuration(a.Window), fmtDuration(a.For),
@@ -108,6 +109,9 @@ func formatRule(r flow.Rule) ruleJSON {
 	} else {
 		adaptive := r.Adaptive
 		j.MaxWait, j.Adaptive = fmtDuration(r.MaxWait), &adaptive
+	}
+	if r.Algorithm == flow.AlgoConcurrency {
+		j.Window, j.MaxWait = "", "" // they do not apply; the parser refuses them
 	}
 	if r.Warmup != 0 {
 		j.Warmup = fmtDuration(r.Warmup)
