@@ -1,9 +1,10 @@
 # flowgate — the commands a newcomer and CI run. `make demo` needs nothing but Go;
-# `make test` installs what the tests need (redis-server, promtool) when it can.
+# `make test` installs what the tests need (redis-server, etcd, promtool) when it can.
 
 GO      ?= go
 PKGS    ?= ./...
 export FLOWGATE_REQUIRE_REDIS ?=
+export FLOWGATE_REQUIRE_ETCD ?=
 
 .PHONY: all demo test bench bench-peers lint deps vet fmt examples
 
@@ -13,10 +14,10 @@ all: lint test
 demo:
 	$(GO) run ./examples/demo
 
-## test: vet + race-enabled tests with a real redis-server (installed by deps when missing).
+## test: vet + race-enabled tests with a real redis-server and etcd (installed by deps when missing).
 test: deps
 	$(GO) vet $(PKGS)
-	FLOWGATE_REQUIRE_REDIS=1 $(GO) test -race -count=1 -timeout 20m $(PKGS)
+	FLOWGATE_REQUIRE_REDIS=1 FLOWGATE_REQUIRE_ETCD=1 $(GO) test -race -count=1 -timeout 20m $(PKGS)
 	@$(MAKE) --no-print-directory examples
 
 ## examples: build every example and run each short-lived one with a time limit.

@@ -1,13 +1,14 @@
 #!/bin/sh
 # Installs what flowgate's tests need when it is missing: redis-server (with
-# redis-cli) and, where the distribution has it, promtool. It uses apt-get when
-# we are root and says what to do otherwise. It never fails the build for
-# promtool, which only adds a check.
+# redis-cli), etcd (Debian's etcd-server) and, where the distribution has it,
+# promtool. It uses apt-get when we are root and says what to do otherwise.
+# It never fails the build for promtool, which only adds a check.
 set -u
 
 need=""
 command -v redis-server >/dev/null 2>&1 || need="$need redis-server"
 command -v redis-cli >/dev/null 2>&1 || need="$need redis-tools"
+command -v etcd >/dev/null 2>&1 || [ -x /usr/bin/etcd ] || need="$need etcd-server"
 command -v promtool >/dev/null 2>&1 || want_promtool=1
 
 if [ -z "$need" ] && [ -z "${want_promtool:-}" ]; then
@@ -16,8 +17,8 @@ fi
 
 if [ "$(id -u)" != "0" ] || ! command -v apt-get >/dev/null 2>&1; then
 	if [ -n "$need" ]; then
-		echo "flowgate: missing:$need. Install it (e.g. 'sudo apt-get install redis-server redis-tools')," >&2
-		echo "flowgate: or the Redis tests will fail under FLOWGATE_REQUIRE_REDIS=1." >&2
+		echo "flowgate: missing:$need. Install it (e.g. 'sudo apt-get install$need')," >&2
+		echo "flowgate: or the Redis and etcd tests will fail under FLOWGATE_REQUIRE_REDIS=1 / FLOWGATE_REQUIRE_ETCD=1." >&2
 	fi
 	exit 0
 fi
@@ -37,5 +38,8 @@ if [ -n "${want_promtool:-}" ]; then
 		echo "flowgate: promtool not installed (package prometheus); alert-rule checks will be skipped" >&2
 fi
 # A package install may start the service; our tests start their own servers.
-if command -v service >/dev/null 2>&1; then service redis-server stop >/dev/null 2>&1 || true; fi
+if command -v service >/dev/null 2>&1; then
+	service redis-server stop >/dev/null 2>&1 || true
+	service etcd stop >/dev/null 2>&1 || true
+fi
 exit 0
