@@ -87,6 +87,16 @@ func runRules(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprint(stderr, rulesHelp)
 		return exitUsage
 	}
+	// The file is checked before etcd is touched: a bad document never
+	// costs a connection, and fails the same with etcd down.
+	var doc *rules.Document
+	var data []byte
+	if wantFile {
+		var code int
+		if doc, data, code = readDocument(fs.Arg(0), stdin, stdout, stderr); doc == nil {
+			return code
+		}
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), f.timeout)
 	defer cancel()
 	cli, err := clientv3.New(clientv3.Config{
@@ -102,9 +112,9 @@ func runRules(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	case "get":
 		return rulesGet(ctx, cli, f, stdout, stderr)
 	case "push":
-		return rulesPush(ctx, cli, f, fs.Arg(0), stdin, stdout, stderr)
+		return rulesPush(ctx, cli, f, fs.Arg(0), doc, data, stdout, stderr)
 	default:
-		return rulesDiff(ctx, cli, f, fs.Arg(0), stdin, stdout, stderr)
+		return rulesDiff(ctx, cli, f, fs.Arg(0), doc, stdout, stderr)
 	}
 }
 
@@ -140,16 +150,23 @@ func rulesGet(ctx context.Context, cli *clientv3.Client, f rulesFlags, stdout, s
 	return exitOK
 }
 
-func rulesPush(ctx context.Context, cli *clientv3.Client, f rulesFlags, name string, stdin io.Reader, stdout, stderr io.Writer) int {
+// readDocument reads and validates the file to push or compare, printing
+// its problems as validate does; code is the exit code when doc is nil.
+func readDocument(name string, stdin io.Reader, stdout, stderr io.Writer) (doc *rules.Document, data []byte, code int) {
 	data, err := readInput(name, stdin)
 	if err != nil {
 		fmt.Fprintf(stderr, "%s: %v\n", name, err)
-		return exitUsage
+		return nil, nil, exitUsage
 	}
 	doc, ok := parseReporting(name, data, stdout)
 	if !ok {
-		return exitInvalid
+		return nil, nil, exitInvalid
 	}
+	return doc, data, exitOK
+}
+
+func rulesPush(ctx context.Context, cli *clientv3.Client, f rulesFlags, name string, doc *rules.Document, data []byte, stdout, stderr io.Writer) int {
+	var err error
 	var resp *clientv3.TxnResponse
 	if f.force {
 		var put *clientv3.PutResponse
@@ -192,16 +209,7 @@ func rulesPush(ctx context.Context, cli *clientv3.Client, f rulesFlags, name str
 	return exitFailed
 }
 
-func rulesDiff(ctx context.Context, cli *clientv3.Client, f rulesFlags, name string, stdin io.Reader, stdout, stderr io.Writer) int {
-	data, err := readInput(name, stdin)
-	if err != nil {
-		fmt.Fprintf(stderr, "%s: %v\n", name, err)
-		return exitUsage
-	}
-	next, ok := parseReporting(name, data, stdout)
-	if !ok {
-		return exitInvalid
-	}
+func rulesDiff(ctx context.Context, cli *clientv3.Client, f rulesFlags, name string, next *rules.Document, stdout, stderr io.Writer) int {
 	raw, rev, err := current(ctx, cli, f.key)
 	if err != nil {
 		fmt.Fprintf(stderr, "flowgate rules diff: etcd %s: %v\n", f.etcd, err)

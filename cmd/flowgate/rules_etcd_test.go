@@ -37,6 +37,9 @@ func TestRulesPushGetDiff(t *testing.T) {
 	if code != exitInvalid || code != vcode || out != vout {
 		t.Errorf("push of a bad file: exit %d, stdout\n%s\nwant validate's exit %d and stdout\n%s", code, out, vcode, vout)
 	}
+	if code, out, _ := runCLI(t, "", "rules", "push", "--etcd", "127.0.0.1:1", bad); code != exitInvalid || out != vout {
+		t.Errorf("push of a bad file with etcd unreachable: exit %d, stdout %q; want validate's answer", code, out)
+	}
 	if code, _, errOut := runCLI(t, "", cmd("get")...); code != exitFailed || !strings.Contains(errOut, "/svc/rules: not found") {
 		t.Errorf("get after a refused push: exit %d, stderr %q; want %d and not found", code, errOut, exitFailed)
 	}

@@ -12,16 +12,16 @@ func TestLocate(t *testing.T) {
 	found := func(p string) (string, error) { return "/x/" + p, nil }
 	env := func(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
 
-	if p, _, _ := locate(env(nil), found); p != "/x/etcd" {
+	if p, _, _ := etcdServer.Locate(env(nil), found); p != "/x/etcd" {
 		t.Errorf("PATH: got %q, want /x/etcd", p)
 	}
-	if _, reason, fatal := locate(env(nil), missing); fatal || reason != missingMessage {
+	if _, reason, fatal := etcdServer.Locate(env(nil), missing); fatal || reason != missingMessage {
 		t.Errorf("missing: got %q fatal=%v, want skip with %q", reason, fatal, missingMessage)
 	}
-	if _, _, fatal := locate(env(map[string]string{"FLOWGATE_REQUIRE_ETCD": "1"}), missing); !fatal {
+	if _, _, fatal := etcdServer.Locate(env(map[string]string{"FLOWGATE_REQUIRE_ETCD": "1"}), missing); !fatal {
 		t.Error("missing under FLOWGATE_REQUIRE_ETCD=1: got skip, want failure")
 	}
-	if _, _, fatal := locate(env(map[string]string{"ETCD_SERVER": "/nope"}), missing); !fatal {
+	if _, _, fatal := etcdServer.Locate(env(map[string]string{"ETCD_SERVER": "/nope"}), missing); !fatal {
 		t.Error("ETCD_SERVER naming a missing file: got skip, want failure")
 	}
 }

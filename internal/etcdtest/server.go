@@ -14,6 +14,8 @@ import (
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/flowgate/flowgate/internal/testbin"
 )
 
 // missingMessage is what a test says when etcd cannot be found.
@@ -47,7 +49,7 @@ type Server struct {
 // etcd is not installed (fails it if FLOWGATE_REQUIRE_ETCD=1).
 func Start(t testing.TB) *Server {
 	t.Helper()
-	s := &Server{t: t, bin: requireEtcd(t), dir: t.TempDir()}
+	s := &Server{t: t, bin: etcdServer.Find(t), dir: t.TempDir()}
 	t.Cleanup(s.cleanup)
 	var errs []error
 	for attempt := 1; attempt <= startAttempts; attempt++ {
@@ -200,36 +202,7 @@ func freePort() (int, error) {
 	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
-// requireEtcd returns the etcd path, or skips t (fails it when
-// FLOWGATE_REQUIRE_ETCD=1 or ETCD_SERVER names a missing file).
-func requireEtcd(t testing.TB) string {
-	t.Helper()
-	path, reason, fatal := locate(os.Getenv, exec.LookPath)
-	switch {
-	case path != "":
-		return path
-	case fatal:
-		t.Fatal(reason)
-	default:
-		t.Skip(reason)
-	}
-	return ""
-}
-
-// locate decides where etcd is, or why a test cannot run and whether that
-// must fail it. Environment and lookup are arguments so it is testable.
-func locate(getenv func(string) string, lookPath func(string) (string, error)) (path, reason string, fatal bool) {
-	if p := getenv("ETCD_SERVER"); p != "" {
-		found, err := lookPath(p)
-		if err != nil {
-			return "", "ETCD_SERVER=" + p + ": " + err.Error(), true
-		}
-		return found, "", false
-	}
-	for _, name := range []string{"etcd", "/usr/bin/etcd"} {
-		if found, err := lookPath(name); err == nil {
-			return found, "", false
-		}
-	}
-	return "", missingMessage, getenv("FLOWGATE_REQUIRE_ETCD") == "1"
-}
+// etcdServer is how tests find etcd: ETCD_SERVER, else PATH, else where
+// Debian's etcd-server puts it.
+var etcdServer = testbin.Binary{Override: "ETCD_SERVER", Names: []string{"etcd", "/usr/bin/etcd"},
+	Require: "FLOWGATE_REQUIRE_ETCD", Missing: missingMessage}
