@@ -243,3 +243,37 @@ func TestFallbackToFile(t *testing.T) {
 		t.Errorf("source in force = %q, want etcd", st.Source)
 	}
 }
+
+// TestLargeDocumentWhole: a document of 2000 rules arrives whole, in one
+// update, or not at all.
+func TestLargeDocumentWhole(t *testing.T) {
+	srv := etcdtest.Start(t)
+	c := srv.Client()
+	put(t, c, limitDoc(3))
+	r := startRig(t, New(srv.Client(), key, watchOnly...))
+	var b strings.Builder
+	b.WriteString(`{"rules": [`)
+	const n = 2000
+	for i := range n {
+		if i > 0 {
+			b.WriteString(",\n")
+		}
+		fmt.Fprintf(&b, `{"id": "r%d", "resource": "res%d", "level": "user", "algorithm": "token_bucket", "limit": %d, "burst": 40, "idleTTL": "5m"}`, i, i, i+1)
+	}
+	b.WriteString("]}")
+	big, err := rules.Parse([]byte(b.String()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	put(t, c, b.String())
+	ev := r.waitFor("the large document", func(ev rules.Event) bool { return ev.Version == big.Version() })
+	if ev.Err != nil {
+		t.Fatal(ev.Err)
+	}
+	if got := len(ev.Doc.Rules()); got != n {
+		t.Fatalf("applied %d rules, want all %d in one update", got, n)
+	}
+	if got := len(r.eng.Rules()); got != n {
+		t.Errorf("engine has %d rules, want %d", got, n)
+	}
+}
