@@ -204,3 +204,53 @@ func TestPushToAppliedOnThreeEngines(t *testing.T) {
 	}
 	report("after a restart", measure(5, 100))
 }
+
+// TestConcurrentPushes: two people push at once, 25 times each. Every push
+// either writes (and is counted in the key's version) or is refused with
+// exit 3 and writes nothing.
+func TestConcurrentPushes(t *testing.T) {
+	srv := etcdtest.Start(t)
+	dir := t.TempDir()
+	const key = "/race/rules"
+	var files [2][]string
+	for w := range 2 {
+		for i := range 25 {
+			files[w] = append(files[w], writeFile(t, dir, fmt.Sprintf("w%d-%d.json", w, i), limitRule(1000*(w+1)+i)))
+		}
+	}
+	results := make(chan int, 50)
+	done := make(chan struct{})
+	for w := range 2 {
+		go func() {
+			defer func() { done <- struct{}{} }()
+			for _, f := range files[w] {
+				code, _, _ := runCLI(t, "", "rules", "push", "--etcd", srv.Endpoint, "--key", key, f)
+				results <- code
+			}
+		}()
+	}
+	<-done
+	<-done
+	close(results)
+	wrote, refused := 0, 0
+	for code := range results {
+		switch code {
+		case exitOK:
+			wrote++
+		case exitFailed:
+			refused++
+		default:
+			t.Errorf("push exit %d, want 0 or 3", code)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	resp, err := srv.Client().Get(ctx, key)
+	if err != nil || len(resp.Kvs) != 1 {
+		t.Fatalf("get: %v %v", resp, err)
+	}
+	if got := resp.Kvs[0].Version; got != int64(wrote) {
+		t.Errorf("the key was written %d times, but %d pushes reported success (%d refused)", got, wrote, refused)
+	}
+	t.Logf("2 concurrent pushers, 50 pushes: %d written, %d refused by the compare-and-swap", wrote, refused)
+}
