@@ -23,7 +23,7 @@ func TestDiff(t *testing.T) {
 	next := mustParse(t, `{"rules": [
   {"id": "c", "resource": "r", "algorithm": "sliding_log", "limit": 1},
   {"id": "a", "resource": "r", "algorithm": "fixed_window", "limit": 20, "window": "1m"},
-  {"resource": "s", "algorithm": "concurrency", "limit": 3, "window": "1s"}
+  {"resource": "s", "level": "global", "algorithm": "concurrency", "limit": 3}
 ], "adaptive": {"cpuTarget": 0.7}}`)
 	var got []string
 	for _, c := range Diff(cur, next) {
