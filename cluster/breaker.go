@@ -41,26 +41,43 @@ func (b *breaker) allow(now int64) bool {
 	}
 }
 
-// success closes a half-open breaker (its probe came back). An open one
-// stays open: no call is let through while open, so a success then is a
-// call admitted before it opened that finished late, and says nothing
-// about Redis now (a reply read after the kill, say).
-func (b *breaker) success() {
+// success closes a half-open breaker (its probe came back) and reports
+// whether it did. An open one stays open: no call is let through while
+// open, so a success then is a call admitted before it opened that
+// finished late, and says nothing about Redis now (a reply read after the
+// kill, say).
+func (b *breaker) success() bool {
 	if b.failures.Load() != 0 {
 		b.failures.Store(0)
 	}
-	if b.state.Load() == breakerHalfOpen {
-		b.state.CompareAndSwap(breakerHalfOpen, breakerClosed)
-	}
+	return b.state.Load() == breakerHalfOpen && b.state.CompareAndSwap(breakerHalfOpen, breakerClosed)
 }
 
-func (b *breaker) failure(now int64) {
+// failure counts a failed call and reports whether it opened the breaker
+// (a closed one at the threshold; a failed half-open probe reopens it
+// without a new report).
+func (b *breaker) failure(now int64) bool {
 	n := b.failures.Add(1)
-	// A failed probe reopens at once; a closed breaker opens at the
-	// threshold (the store of openedAt before state lets allow read it).
-	if b.state.Load() == breakerHalfOpen || n >= b.threshold {
+	// The store of openedAt before state lets allow read it.
+	if st := b.state.Load(); st == breakerHalfOpen || (st == breakerClosed && n >= b.threshold) {
 		b.openedAt.Store(now)
-		b.state.Store(breakerOpen)
+		return b.state.Swap(breakerOpen) == breakerClosed
+	}
+	return false
+}
+
+// close closes the breaker from any state (the prober saw Redis answer and
+// loaded the scripts) and reports whether it was open.
+func (b *breaker) close() bool {
+	for {
+		st := b.state.Load()
+		if st == breakerClosed {
+			return false
+		}
+		if b.state.CompareAndSwap(st, breakerClosed) {
+			b.failures.Store(0)
+			return true
+		}
 	}
 }
 
