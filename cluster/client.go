@@ -105,7 +105,9 @@ func safeOptions(ctxTimeout *bool, maxRetries, dialerRetries *int, poolTimeout *
 }
 
 // clientBox holds the current client; the prober may swap in a fresh one.
-type clientBox struct{ p atomic.Pointer[redis.UniversalClient] }
+type clientBox struct {
+	p atomic.Pointer[redis.UniversalClient]
+}
 
 func (b *clientBox) get() redis.UniversalClient { return *b.p.Load() }
 

@@ -21,8 +21,8 @@ import (
 // Entry and level, atomic over all the rules of that level and key. It is
 // safe for concurrent use; Close stops its background loop.
 type RedisTokenServer struct {
-	conn *conn      // the client as built (see ownClient)
-	box  clientBox  // the client in use: conn's, or a fresh one the prober built
+	conn *conn     // the client as built (see ownClient)
+	box  clientBox // the client in use: conn's, or a fresh one the prober built
 	cf   config
 
 	seq       atomic.Uint64
