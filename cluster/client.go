@@ -69,6 +69,10 @@ func ownClient(rdb redis.UniversalClient, timeout time.Duration) (*conn, error) 
 			return &conn{rdb: c, needDone: true}, nil
 		}
 		safeOptions(&o.ContextTimeoutEnabled, &o.MaxRetries, &o.DialerRetries, &o.PoolTimeout, timeout)
+		// The user's client wrote its push-notification processor into
+		// its options; a second client must have its own (one handler per
+		// notification, so a shared one fails to register).
+		o.PushNotificationProcessor = nil
 		build := func() redis.UniversalClient { oo := o; return redis.NewClient(&oo) }
 		dialer, network, addr := o.Dialer, o.Network, o.Addr
 		return &conn{rdb: build(), owned: true, rebuild: build, dial: func(ctx context.Context) error {

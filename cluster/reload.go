@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"sync"
 	"time"
 
@@ -170,11 +171,19 @@ func (s *RedisTokenServer) probe() error {
 	ctx, cancel := context.WithTimeout(s.bg, s.loadBudget())
 	defer cancel()
 	rdb := s.client()
+	if s.conn.dial != nil {
+		// A raw dial first: it tells a dead Redis without a go-redis log
+		// line per probe.
+		if err := s.conn.dial(ctx); err != nil {
+			return err
+		}
+	}
 	if _, err := do(ctx, rdb, "ping"); err != nil {
 		// go-redis's pool, after PoolSize failed dials, fails every call
-		// until its own re-dial, once a second, succeeds. When Redis takes
-		// a raw dial, a fresh client is back at once.
-		if s.conn.dial == nil || s.conn.dial(ctx) != nil {
+		// with the last dial error until its own re-dial, once a second,
+		// succeeds. Redis took our dial: a fresh client is back at once.
+		var oe *net.OpError
+		if s.conn.rebuild == nil || !errors.As(err, &oe) || oe.Op != "dial" {
 			return err
 		}
 		fresh := s.conn.rebuild()
