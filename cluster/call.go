@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 	"errors"
+	"net"
 	"strconv"
 	"strings"
 	"time"
@@ -53,7 +54,7 @@ func (s *RedisTokenServer) call(ctx context.Context, main int, p *plan, key stri
 			// The caller gave up (not our timeout): says nothing about Redis.
 			return reply{}, unavailable("redis", err)
 		}
-		if s.br.failure(end) {
+		if s.br.failure(end, timedOut(err)) {
 			s.logBreaker("cluster: Redis unavailable; breaker open, calls use their rules' fallback", err)
 		}
 		return reply{}, unavailable("redis", err)
@@ -173,4 +174,11 @@ func scriptError(err error) bool {
 	}
 	msg := re.Error()
 	return strings.HasPrefix(msg, "ERR ") || strings.HasPrefix(msg, "WRONGTYPE")
+}
+
+// timedOut reports an error of a call that ran out of time (as opposed to
+// a refused connection or a closed socket).
+func timedOut(err error) bool {
+	var ne net.Error
+	return errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &ne) && ne.Timeout())
 }

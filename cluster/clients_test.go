@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/flowgate/flowgate/clock"
 	"github.com/flowgate/flowgate/flow"
 	"github.com/flowgate/flowgate/internal/redistest"
 	"github.com/redis/go-redis/v9"
@@ -124,7 +123,7 @@ func TestClientKindsBoundedWhenPaused(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			defer c.rdb.Close()
-			ts := realServer(t, c.rdb, WithClock(clock.NewFake(t0)), WithHeartbeat(0, 0)) // the breaker stays open once open
+			ts := realServer(t, c.rdb, WithHeartbeat(0, 0))
 			r := crule("r", uniq("paused"), flow.AlgoFixedWindow, 1e6, time.Hour)
 			r.Cluster.Fallback = "allow"
 			e := realEngine(t, ts, r)

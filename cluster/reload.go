@@ -65,7 +65,14 @@ func (s *RedisTokenServer) eval(ctx context.Context, sc *script, args []any) (an
 	if err := s.awaitLoad(ctx, sc); err != nil {
 		return nil, err
 	}
-	return sc.evalsha(ctx, rdb, args)
+	v, err = sc.evalsha(ctx, rdb, args)
+	var re redis.Error
+	if err != nil && !errors.As(err, &re) {
+		// Out of time after the wait: Redis answered this call a moment
+		// ago, so this says nothing against it.
+		err = fmt.Errorf("%w: %w", errScriptLoading, err)
+	}
+	return v, err
 }
 
 // awaitLoad waits, until ctx's deadline, for sc to be loaded.

@@ -89,7 +89,7 @@ func NewRedisTokenServer(rdb redis.UniversalClient, opts ...Option) (*RedisToken
 	s.box.set(c.rdb)
 	s.bg, s.bgCancel = context.WithCancel(context.Background())
 	s.instances.Store(1)
-	s.br.init(cf.failures, int64(cf.openFor))
+	s.br.init(cf.failures, int64(cf.openFor), int64(cf.timeout))
 	s.held.init()
 	if cf.leasing != nil {
 		s.leases = newLeaseTable(s, *cf.leasing)
