@@ -5,7 +5,7 @@ GO      ?= go
 PKGS    ?= ./...
 export FLOWGATE_REQUIRE_REDIS ?=
 
-.PHONY: all demo test bench bench-peers lint deps vet fmt examples
+.PHONY: all demo test soak bench bench-peers lint deps vet fmt examples
 
 all: lint test
 
@@ -18,6 +18,11 @@ test: deps
 	$(GO) vet $(PKGS)
 	FLOWGATE_REQUIRE_REDIS=1 $(GO) test -race -count=1 -timeout 20m $(PKGS)
 	@$(MAKE) --no-print-directory examples
+
+## soak: the cluster chaos soak, 60 s per policy x algorithm (6 min), with its figures
+## (make test runs a 4 s version of each).
+soak: deps
+	FLOWGATE_REQUIRE_REDIS=1 FLOWGATE_SOAK=$${FLOWGATE_SOAK:-60s} $(GO) test -race -count=1 -timeout 30m -run '^TestChaosSoak$$' -v ./cluster/ | grep -v '^redis: '
 
 ## examples: build every example and run each short-lived one with a time limit.
 examples:
