@@ -2,7 +2,9 @@ package flow
 
 import (
 	"bytes"
+	"context"
 	"errors"
+	"io"
 	"log/slog"
 	"strings"
 	"testing"
@@ -68,3 +70,30 @@ func TestClusterQuotaFromTightestRule(t *testing.T) {
 		t.Errorf("quota %+v (%v), want rule tight, limit 10, remaining 3", q, ok)
 	}
 }
+
+// BenchmarkClusterFallbackLocal is a call decided by the local fallback
+// while the token server is down, from every P: no lock, no log line.
+func BenchmarkClusterFallbackLocal(b *testing.B) {
+	e := NewEngine(WithTokenServer(downServer{}), WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))))
+	if err := e.LoadRules([]Rule{cfw("c", LevelGlobal, 1e12, "global", "local")}); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			if p, err := e.Entry("r"); err == nil {
+				p.Exit()
+			}
+		}
+	})
+}
+
+// downServer is a token server that is always unavailable, and records
+// nothing (so a benchmark measures the engine).
+type downServer struct{}
+
+func (downServer) Acquire(context.Context, TokenRequest) (TokenResult, error) {
+	return TokenResult{}, ErrTokenServerUnavailable
+}
+func (downServer) Release(context.Context, TokenRequest, TokenResult) error { return nil }
+func (downServer) Instances() int                                           { return 4 }
