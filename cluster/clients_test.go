@@ -127,15 +127,7 @@ func TestClientKindsBoundedWhenPaused(t *testing.T) {
 			r := crule("r", uniq("paused"), flow.AlgoFixedWindow, 1e6, time.Hour)
 			r.Cluster.Fallback = "allow"
 			e := realEngine(t, ts, r)
-			call := func() time.Duration {
-				start := time.Now()
-				p, err := e.Entry(r.Resource)
-				if err != nil {
-					t.Fatalf("allow fallback: %v", err)
-				}
-				p.Exit()
-				return time.Since(start)
-			}
+			call := func() time.Duration { return allowedEntry(t, e, r.Resource) }
 			call()
 			if ts.Stats().Passed != 1 {
 				t.Fatalf("healthy call not decided by Redis: %+v", ts.Stats())
@@ -207,4 +199,16 @@ func TestOwnClientClosedNotUsers(t *testing.T) {
 	if err := own.Ping(context.Background()).Err(); err == nil {
 		t.Error("server's own client still open after Close")
 	}
+}
+
+// allowedEntry times one call of an "allow" rule, which must pass.
+func allowedEntry(t *testing.T, e *flow.Engine, res string) time.Duration {
+	t.Helper()
+	start := time.Now()
+	p, err := e.Entry(res)
+	if err != nil {
+		t.Fatalf("allow fallback: %v", err)
+	}
+	p.Exit()
+	return time.Since(start)
 }

@@ -35,6 +35,7 @@ const (
 type soakCall struct {
 	start     int64 // unix ns
 	took      time.Duration
+	yield     time.Duration // a runtime.Gosched right after: the scheduler's share of took
 	admitted  bool
 	fromRedis bool
 }
@@ -48,6 +49,7 @@ type soakFault struct {
 type soakFigures struct {
 	calls                 int
 	maxLat, p999          time.Duration
+	yieldMax, yieldP999   time.Duration // the same for a bare Gosched: what the machine adds
 	worstHealthy, healthy int // admitted in the worst healthy second; healthy seconds
 	worstOutage, outages  int
 	policyViolations      int
@@ -91,6 +93,7 @@ func TestChaosSoak(t *testing.T) {
 			f := soakRun(t, srv, admin, algo, policy, d, &faultN)
 			t.Logf("%-19s calls %6d  latency max %7v p99.9 %7v  worst healthy second %3d/%d (of %d)  worst outage second %3d (of %d)  goroutines %d -> %d  straddling %d",
 				name, f.calls, f.maxLat.Round(100*time.Microsecond), f.p999.Round(100*time.Microsecond), f.worstHealthy, soakLimit, f.healthy, f.worstOutage, f.outages, f.goroutinesBefore, f.goroutinesAfter, f.straddling)
+			t.Logf("%-19s   a bare runtime.Gosched in the same goroutines: max %v p99.9 %v", name, f.yieldMax.Round(100*time.Microsecond), f.yieldP999.Round(100*time.Microsecond))
 			for _, kind := range []string{"kill+restart", "pause 1.5s", "SCRIPT FLUSH", "FLUSHALL"} {
 				if r := f.recovery[kind]; len(r) > 0 {
 					t.Logf("%-19s   recovery after %-12s %v", name, kind, roundAll(r))
@@ -203,6 +206,9 @@ func soakRun(t *testing.T, srv *redistest.Server, admin *redis.Client, algo flow
 					} else if !errors.Is(err, flow.ErrBlocked) {
 						t.Errorf("entry: %v", err)
 					}
+					y := time.Now()
+					runtime.Gosched()
+					c.yield = time.Since(y)
 					mine = append(mine, c)
 					time.Sleep(soakGap)
 				}
@@ -270,9 +276,10 @@ func soakAnalyse(f *soakFigures, calls []soakCall, faults []soakFault, policy st
 	slices.SortFunc(calls, func(a, b soakCall) int { return int(a.start - b.start) })
 	f.calls = len(calls)
 	lats := make([]time.Duration, len(calls))
+	yields := make([]time.Duration, len(calls))
 	perSec := map[int64]*[3]int{} // admitted, calls not from Redis, calls
 	for i, c := range calls {
-		lats[i] = c.took
+		lats[i], yields[i] = c.took, c.yield
 		s := c.start / 1e9
 		b := perSec[s]
 		if b == nil {
@@ -296,9 +303,10 @@ func soakAnalyse(f *soakFigures, calls []soakCall, faults []soakFault, policy st
 		}
 	}
 	slices.Sort(lats)
+	slices.Sort(yields)
 	if len(lats) > 0 {
-		f.maxLat = lats[len(lats)-1]
-		f.p999 = lats[min(len(lats)-1, len(lats)*999/1000)]
+		f.maxLat, f.p999 = lats[len(lats)-1], lats[min(len(lats)-1, len(lats)*999/1000)]
+		f.yieldMax, f.yieldP999 = yields[len(yields)-1], yields[min(len(yields)-1, len(yields)*999/1000)]
 	}
 	first, last := calls[0].start/1e9, calls[len(calls)-1].start/1e9
 	// A second a fault touched: from its start to its end, and the second
