@@ -52,6 +52,7 @@ type soakFigures struct {
 	yieldMax, yieldP999   time.Duration // the same for a bare Gosched: what the machine adds
 	worstHealthy, healthy int // admitted in the worst healthy second; healthy seconds
 	worstOutage, outages  int
+	worstWiped            int // admitted in the worst second a FLUSHALL struck (counters lost: up to 2x, plus any fallback)
 	policyViolations      int
 	recovery              map[string][]time.Duration
 	goroutinesBefore      int
@@ -91,8 +92,8 @@ func TestChaosSoak(t *testing.T) {
 		for _, policy := range []string{"deny", "allow", "local"} {
 			name := fmt.Sprintf("%s/%s", policy, algo)
 			f := soakRun(t, srv, admin, algo, policy, d, &faultN)
-			t.Logf("%-19s calls %6d  latency max %7v p99.9 %7v  worst healthy second %3d/%d (of %d)  worst outage second %3d (of %d)  goroutines %d -> %d  straddling %d",
-				name, f.calls, f.maxLat.Round(100*time.Microsecond), f.p999.Round(100*time.Microsecond), f.worstHealthy, soakLimit, f.healthy, f.worstOutage, f.outages, f.goroutinesBefore, f.goroutinesAfter, f.straddling)
+			t.Logf("%-19s calls %6d  latency max %7v p99.9 %7v  worst healthy second %3d/%d (of %d)  worst outage second %3d (of %d)  worst FLUSHALL second %3d  goroutines %d -> %d  straddling %d",
+				name, f.calls, f.maxLat.Round(100*time.Microsecond), f.p999.Round(100*time.Microsecond), f.worstHealthy, soakLimit, f.healthy, f.worstOutage, f.outages, f.worstWiped, f.goroutinesBefore, f.goroutinesAfter, f.straddling)
 			t.Logf("%-19s   a bare runtime.Gosched in the same goroutines: max %v p99.9 %v", name, f.yieldMax.Round(100*time.Microsecond), f.yieldP999.Round(100*time.Microsecond))
 			for _, kind := range []string{"kill+restart", "pause 1.5s", "SCRIPT FLUSH", "FLUSHALL"} {
 				if r := f.recovery[kind]; len(r) > 0 {
@@ -323,11 +324,21 @@ func soakAnalyse(f *soakFigures, calls []soakCall, faults []soakFault, policy st
 		}
 		return false
 	}
+	wiped := func(s int64) bool {
+		for _, fl := range faults {
+			if fl.kind == "FLUSHALL" && (fl.at.Unix() == s || fl.back.Unix() == s) {
+				return true
+			}
+		}
+		return false
+	}
 	for s, b := range perSec {
 		if s == first || s == last { // partial seconds
 			continue
 		}
 		switch {
+		case wiped(s):
+			f.worstWiped = max(f.worstWiped, b[0])
 		case b[1] > 0:
 			f.outages++
 			f.worstOutage = max(f.worstOutage, b[0])
