@@ -68,6 +68,12 @@ func TestRecoveryAfterRestartsAndPauses(t *testing.T) {
 	e := realEngine(t, ts, r)
 	stop := tightLoop(e, r.Resource, 4)
 	defer stop()
+	// 1s is the promise; under the race detector, on two shared cores,
+	// the process runs several times slower, and the bound with it.
+	bound := time.Second
+	if raceEnabled {
+		bound = 3 * time.Second
+	}
 	var worst [2]time.Duration
 	for i := range 20 {
 		kind := i % 2 // 0 restart, 1 pause
@@ -88,11 +94,11 @@ func TestRecoveryAfterRestartsAndPauses(t *testing.T) {
 			srv.Resume()
 		}
 		back := time.Now()
-		d := untilDecided(ts, back, 3*time.Second)
+		d := untilDecided(ts, back, bound+time.Second)
 		worst[kind] = max(worst[kind], d)
-		if d >= time.Second {
-			t.Errorf("fault %d (%s): decisions from Redis again after %v, want < 1s (stats %+v, decided %d before)",
-				i, []string{"restart", "pause"}[kind], d, ts.Stats(), before)
+		if d >= bound {
+			t.Errorf("fault %d (%s): decisions from Redis again after %v, want < %v (stats %+v, decided %d before)",
+				i, []string{"restart", "pause"}[kind], d, bound, ts.Stats(), before)
 		}
 	}
 	t.Logf("recovery, worst of 10 each: restart %v, pause %v", worst[0], worst[1])
@@ -107,7 +113,9 @@ func TestScriptFlushNoStorm(t *testing.T) {
 	var servers []*RedisTokenServer
 	var stops []func()
 	for range 4 {
-		ts := realServer(t, redis.NewClient(&redis.Options{Addr: srv.Addr}))
+		// A generous timeout: on loaded cores 20ms calls time out on CPU
+		// alone; the storm is what is under test (counted below).
+		ts := realServer(t, redis.NewClient(&redis.Options{Addr: srv.Addr}), WithTimeout(time.Second))
 		r := crule("r", res, flow.AlgoFixedWindow, 1e9, time.Hour)
 		servers = append(servers, ts)
 		// Paced: 32 callers in a tight loop on two shared cores time out
