@@ -50,7 +50,7 @@ type soakFigures struct {
 	calls                 int
 	maxLat, p999          time.Duration
 	yieldMax, yieldP999   time.Duration // the same for a bare Gosched: what the machine adds
-	worstHealthy, healthy int // admitted in the worst healthy second; healthy seconds
+	worstHealthy, healthy int           // admitted in the worst healthy second; healthy seconds
 	worstOutage, outages  int
 	worstWiped            int // admitted in the worst second a FLUSHALL struck (counters lost: up to 2x, plus any fallback)
 	policyViolations      int
