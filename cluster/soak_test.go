@@ -58,6 +58,7 @@ type soakFigures struct {
 	goroutinesBefore      int
 	goroutinesAfter       int
 	straddling            int // admitted calls that spanned a second's end (not counted per second)
+	slowWhere             map[string]int // calls over timeout+30ms, by the fault they overlapped ("" none)
 }
 
 func soakDuration(t *testing.T) time.Duration {
@@ -94,7 +95,7 @@ func TestChaosSoak(t *testing.T) {
 			f := soakRun(t, srv, admin, algo, policy, d, &faultN)
 			t.Logf("%-19s calls %6d  latency max %7v p99.9 %7v  worst healthy second %3d/%d (of %d)  worst outage second %3d (of %d)  worst FLUSHALL second %3d  goroutines %d -> %d  straddling %d",
 				name, f.calls, f.maxLat.Round(100*time.Microsecond), f.p999.Round(100*time.Microsecond), f.worstHealthy, soakLimit, f.healthy, f.worstOutage, f.outages, f.worstWiped, f.goroutinesBefore, f.goroutinesAfter, f.straddling)
-			t.Logf("%-19s   a bare runtime.Gosched in the same goroutines: max %v p99.9 %v", name, f.yieldMax.Round(100*time.Microsecond), f.yieldP999.Round(100*time.Microsecond))
+			t.Logf("%-19s   a bare runtime.Gosched in the same goroutines: max %v p99.9 %v; calls over 50ms by fault: %v", name, f.yieldMax.Round(100*time.Microsecond), f.yieldP999.Round(100*time.Microsecond), f.slowWhere)
 			for _, kind := range []string{"kill+restart", "pause 1.5s", "SCRIPT FLUSH", "FLUSHALL"} {
 				if r := f.recovery[kind]; len(r) > 0 {
 					t.Logf("%-19s   recovery after %-12s %v", name, kind, roundAll(r))
@@ -319,6 +320,19 @@ func soakAnalyse(f *soakFigures, calls []soakCall, faults []soakFault, policy st
 				f.policyViolations++
 			}
 		}
+	}
+	f.slowWhere = map[string]int{}
+	for _, c := range calls {
+		if c.took <= 50*time.Millisecond {
+			continue
+		}
+		where := "no fault"
+		for _, fl := range faults {
+			if c.start+int64(c.took) >= fl.at.UnixNano() && c.start <= fl.back.UnixNano()+int64(time.Second) {
+				where = fl.kind + " (or 1s after)"
+			}
+		}
+		f.slowWhere[where]++
 	}
 	slices.Sort(lats)
 	slices.Sort(yields)
