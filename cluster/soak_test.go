@@ -57,7 +57,7 @@ type soakFigures struct {
 	recovery              map[string][]time.Duration
 	goroutinesBefore      int
 	goroutinesAfter       int
-	straddling            int // admitted calls that spanned a second's end (not counted per second)
+	straddling            int            // admitted calls that spanned a second's end (not counted per second)
 	slowWhere             map[string]int // calls over timeout+30ms, by the fault they overlapped ("" none)
 }
 
