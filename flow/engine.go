@@ -37,6 +37,7 @@ type Engine struct {
 type clusterCounters struct {
 	passed, blocked, errors  atomic.Uint64
 	fbLocal, fbAllow, fbDeny atomic.Uint64
+	outage                   outageLog
 }
 
 // NewEngine returns an engine with no rules: every call passes until

@@ -103,14 +103,28 @@ type bucketProto struct {
 
 // recompute sets the effective limit from the factor and the instance count.
 func (cr *compiledRule) recompute(factor float64, instances int) {
+	// The local cluster fallback calls this per call: when the limit
+	// would not change, return without the lock.
+	if instances > 0 && math.Float64bits(cr.limitFor(factor, instances)) == cr.limitBits.Load() {
+		return
+	}
 	cr.mu.Lock()
 	defer cr.mu.Unlock()
 	if instances > 0 {
 		cr.instances = instances
 	}
+	l := cr.limitFor(factor, cr.instances)
+	if math.Float64bits(l) != cr.limitBits.Load() {
+		cr.limitBits.Store(math.Float64bits(l))
+		cr.gen.Add(1)
+	}
+}
+
+// limitFor is the effective limit at factor and an instance count.
+func (cr *compiledRule) limitFor(factor float64, instances int) float64 {
 	l := cr.rule.Limit
-	if cr.cluster && cr.rule.Cluster.Threshold == "global" && cr.instances > 1 {
-		l /= float64(cr.instances)
+	if cr.cluster && cr.rule.Cluster.Threshold == "global" && instances > 1 {
+		l /= float64(instances)
 	}
 	if cr.rule.Adaptive {
 		l *= factor
@@ -118,10 +132,7 @@ func (cr *compiledRule) recompute(factor float64, instances int) {
 	if cr.rule.Algorithm == AlgoConcurrency {
 		l = math.Max(1, math.Floor(l)) // a scaled cap stays a whole number >= 1
 	}
-	if math.Float64bits(l) != cr.limitBits.Load() {
-		cr.limitBits.Store(math.Float64bits(l))
-		cr.gen.Add(1)
-	}
+	return l
 }
 
 // limiterFor returns the limiter for key ("" at the global level).
