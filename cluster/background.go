@@ -25,7 +25,7 @@ func (s *RedisTokenServer) beat(ctx context.Context, join bool) (int, error) {
 	if !join {
 		j = "0"
 	}
-	v, err := s.eval(ctx, heartbeatScript, []any{nil, nil, "1", s.heartbeatKey(), s.cf.id, s.cf.beatTTL.Microseconds(), j})
+	v, err := s.eval(ctx, heartbeatScript(), []any{nil, nil, "1", s.heartbeatKey(), s.cf.id, s.cf.beatTTL.Microseconds(), j})
 	if err != nil {
 		return 0, err
 	}
@@ -169,7 +169,7 @@ func (s *RedisTokenServer) renew(ctx context.Context) error {
 	var errs []error
 	for k, pairs := range byKey {
 		args := append([]any{nil, nil, "1", k, s.cf.concTTL.Microseconds()}, pairs...)
-		v, err := s.eval(ctx, renewScript, args)
+		v, err := s.eval(ctx, renewScript(), args)
 		counts, ok := v.([]any)
 		if err != nil || !ok || len(counts) != len(pairs)/2 {
 			if err == nil {

@@ -25,10 +25,10 @@ func (s *RedisTokenServer) call(ctx context.Context, main int, p *plan, key stri
 	if only != nil {
 		mask = p.concMask
 	}
-	sc := scriptFor(main, mask)
 	if main == mainAcquire && p.n == 1 {
-		sc = singleAcquire[p.code1]
+		main, mask = mainAcquire1, 1<<(p.code1-1)
 	}
+	sc := scriptFor(main, mask)
 	ap := s.args(p, key, nonce, tokens, only)
 	cctx, cancel := s.withTimeout(ctx)
 	v, err := s.eval(cctx, sc, *ap)

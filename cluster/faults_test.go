@@ -160,7 +160,7 @@ func TestRedisRestartedRecoversThroughNOSCRIPT(t *testing.T) {
 	}
 	srv.Restart()
 	ctx := context.Background()
-	sha := singleAcquire[algoCode[flow.AlgoSlidingLog]].sha // one rule: the one-rule script
+	sha := scriptFor(mainAcquire1, 1<<(6-1)).sha // one rule: the one-rule script
 	if ok, err := srv.Client().ScriptExists(ctx, sha).Result(); err != nil || ok[0] {
 		t.Fatalf("script cache after restart: %v %v, want empty", ok, err)
 	}

@@ -201,7 +201,7 @@ func (s *RedisTokenServer) probe() error {
 			return err
 		}
 	}
-	for _, sc := range allScripts() {
+	for _, sc := range builtScripts() {
 		if !sc.used.Load() {
 			continue
 		}
