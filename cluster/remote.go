@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/flowgate/flowgate/clock"
+	"github.com/flowgate/flowgate/cluster/internal/wire"
 	"github.com/flowgate/flowgate/cluster/tokenpb"
 	"github.com/flowgate/flowgate/flow"
 	"github.com/flowgate/flowgate/metrics"
@@ -309,7 +310,7 @@ func (s *RemoteTokenServer) pick(now int64) (*remoteReplica, int) {
 // set.
 func (s *RemoteTokenServer) request(req *flow.TokenRequest) *tokenpb.AcquireRequest {
 	w := s.wireRules(req.Rules)
-	in := &tokenpb.AcquireRequest{Namespace: s.cf.namespace, Resource: req.Resource, Level: tokenpb.FromLevel(req.Level),
+	in := &tokenpb.AcquireRequest{Namespace: s.cf.namespace, Resource: req.Resource, Level: wire.FromLevel(req.Level),
 		Key: req.Key, Tokens: int32(req.Tokens), RuleIds: w.ids, Factor: req.Factor}
 	if !s.cf.byID {
 		in.Rules = w.rules
@@ -326,7 +327,7 @@ func (s *RemoteTokenServer) wireRules(rules []*flow.Rule) *remoteWire {
 	w := &remoteWire{first: rules[0], n: len(rules)}
 	for _, r := range rules {
 		w.ids = append(w.ids, r.ID)
-		w.rules = append(w.rules, tokenpb.FromRule(r))
+		w.rules = append(w.rules, wire.FromRule(r))
 	}
 	if s.nwire.Add(1) > 4096 { // old rule sets stay until the cache is full
 		s.wire.Clear()

@@ -1,23 +1,23 @@
-package tokenpb_test
+package wire_test
 
 import (
 	"fmt"
 	"time"
 
-	"github.com/flowgate/flowgate/cluster/tokenpb"
+	"github.com/flowgate/flowgate/cluster/internal/wire"
 	"github.com/flowgate/flowgate/flow"
 )
 
 // A rule crosses the wire and comes back with flow's defaults, validated.
-func ExampleRule_ToFlow() {
+func ExampleToRule() {
 	r := flow.Rule{ID: "orders", Resource: "GET /orders", Level: flow.LevelUser, Algorithm: flow.AlgoSlidingWindow,
 		Limit: 20, Window: time.Second, Cluster: &flow.ClusterSpec{}}
-	back, err := tokenpb.FromRule(&r).ToFlow()
+	back, err := wire.ToRule(wire.FromRule(&r))
 	fmt.Println(back.ID, back.Level, back.Algorithm, back.Limit, back.Buckets, back.Cluster.Threshold, err)
 
-	bad := tokenpb.FromRule(&r)
+	bad := wire.FromRule(&r)
 	bad.Limit = -1
-	_, err = bad.ToFlow()
+	_, err = wire.ToRule(bad)
 	fmt.Println(err)
 	// Output:
 	// orders user sliding_window 20 10 global <nil>
