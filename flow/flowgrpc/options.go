@@ -48,7 +48,7 @@ func WithIP(f func(ctx context.Context) string) Option {
 }
 
 // WithTrustedProxies lists the peers whose x-forwarded-for metadata is
-// believed. Default: none. flowhttp.ParseTrustedProxies builds the list from
+// believed. Default: none. ParseTrustedProxies builds the list from
 // strings.
 func WithTrustedProxies(prefixes ...netip.Prefix) Option {
 	return func(cf *config) {

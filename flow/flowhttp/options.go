@@ -3,6 +3,8 @@ package flowhttp
 import (
 	"net/http"
 	"net/netip"
+
+	"github.com/flowgate/flowgate/internal/forwarded"
 )
 
 // Option configures Middleware.
@@ -56,7 +58,7 @@ func WithTrustedProxies(prefixes ...netip.Prefix) Option {
 	return func(cf *config) {
 		cf.trusted = make([]netip.Prefix, len(prefixes))
 		for i, p := range prefixes {
-			cf.trusted[i] = normalPrefix(p)
+			cf.trusted[i] = forwarded.NormalPrefix(p)
 		}
 	}
 }
