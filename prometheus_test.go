@@ -19,6 +19,7 @@ import (
 	"github.com/flowgate/flowgate/adaptive"
 	"github.com/flowgate/flowgate/alerting"
 	"github.com/flowgate/flowgate/cluster"
+	"github.com/flowgate/flowgate/cluster/remote"
 	"github.com/flowgate/flowgate/cluster/tokenrpc"
 	"github.com/flowgate/flowgate/flow"
 	"github.com/flowgate/flowgate/internal/promtest"
@@ -84,12 +85,12 @@ func TestPrometheusEvaluatesDashboardAndAlerts(t *testing.T) {
 	tsMetrics := serveMetrics(t, tsReg)
 
 	// The service: an engine deciding "shared" through the token service.
-	remote, err := cluster.NewRemoteTokenServer([]string{grpcLis.Addr().String()})
+	rc, err := remote.New([]string{grpcLis.Addr().String()})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer remote.Close()
-	eng := flow.NewEngine(flow.WithTokenServer(remote))
+	defer rc.Close()
+	eng := flow.NewEngine(flow.WithTokenServer(rc))
 	dir := t.TempDir()
 	path := filepath.Join(dir, "rules.json")
 	if err := os.WriteFile(path, []byte(promRules), 0o644); err != nil {
@@ -119,7 +120,7 @@ func TestPrometheusEvaluatesDashboardAndAlerts(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(metrics.NewCollector(eng,
 		metrics.WithAdaptive(ctl),
-		metrics.WithCluster(remote),
+		metrics.WithCluster(rc),
 		metrics.WithAlerts(al),
 		metrics.WithReload(metrics.ReloadFunc(func() metrics.ReloadStatus {
 			st := w.Status()

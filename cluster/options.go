@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/flowgate/flowgate/clock"
+	"github.com/flowgate/flowgate/cluster/internal/guard"
 )
 
 // Option configures a RedisTokenServer.
@@ -28,9 +29,9 @@ type config struct {
 func defaults() config {
 	return config{
 		prefix:       "flowgate:",
-		timeout:      20 * time.Millisecond,
-		failures:     5,
-		openFor:      time.Second,
+		timeout:      guard.DefaultTimeout,
+		failures:     guard.DefaultFailures,
+		openFor:      guard.DefaultOpenFor,
 		clk:          clock.Real(),
 		beatEvery:    time.Second,
 		beatTTL:      3 * time.Second,

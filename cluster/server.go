@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/flowgate/flowgate/clock"
+	"github.com/flowgate/flowgate/cluster/internal/guard"
 	"github.com/flowgate/flowgate/flow"
 	"github.com/redis/go-redis/v9"
 )
@@ -27,7 +28,7 @@ type RedisTokenServer struct {
 
 	seq       atomic.Uint64
 	instances atomic.Int64
-	br        breaker
+	br        guard.Breaker
 	st        stats
 	plans     sync.Map // *flow.Rule (first rule of a request) -> *plan
 	nplans    atomic.Int64
@@ -89,7 +90,7 @@ func NewRedisTokenServer(rdb redis.UniversalClient, opts ...Option) (*RedisToken
 	s.box.set(c.rdb)
 	s.bg, s.bgCancel = context.WithCancel(context.Background())
 	s.instances.Store(1)
-	s.br.init(cf.failures, int64(cf.openFor), int64(cf.timeout))
+	s.br.Init(cf.failures, int64(cf.openFor), int64(cf.timeout))
 	s.held.init()
 	if cf.leasing != nil {
 		s.leases = newLeaseTable(s, *cf.leasing)
