@@ -4,14 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"iter"
 	"log/slog"
+	"slices"
 	"sort"
 	"sync"
 	"time"
 
 	"github.com/flowgate/flowgate/clock"
 	"github.com/flowgate/flowgate/flow"
-	"github.com/flowgate/flowgate/metrics"
 )
 
 // ErrClosed is returned by Evaluate after Close.
@@ -47,8 +48,6 @@ type Alerter struct {
 	loopDone  chan struct{}
 	closeOnce sync.Once
 }
-
-var _ metrics.AlertSource = (*Alerter)(nil)
 
 // series is the window and state of one resource (or of all traffic).
 type series struct {
@@ -299,22 +298,33 @@ func (a *Alerter) alert(s *series, status string, now time.Time) Alert {
 	return al
 }
 
-// Firing lists the alerts firing now (Resource "" for all traffic), for
-// metrics.WithAlerts: flowgate_alerts_firing{alert,resource}.
-func (a *Alerter) Firing() []metrics.FiringAlert {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	var out []metrics.FiringAlert
-	if a.all != nil && a.all.state == Firing {
-		out = append(out, metrics.FiringAlert{Alert: a.name})
-	}
-	for _, s := range a.series {
-		if s.state == Firing {
-			out = append(out, metrics.FiringAlert{Alert: a.name, Resource: s.resource})
+// Firing yields the name and resource ("" for all traffic) of each alert
+// firing now, all traffic first, then by resource. It makes an Alerter a
+// metrics.AlertSource (metrics.WithAlerts exports
+// flowgate_alerts_firing{alert,resource}) while naming only standard types,
+// so this package does not import the exporter.
+func (a *Alerter) Firing() iter.Seq2[string, string] {
+	return func(yield func(string, string) bool) {
+		// Copy under the lock and yield outside it: yield may take its
+		// own locks (the exporter's), or call back into the Alerter.
+		a.mu.Lock()
+		var resources []string
+		if a.all != nil && a.all.state == Firing {
+			resources = append(resources, "")
+		}
+		for _, s := range a.series {
+			if s.state == Firing {
+				resources = append(resources, s.resource)
+			}
+		}
+		a.mu.Unlock()
+		slices.Sort(resources)
+		for _, r := range resources {
+			if !yield(a.name, r) {
+				return
+			}
 		}
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Resource < out[j].Resource })
-	return out
 }
 
 // State returns every resource's state at the last evaluation, all traffic

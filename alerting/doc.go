@@ -22,7 +22,8 @@
 // JSON, with retries and redacted errors) and AlertmanagerSink (Alertmanager's
 // /api/v2/alerts).
 //
-// An Alerter is a metrics.AlertSource: pass it to metrics.WithAlerts to
-// export flowgate_alerts_firing{alert,resource}. Settings in a rules
+// An Alerter is a metrics.AlertSource (its Firing method names only
+// standard types, so this package does not import metrics): pass it to
+// metrics.WithAlerts to export flowgate_alerts_firing{alert,resource}. Settings in a rules
 // document's "alerting" section map field for field onto Config.
 package alerting

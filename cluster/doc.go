@@ -40,8 +40,9 @@
 // flow.ErrTokenServerUnavailable; the engine then applies each rule's
 // fallback (local, allow or deny). Cluster concurrency permits are leases
 // that a live instance renews and a crashed one's expire
-// (WithConcurrencyTTL). Stats and ClusterMetrics (a metrics.ClusterSource)
-// expose request counts, latency and the breaker.
+// (WithConcurrencyTTL). Stats, Latency and BreakerOpen expose request
+// counts, latency and the breaker; the last two make a server a
+// metrics.ClusterSource without this package importing metrics.
 //
 // # Leasing
 //

@@ -21,6 +21,7 @@ import (
 	"github.com/flowgate/flowgate/cluster"
 	"github.com/flowgate/flowgate/cluster/tokenrpc"
 	"github.com/flowgate/flowgate/flow"
+	"github.com/flowgate/flowgate/metrics"
 	"github.com/flowgate/flowgate/rules"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -114,7 +115,7 @@ func serve(ctx context.Context, cf serveConfig, stdout io.Writer, log *slog.Logg
 	var hs *http.Server
 	if cf.MetricsListen != "" {
 		reg := prometheus.NewRegistry()
-		reg.MustRegister(srv.Collector())
+		reg.MustRegister(srv.Collector(), metrics.NewClusterCollector(ts))
 		mux := http.NewServeMux()
 		mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 		ml, err := net.Listen("tcp", cf.MetricsListen)
