@@ -46,4 +46,16 @@ func TestArrowsRunOneWay(t *testing.T) {
 			}
 		}
 	}
+
+	// rules reads the engine's problems as values (flow.RuleError with
+	// errors.As), not by matching their text.
+	out, err := exec.Command("go", "list", "-f", `{{join .Imports " "}}`, "./rules").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go list ./rules: %v\n%s", err, out)
+	}
+	for _, imp := range strings.Fields(string(out)) {
+		if imp == "regexp" {
+			t.Errorf("rules imports regexp: problems from flow must be read with errors.As")
+		}
+	}
 }

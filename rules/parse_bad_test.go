@@ -95,6 +95,10 @@ var badDocs = []struct {
 		[]problem{{`rules[0] (id "a"): limit`, "must be a whole number for concurrency"}}},
 	{"sliding log too big", `{"rules": [{"id": "a", "resource": "r", "algorithm": "sliding_log", "limit": 1e9}]}`,
 		[]problem{{`rules[0] (id "a"): limit`, "must be <= 1048576 for sliding_log"}}},
+	// The engine's problems arrive as values (flow.RuleError), so an id
+	// shaped like a place and a field stays whole.
+	{"engine problem, tricky id", `{"rules": [{"id": "a\"): burst: ", "resource": "r", "algorithm": "sliding_log", "limit": 1e9}]}`,
+		[]problem{{`rules[0] (id "a\"): burst: "): limit`, "must be <= 1048576 for sliding_log"}}},
 	{"burst negative", `{"rules": [{"id": "a", "resource": "r", "algorithm": "token_bucket", "limit": 1, "burst": -1}]}`,
 		[]problem{{`rules[0] (id "a"): burst`, "must be a finite number >= 0"}}},
 	// unknown names and fields
