@@ -105,7 +105,11 @@ func New(eng *flow.Engine, opts ...Option) *Alerter {
 func (a *Alerter) Err() error { return a.err }
 
 // Config returns the configuration in force.
-func (a *Alerter) Config() Config { return a.cfg }
+func (a *Alerter) Config() Config {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.cfg
+}
 
 func (a *Alerter) newSeries(resource string) *series {
 	return &series{

@@ -71,9 +71,16 @@ func Defaults() Config {
 // "field: message" with the rules document's field names.
 func (c Config) Validate() error {
 	var errs []error
-	bad := func(field, format string, args ...any) {
-		errs = append(errs, fmt.Errorf("%s: "+format, append([]any{field}, args...)...))
-	}
+	c.Check(func(field, msg string) { errs = append(errs, errors.New(field+": "+msg)) })
+	return errors.Join(errs...)
+}
+
+// Check calls report with the rules document's field name and the message
+// of every problem of c, in field order. Validate is built on it; package
+// rules uses it to place each problem in the document ("alerting.window")
+// without reading error text.
+func (c Config) Check(report func(field, msg string)) {
+	bad := func(field, format string, args ...any) { report(field, fmt.Sprintf(format, args...)) }
 	okRatio := true
 	if math.IsNaN(c.RejectionRatio) || c.RejectionRatio <= 0 || c.RejectionRatio > 1 {
 		bad("rejectionRatio", "must be in (0, 1], got %v", c.RejectionRatio)
@@ -102,7 +109,15 @@ func (c Config) Validate() error {
 	if c.MinRequests < 0 {
 		bad("minRequests", "must be >= 0, got %d", c.MinRequests)
 	}
-	return errors.Join(errs...)
+}
+
+// WithResolveDefault returns c with ResolveRatio at its default for c's
+// RejectionRatio (DefaultResolveFraction × it, kept in [0, 1] so that a bad
+// RejectionRatio is reported once), as New does when no resolve ratio is
+// given: for a rules document that sets rejectionRatio alone.
+func (c Config) WithResolveDefault() Config {
+	c.ResolveRatio = min(1, max(0, c.RejectionRatio*DefaultResolveFraction))
+	return c
 }
 
 // Option configures an Alerter.
@@ -132,7 +147,7 @@ func newOptions(opts []Option) options {
 		}
 	}
 	if !o.resolveGiven {
-		o.cfg.ResolveRatio = o.cfg.RejectionRatio * DefaultResolveFraction
+		o.cfg = o.cfg.WithResolveDefault()
 	}
 	return o
 }

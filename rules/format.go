@@ -72,9 +72,10 @@ func (d *Document) Format() []byte {
 	if a := d.Adaptive; a != nil {
 		out.Adaptive = &adaptiveJSON{a.CPUTarget, a.BandLow, a.BandHigh, a.MinFactor, fmtDuration(a.Period)}
 	}
-	if a := d.Alerting; a != nil {
+	if s := d.Alerting; s != nil {
+		a := s.Config
 		out.Alerting = &alertingJSON{a.RejectionRatio, a.ResolveRatio, fmtDuration(a.Window), fmtDuration(a.For),
-			fmtDuration(a.Interval), fmtDuration(a.RepeatInterval), a.MinRequests, a.Webhook}
+			fmtDuration(a.Interval), fmtDuration(a.RepeatInterval), a.MinRequests, s.Webhook}
 	}
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
