@@ -24,19 +24,19 @@ var ErrClosed = errors.New("alerting: alerter closed")
 // Close. It reads only the engine's Snapshot, never the Entry hot path.
 // Its methods are safe for concurrent use.
 type Alerter struct {
-	eng     *flow.Engine
-	clk     clock.Clock
-	log     *slog.Logger
-	cfg     Config
-	name    string
-	labels  map[string]string
-	overall bool
-	drain   time.Duration
-	err     error // invalid options: Evaluate returns it, Start does nothing
-	queues  []*queue
-	quit    chan struct{} // closed by Close: workers drain and stop
-	sinkCtx context.Context
-	cancel  context.CancelFunc // cancels sinkCtx
+	snapshot func() flow.Snapshot // eng.Snapshot, or WithSnapshots'
+	clk      clock.Clock
+	log      *slog.Logger
+	cfg      Config
+	name     string
+	labels   map[string]string
+	overall  bool
+	drain    time.Duration
+	err      error // invalid options: Evaluate returns it, Start does nothing
+	queues   []*queue
+	quit     chan struct{} // closed by Close: workers drain and stop
+	sinkCtx  context.Context
+	cancel   context.CancelFunc // cancels sinkCtx
 
 	mu        sync.Mutex // serialises Evaluate, Start, Close and reads of state
 	series    map[string]*series
@@ -63,19 +63,23 @@ type series struct {
 	lastSent          []time.Time // per queue, for repeats
 }
 
-// New returns an alerter on eng. Invalid options do not panic: Evaluate
-// returns the problem (so does Err) and Start does nothing.
+// New returns an alerter on eng (which may be nil with WithSnapshots).
+// Invalid options do not panic: Evaluate returns the problem (so does Err)
+// and Start does nothing.
 func New(eng *flow.Engine, opts ...Option) *Alerter {
 	o := newOptions(opts)
 	a := &Alerter{
-		eng: eng, clk: o.clk, log: o.log, cfg: o.cfg, name: o.name,
+		snapshot: o.snapshots, clk: o.clk, log: o.log, cfg: o.cfg, name: o.name,
 		labels: o.labels, overall: o.overall, drain: o.drainTimeout,
 		series: make(map[string]*series), quit: make(chan struct{}),
 	}
 	a.sinkCtx, a.cancel = context.WithCancel(context.Background())
 	var errs []error
-	if eng == nil {
+	switch {
+	case a.snapshot == nil && eng == nil:
 		errs = append(errs, errors.New("engine: must not be nil"))
+	case a.snapshot == nil:
+		a.snapshot = eng.Snapshot
 	}
 	if o.clk == nil {
 		errs = append(errs, errors.New("clock: must not be nil"))
@@ -129,7 +133,7 @@ func (a *Alerter) Evaluate(ctx context.Context) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	return a.evaluate(a.eng.Snapshot(), a.clk.Now())
+	return a.evaluate(a.snapshot(), a.clk.Now())
 }
 
 // evaluate is Evaluate on a given snapshot and time.

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/flowgate/flowgate/clock"
+	"github.com/flowgate/flowgate/flow"
 )
 
 // Config holds the alerter's thresholds and timing. It mirrors the rules
@@ -134,6 +135,7 @@ type options struct {
 	overall      bool
 	queue        int
 	drainTimeout time.Duration
+	snapshots    func() flow.Snapshot
 }
 
 func newOptions(opts []Option) options {
@@ -236,6 +238,13 @@ func WithOverall(on bool) Option { return func(o *options) { o.overall = on } }
 // (default 64); a notification that finds its queue full is dropped and
 // counted in Stats.
 func WithQueueSize(n int) Option { return func(o *options) { o.queue = n } }
+
+// WithSnapshots makes the alerter read its counts from f instead of the
+// engine's Snapshot (New's engine may then be nil): for a program whose
+// decisions are not an engine's, such as the token service, whose
+// tokenrpc.Server.Snapshot counts what it granted and refused. Only
+// Resources' Resource, Passed and Blocked are read.
+func WithSnapshots(f func() flow.Snapshot) Option { return func(o *options) { o.snapshots = f } }
 
 // WithDrainTimeout bounds how long Close waits for queued notifications to
 // be delivered before cancelling the sinks (default 5s).

@@ -18,6 +18,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/flowgate/flowgate/clock"
 	"github.com/flowgate/flowgate/cluster"
 	"github.com/flowgate/flowgate/cluster/tokenrpc"
 	"github.com/flowgate/flowgate/flow"
@@ -92,17 +93,37 @@ func serve(ctx context.Context, cf serveConfig, stdout io.Writer, log *slog.Logg
 	defer ts.Close()
 
 	var byID func(string) (*flow.Rule, bool)
+	var watcher *rules.Watcher
+	var alerts atomic.Pointer[serveAlerts] // set once the server exists
 	if cf.Rules != "" {
-		doc, closeWatch, err := watchRules(ctx, cf.Rules, log)
+		doc, w, err := watchRules(ctx, cf.Rules, log, func(d *rules.Document) {
+			if sa := alerts.Load(); sa != nil {
+				sa.apply(d)
+			}
+		})
 		if err != nil {
 			return fmt.Errorf("rules: %w", err)
 		}
-		defer closeWatch()
+		defer w.Close()
+		watcher = w
 		byID = func(id string) (*flow.Rule, bool) { r, ok := (*doc.Load())[id]; return r, ok }
 	}
 	srv, err := tokenrpc.NewServer(ts, byID, opts...)
 	if err != nil {
 		return err
+	}
+	if watcher != nil {
+		first := watcher.Document()
+		sa, err := newServeAlerts(first, srv.Snapshot, clock.Real(), log)
+		if err != nil {
+			return fmt.Errorf("alerting: %w", err)
+		}
+		defer sa.Close()
+		alerts.Store(sa)
+		if d := watcher.Document(); d != first { // reloaded meanwhile
+			sa.apply(d)
+		}
+		sa.Start()
 	}
 	lis, err := net.Listen("tcp", cf.Listen)
 	if err != nil {
@@ -147,7 +168,9 @@ func serve(ctx context.Context, cf serveConfig, stdout io.Writer, log *slog.Logg
 
 // watchRules keeps an id -> rule map in step with the rules document. The
 // pointers stay the same until the document changes, as tokenrpc needs.
-func watchRules(ctx context.Context, path string, log *slog.Logger) (*atomic.Pointer[map[string]*flow.Rule], func(), error) {
+// onChange sees each document loaded (the first one too, from Watch itself),
+// before its rules are served.
+func watchRules(ctx context.Context, path string, log *slog.Logger, onChange func(*rules.Document)) (*atomic.Pointer[map[string]*flow.Rule], *rules.Watcher, error) {
 	var doc atomic.Pointer[map[string]*flow.Rule]
 	publish := func(d *rules.Document) {
 		rs := d.Rules()
@@ -161,6 +184,7 @@ func watchRules(ctx context.Context, path string, log *slog.Logger) (*atomic.Poi
 	holder := flow.NewEngine() // the watcher validates and loads into an engine; we serve its document
 	w, err := rules.Watch(ctx, path, holder, rules.WithLogger(log), rules.WithOnReload(func(ev rules.Event) {
 		if ev.Err == nil && ev.Doc != nil && ev.Changed {
+			onChange(ev.Doc)
 			publish(ev.Doc)
 			log.Info("flowgate serve: rules reloaded", slog.String("version", ev.Version))
 		}
@@ -169,7 +193,7 @@ func watchRules(ctx context.Context, path string, log *slog.Logger) (*atomic.Poi
 		return nil, nil, err
 	}
 	publish(w.Document())
-	return &doc, func() { w.Close() }, nil
+	return &doc, w, nil
 }
 
 func redisClient(rc redisConfig, timeout time.Duration) (redis.UniversalClient, error) {
