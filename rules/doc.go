@@ -17,5 +17,8 @@
 //	}
 //
 // Parse and LoadFile read a document; Document.Rules feeds
-// flow.Engine.LoadRules; Watch keeps an engine in step with a file.
+// flow.Engine.LoadRules; Watch keeps an engine in step with a file. The
+// "adaptive" and "alerting" sections are read into their owners' types
+// (adaptive.Config, alerting.Section), whose defaults and checks they are;
+// Document.ApplySections keeps a controller and an alerter in step.
 package rules
