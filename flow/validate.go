@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // Defaults filled by Rule.WithDefaults.
@@ -74,8 +75,12 @@ func (r Rule) Validate() error {
 	bad := func(field, format string, args ...any) {
 		errs = append(errs, &RuleError{Index: -1, Field: field, Msg: fmt.Sprintf(format, args...)})
 	}
-	if r.Resource == "" {
-		bad("resource", "must not be empty")
+	switch {
+	case strings.TrimSpace(r.Resource) == "":
+		// A blank name cannot be told apart in logs, metrics or errors.
+		bad("resource", "must not be empty or only white space")
+	case !utf8.ValidString(r.Resource):
+		bad("resource", "must be valid UTF-8, not %q", r.Resource)
 	}
 	if r.Level > LevelIP {
 		bad("level", "must be global, user or ip, not %v", r.Level)
