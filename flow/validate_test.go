@@ -32,7 +32,7 @@ func TestValidateRulesStructured(t *testing.T) {
 	want := []RuleError{
 		{Index: 1, ID: tricky, Field: "limit", Msg: "must be > 0, not 0"},
 		{Index: 1, ID: tricky, Field: "window", Msg: "must be >= 0, not -1ns"},
-		{Index: 2, Field: "resource", Msg: "must not be empty"},
+		{Index: 2, Field: "resource", Msg: "must not be empty or only white space"},
 		{Index: 3, ID: "ok", Field: "id", Msg: "duplicate of rules[0]"},
 	}
 	if !reflect.DeepEqual(got, want) {
@@ -41,7 +41,7 @@ func TestValidateRulesStructured(t *testing.T) {
 	wantText := []string{
 		`rules[1] (id "x\"): limit: \n"): limit: must be > 0, not 0`,
 		`rules[1] (id "x\"): limit: \n"): window: must be >= 0, not -1ns`,
-		`rules[2]: resource: must not be empty`,
+		`rules[2]: resource: must not be empty or only white space`,
 		`rules[3] (id "ok"): id: duplicate of rules[0]`,
 	}
 	if !reflect.DeepEqual(texts, wantText) {
