@@ -174,32 +174,32 @@ func serve(ctx context.Context, cf serveConfig, stdout io.Writer, log *slog.Logg
 }
 
 // watchRules keeps an id -> rule map in step with the rules document. The
-// pointers stay the same until the document changes, as tokenrpc needs.
-// onChange sees each document loaded (the first one too, from Watch itself),
-// before its rules are served.
+// pointers stay the same until the document changes, as tokenrpc needs. The
+// watcher hands the validated rules straight to the map: no engine needed.
+// onChange sees each document loaded (the first one too, from Watch
+// itself), right after its rules.
 func watchRules(ctx context.Context, path string, log *slog.Logger, onChange func(*rules.Document)) (*atomic.Pointer[map[string]*flow.Rule], *rules.Watcher, error) {
 	var doc atomic.Pointer[map[string]*flow.Rule]
-	publish := func(d *rules.Document) {
-		rs := d.Rules()
+	publish := rules.LoaderFunc(func(rs []flow.Rule) error {
 		m := make(map[string]*flow.Rule, len(rs))
 		for i := range rs {
 			r := rs[i].WithDefaults()
 			m[r.ID] = &r
 		}
 		doc.Store(&m)
-	}
-	holder := flow.NewEngine() // the watcher validates and loads into an engine; we serve its document
-	w, err := rules.Watch(ctx, path, holder, rules.WithLogger(log), rules.WithOnReload(func(ev rules.Event) {
-		if ev.Err == nil && ev.Doc != nil && ev.Changed {
-			onChange(ev.Doc)
-			publish(ev.Doc)
+		return nil
+	})
+	w, err := rules.Watch(ctx, path, publish, rules.WithLogger(log), rules.WithOnReload(func(ev rules.Event) {
+		if ev.Err == nil && ev.Changed {
+			if ev.Doc != nil {
+				onChange(ev.Doc)
+			}
 			log.Info("flowgate serve: rules reloaded", slog.String("version", ev.Version))
 		}
 	}))
 	if err != nil {
 		return nil, nil, err
 	}
-	publish(w.Document())
 	return &doc, w, nil
 }
 

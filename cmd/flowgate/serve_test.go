@@ -118,8 +118,7 @@ func TestServe(t *testing.T) {
 		t.Fatalf("the token was logged:\n%s", stderr.String())
 	}
 	// The alerter took the document's section at start and on the reload
-	// (applied before the reloaded rules were served, so before the loop
-	// above saw the new limit).
+	// (applied by the watcher's goroutine, which serve's exit waits for).
 	for _, want := range []string{`alerting section applied" rejectionRatio=0.3 `, `alerting section applied" rejectionRatio=0.9 `} {
 		if !strings.Contains(stderr.String(), want) {
 			t.Errorf("log lacks %q:\n%s", want, stderr.String())
