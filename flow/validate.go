@@ -83,7 +83,7 @@ func (r Rule) WithDefaults() Rule {
 func (r Rule) Validate() error {
 	var errs []error
 	bad := func(field, format string, args ...any) {
-		errs = append(errs, &RuleError{Index: -1, Field: field, Msg: fmt.Sprintf(format, args...)})
+		errs = append(errs, fieldProblem(field, format, args...))
 	}
 	switch {
 	case strings.TrimSpace(r.Resource) == "":
@@ -258,6 +258,12 @@ func (e *RuleError) Error() string {
 	}
 	b.WriteString(e.Msg)
 	return b.String()
+}
+
+// fieldProblem is one problem of a rule's field, as Rule.Validate reports
+// it: a *RuleError that does not know the rule's place yet.
+func fieldProblem(field, format string, args ...any) error {
+	return &RuleError{Index: -1, Field: field, Msg: fmt.Sprintf(format, args...)}
 }
 
 // unjoin splits an errors.Join result so each problem gets its own place.
