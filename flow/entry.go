@@ -212,11 +212,20 @@ func (e *Engine) admit(a *entryArgs, resource string, rr *resourceRules, st *ent
 				e.logError("flow: building limiter", err, cr)
 				continue
 			}
-			d := lim.tryAcquire(st.now, st.tokens, cr.rule.MaxWait)
-			if !d.ok {
-				return e.refuse(resource, rr, cr, d, cr.reason, st)
+			var d decision
+			if cr.classed {
+				d = lim.(classLimiter).tryAcquireShare(st.now, st.tokens, cr.shares[a.prio+1])
+			} else {
+				d = lim.tryAcquire(st.now, st.tokens, cr.rule.MaxWait)
 			}
-			st.take(takenLim{lim: lim, at: st.now + int64(d.wait), conc: cr.rule.Algorithm == AlgoConcurrency})
+			if !d.ok {
+				reason := cr.reason
+				if d.shed {
+					reason = ReasonPriority
+				}
+				return e.refuse(resource, rr, cr, d, reason, st)
+			}
+			st.take(takenLim{lim: lim, at: st.now + int64(d.wait), conc: cr.classed})
 			st.note(cr, d.wait, d.remaining, d.reset)
 		}
 		if len(lr.cluster) > 0 {
@@ -242,6 +251,9 @@ func blocked(resource string, rr *resourceRules, cr *compiledRule, d *decision, 
 	rr.stats.block(now, cr.rule.Level)
 	be := &BlockError{Resource: resource, Level: cr.rule.Level, RuleID: cr.rule.ID, Reason: reason,
 		RetryAfter: d.retryAfter, Never: d.never, Limit: cr.limit(), Window: cr.rule.Window, Remaining: d.remaining}
+	if d.limit > 0 {
+		be.Limit = d.limit
+	}
 	if d.never {
 		be.RetryAfter = Never
 	}

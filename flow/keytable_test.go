@@ -152,6 +152,9 @@ func TestMemoryPerKey(t *testing.T) {
 		if a == AlgoWarmUp {
 			r.Warmup = time.Second
 		}
+		if a == AlgoAdaptiveConcurrency {
+			r.Limit = 0
+		}
 		e, _ := newTestEngine(t, r)
 		before := heapInUse()
 		for _, k := range keys {

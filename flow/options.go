@@ -86,6 +86,7 @@ const (
 	optUser
 	optIP
 	optTokens
+	optPriority
 )
 
 // WithContext gives the context that bounds a MaxWait wait (and is passed to
@@ -117,6 +118,7 @@ type entryArgs struct {
 	user   string
 	ip     string
 	tokens int
+	prio   Priority
 }
 
 func parseEntry(ctx context.Context, opts []EntryOption) entryArgs {
@@ -136,6 +138,8 @@ func parseEntry(ctx context.Context, opts []EntryOption) entryArgs {
 			if o.n > 1 {
 				a.tokens = o.n
 			}
+		case optPriority:
+			a.prio = Priority(o.n)
 		}
 	}
 	return a

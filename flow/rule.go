@@ -41,11 +41,15 @@ const (
 	AlgoSlidingWindow                  // sub-window counters, previous window weighted by overlap
 	AlgoSlidingLog                     // exact: never more than Limit in any span of Window
 	AlgoConcurrency                    // at most Limit in flight
+	// AlgoAdaptiveConcurrency caps calls in flight at a limit it finds from
+	// their response times (see InitialLimit..Smoothing).
+	AlgoAdaptiveConcurrency
 	numAlgorithms
 )
 
 var algorithmNames = [numAlgorithms]string{
 	"token_bucket", "warm_up", "leaky_bucket", "fixed_window", "sliding_window", "sliding_log", "concurrency",
+	"adaptive_concurrency",
 }
 
 // String returns the algorithm's JSON name.
@@ -92,6 +96,19 @@ type Rule struct {
 	Adaptive bool
 	// Cluster, when set, has the rule decided cluster-wide by the token server.
 	Cluster *ClusterSpec
+
+	// InitialLimit, MinLimit and MaxLimit are the starting concurrency
+	// limit of AlgoAdaptiveConcurrency and its bounds. Defaults 20, 1, 1000.
+	InitialLimit, MinLimit, MaxLimit int
+	// Tolerance is how much the response time of AlgoAdaptiveConcurrency may
+	// exceed the long-term (no-queue) one before the limit shrinks. Default 1.5.
+	Tolerance float64
+	// Smoothing is the weight, in (0, 1], of each new limit estimate of
+	// AlgoAdaptiveConcurrency. Default 0.2.
+	Smoothing float64
+	// Reserve holds back parts of a concurrency or adaptive_concurrency
+	// limit for higher priorities. Default (nil) DefaultReserve.
+	Reserve *Reserve
 }
 
 // ClusterSpec makes a rule cluster-wide.

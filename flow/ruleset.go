@@ -51,6 +51,11 @@ type compiledRule struct {
 	keyed   bool
 	cluster bool   // decided by a token server (one is configured)
 	reason  string // BlockError.Reason when this rule refuses
+	// classed: the limiter holds permits in flight and honours priority
+	// (concurrency, adaptive_concurrency): Entry asks it through
+	// classLimiter and Exit releases it.
+	classed bool
+	shares  [numPriorities]float64 // of the limit each class may fill, low first (see Reserve)
 	// gen counts changes of the effective limit; a limiter whose recorded
 	// generation differs is set to limit() before use. One atomic load per
 	// rule on the hot path; the change itself is applied lazily.
@@ -109,6 +114,9 @@ func (cr *compiledRule) recompute(factor float64, instances int) {
 	if cr.rule.Algorithm == AlgoConcurrency {
 		l = math.Max(1, math.Floor(l)) // a scaled cap stays a whole number >= 1
 	}
+	if cr.rule.Algorithm == AlgoAdaptiveConcurrency {
+		l = float64(cr.rule.InitialLimit) // the limiter owns its limit (see AdaptiveStats)
+	}
 	if math.Float64bits(l) != cr.limitBits.Load() {
 		cr.limitBits.Store(math.Float64bits(l))
 		cr.gen.Add(1)
@@ -139,7 +147,11 @@ func (cr *compiledRule) keyCount() int {
 func ruleEqual(a, b *Rule) bool {
 	x, y := *a, *b
 	x.Cluster, y.Cluster = nil, nil
-	if x != y || (a.Cluster == nil) != (b.Cluster == nil) {
+	x.Reserve, y.Reserve = nil, nil
+	if x != y || (a.Cluster == nil) != (b.Cluster == nil) || (a.Reserve == nil) != (b.Reserve == nil) {
+		return false
+	}
+	if a.Reserve != nil && *a.Reserve != *b.Reserve {
 		return false
 	}
 	return a.Cluster == nil || *a.Cluster == *b.Cluster
@@ -220,7 +232,7 @@ func singleRule(rr *resourceRules) *compiledRule {
 			only = lr.local[0]
 		}
 	}
-	if only == nil || only.keyed || only.rule.Algorithm == AlgoConcurrency || only.rule.MaxWait > 0 {
+	if only == nil || only.keyed || only.classed || only.rule.MaxWait > 0 {
 		return nil
 	}
 	return only
@@ -256,8 +268,10 @@ func (e *Engine) newCompiled(r Rule, factor float64, now int64) (*compiledRule, 
 		cluster: r.Cluster != nil && e.cf.ts != nil,
 		reason:  ReasonRateLimited,
 	}
-	if r.Algorithm == AlgoConcurrency {
+	if r.Algorithm == AlgoConcurrency || r.Algorithm == AlgoAdaptiveConcurrency {
 		cr.reason = ReasonConcurrency
+		cr.classed = !cr.cluster
+		cr.shares = reserveOf(&r).shares()
 	}
 	cr.dynamic = r.Adaptive || cr.cluster
 	instances := 1
@@ -289,6 +303,10 @@ func copyRules(rules []Rule) []Rule {
 		if r.Cluster != nil {
 			c := *r.Cluster
 			r.Cluster = &c
+		}
+		if r.Reserve != nil {
+			res := *r.Reserve
+			r.Reserve = &res
 		}
 		out[i] = r
 	}

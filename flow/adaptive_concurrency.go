@@ -1,0 +1,184 @@
+package flow
+
+import (
+	"math"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// adaptiveConcurrency is a concurrency cap that finds its own limit from the
+// response times Exit measures, in the style of Netflix concurrency-limits'
+// Gradient2Limit: a short-term RTT (the mean over a window of samples) is
+// compared with a long-term RTT (the service's no-queue latency), and
+//
+//	gradient = clamp(tolerance × long / short, 0.5, 1)
+//	next     = limit × gradient + √limit          (√limit: the queue allowance)
+//	limit    = limit × (1 − smoothing) + next × smoothing, in [minLimit, maxLimit]
+//
+// so the limit grows by about √limit a window while latency stays within
+// tolerance × the long-term RTT and shrinks in proportion once it does
+// not. Where this differs from Gradient2, and why (measured in
+// adaptive/simulate, see the README):
+//   - the long-term RTT falls to a lower short-term RTT at once and rises
+//     only slowly (time constant longRTTRise). Gradient2's long RTT is an
+//     average of 600 samples that follows a queue's latency up, so the
+//     limit creeps with it; a floor that rises slowly keeps p99 within
+//     tolerance of the no-load latency while still following a service
+//     that really got slower;
+//   - the limit grows only when the window saw a call refused ("in use");
+//     Gradient2 checks in-flight ≥ limit/2, which priority reserves would
+//     defeat (low calls alone never pass half the limit by default).
+//
+// Hot path: Entry is one CAS (as concurrency) and Exit adds a sample with
+// two atomic adds. The Exit that completes a window (windowSamples(limit)
+// samples) closes it under a TryLock: no call ever waits for the update,
+// and a sample landing between the two swaps is counted in the next window
+// (a rounding, not a loss). Exits sample like the statistics: on the real
+// clock 1 in 8 (WithRTSampling), so a window then spans more calls.
+type adaptiveConcurrency struct {
+	inFlight atomic.Int64
+	limit    atomic.Int64 // the current whole limit
+	refused  atomic.Bool  // a call was refused since the window opened
+	winSum   atomic.Int64 // sum of RTT samples (ns) in the open window
+	winN     atomic.Int64 // samples in the open window
+	shortNs  atomic.Int64 // last window's mean RTT, for Snapshot
+	longNs   atomic.Int64 // long-term RTT, for Snapshot
+
+	cfg adaptiveConfig
+
+	mu       sync.Mutex // held (TryLock) by the Exit closing a window
+	est      float64    // the limit before rounding; under mu
+	long     float64    // long-term RTT in ns; under mu
+	lastTime int64      // when the last window closed; under mu
+}
+
+// adaptiveConfig is the part of a Rule the algorithm reads.
+type adaptiveConfig struct {
+	minLimit, maxLimit   float64
+	tolerance, smoothing float64
+}
+
+const (
+	// longRTTRise is the time constant with which the long-term RTT follows
+	// a short-term RTT above it: a service that got slower is followed in
+	// minutes, a queue at the limit raises the floor by well under 1% a
+	// minute (see the steady-state figures in the README).
+	longRTTRise = 10 * time.Minute
+	// minWindowSamples is the fewest samples a window averages over.
+	minWindowSamples = 10
+)
+
+var _ limiter = (*adaptiveConcurrency)(nil)
+var _ classLimiter = (*adaptiveConcurrency)(nil)
+var _ rttObserver = (*adaptiveConcurrency)(nil)
+
+func newAdaptiveConcurrency(r *Rule) *adaptiveConcurrency {
+	a := &adaptiveConcurrency{cfg: adaptiveConfig{
+		minLimit: float64(r.MinLimit), maxLimit: float64(r.MaxLimit),
+		tolerance: r.Tolerance, smoothing: r.Smoothing,
+	}}
+	a.est = float64(r.InitialLimit)
+	a.limit.Store(int64(r.InitialLimit))
+	return a
+}
+
+func (a *adaptiveConcurrency) tryAcquire(now int64, n int, _ time.Duration) decision {
+	return a.tryAcquireShare(now, n, 1)
+}
+
+func (a *adaptiveConcurrency) tryAcquireShare(_ int64, n int, share float64) decision {
+	limit := a.limit.Load()
+	d := acquireUpTo(&a.inFlight, int64(n), classCap(limit, share), limit)
+	if !d.ok && !a.refused.Load() { // load first: no cache-line write per refusal
+		a.refused.Store(true)
+	}
+	d.limit = float64(limit)
+	return d
+}
+
+func (a *adaptiveConcurrency) refund(_ int64, n int) { a.release(n) }
+
+func (a *adaptiveConcurrency) release(n int) { releaseFloor(&a.inFlight, n) }
+
+// setLimit is a no-op: the algorithm owns its limit (the CPU factor does not
+// apply to adaptive_concurrency rules).
+func (a *adaptiveConcurrency) setLimit(int64, float64) {}
+
+func (a *adaptiveConcurrency) remaining(int64) float64 {
+	return float64(max(a.limit.Load()-a.inFlight.Load(), 0))
+}
+
+// rttObserver is the narrow hook Exit feeds response times through: at,
+// the Exit's clock reading, and rtt, the call's time since Entry (ns).
+type rttObserver interface {
+	observe(at, rtt int64)
+}
+
+// observe adds one RTT sample; the Exit that fills the window updates the
+// limit.
+func (a *adaptiveConcurrency) observe(at, rtt int64) {
+	a.winSum.Add(max(rtt, 0))
+	if a.winN.Add(1) < windowSamples(a.limit.Load()) || !a.mu.TryLock() {
+		return
+	}
+	defer a.mu.Unlock()
+	n := a.winN.Swap(0)
+	sum := a.winSum.Swap(0)
+	if n < minWindowSamples { // another Exit closed it just before us
+		a.winN.Add(n)
+		a.winSum.Add(sum)
+		return
+	}
+	inUse := a.refused.Swap(false)
+	dt := at - a.lastTime
+	if a.lastTime == 0 {
+		dt = 0
+	}
+	a.lastTime = at
+	a.update(float64(sum)/float64(n), inUse, time.Duration(dt))
+}
+
+// windowSamples is how many samples a window averages over: about one
+// round trip of completions at the limit, at least minWindowSamples.
+func windowSamples(limit int64) int64 { return max(minWindowSamples, limit/2) }
+
+// update moves the limit after a window whose mean RTT was short (ns);
+// inUse says a call was refused during it; dt is the time since the last
+// window closed. Called under mu.
+func (a *adaptiveConcurrency) update(short float64, inUse bool, dt time.Duration) {
+	if short <= 0 {
+		short = 1 // a zero-latency window (a fake clock not advanced)
+	}
+	switch {
+	case a.long == 0 || short < a.long:
+		a.long = short
+	default:
+		a.long += (short - a.long) * (1 - math.Exp(-float64(dt)/float64(longRTTRise)))
+	}
+	c := &a.cfg
+	gradient := min(max(c.tolerance*a.long/short, 0.5), 1)
+	next := a.est*gradient + math.Sqrt(a.est)
+	if !inUse {
+		// Nobody was turned away: the limit was not what held calls back,
+		// so the window says nothing about a higher one.
+		next = min(next, a.est)
+	}
+	a.est = min(max(a.est*(1-c.smoothing)+next*c.smoothing, c.minLimit), c.maxLimit)
+	a.limit.Store(int64(a.est))
+	a.shortNs.Store(int64(short))
+	a.longNs.Store(int64(a.long))
+}
+
+// AdaptiveStats is the state of an adaptive_concurrency rule's limiter.
+type AdaptiveStats struct {
+	Limit    int64         // the current concurrency limit
+	InFlight int64         // calls holding a permit now
+	ShortRTT time.Duration // mean response time of the last window (0 before the first)
+	LongRTT  time.Duration // the long-term (no-queue) response time estimate
+}
+
+func (a *adaptiveConcurrency) stats() AdaptiveStats {
+	return AdaptiveStats{Limit: a.limit.Load(), InFlight: a.inFlight.Load(),
+		ShortRTT: time.Duration(a.shortNs.Load()), LongRTT: time.Duration(a.longNs.Load())}
+}
