@@ -39,7 +39,15 @@ import (
 type adaptiveConcurrency struct {
 	inFlight atomic.Int64
 	limit    atomic.Int64 // the current whole limit
-	refused  atomic.Bool  // a call was refused since the window opened
+	refusedBy atomic.Uint32 // bit p+1: a call of class p was refused since the window opened
+	// dyn scales the Reserve share of the classes below critical (low,
+	// normal, high), float64 bits in (0, 1]: halved after a window in which
+	// a higher class was refused, raised by dynRise after one in which none
+	// was. A fixed share cannot serve both a mix (30% critical needs 90%
+	// of the slots once latency is shared) and low traffic alone (which
+	// should fill the service): the dynamic part gives way to the higher
+	// classes only while they are turned away.
+	dyn [numPriorities - 1]atomic.Uint64
 	winSum   atomic.Int64 // sum of RTT samples (ns) in the open window
 	winN     atomic.Int64 // samples in the open window
 	shortNs  atomic.Int64 // last window's mean RTT, for Snapshot
@@ -67,6 +75,13 @@ const (
 	longRTTRise = 10 * time.Minute
 	// minWindowSamples is the fewest samples a window averages over.
 	minWindowSamples = 10
+	// longRTTFall is the weight of a lower window mean in the long RTT:
+	// high enough to follow a faster service within a few windows, low
+	// enough that the long RTT does not sink to the lowest noisy mean.
+	longRTTFall = 0.5
+	// queueFloor is the least queue, as a share of in-flight, that stops
+	// growth (see update).
+	queueFloor = 0.1
 )
 
 var _ limiter = (*adaptiveConcurrency)(nil)
@@ -79,19 +94,28 @@ func newAdaptiveConcurrency(r *Rule) *adaptiveConcurrency {
 		tolerance: r.Tolerance, smoothing: r.Smoothing,
 	}}
 	a.est = float64(r.InitialLimit)
+	for i := range a.dyn {
+		a.dyn[i].Store(math.Float64bits(1))
+	}
 	a.limit.Store(int64(r.InitialLimit))
 	return a
 }
 
 func (a *adaptiveConcurrency) tryAcquire(now int64, n int, _ time.Duration) decision {
-	return a.tryAcquireShare(now, n, 1)
+	return a.tryAcquireClass(now, n, PriorityNormal, 1)
 }
 
-func (a *adaptiveConcurrency) tryAcquireShare(_ int64, n int, share float64) decision {
+func (a *adaptiveConcurrency) tryAcquireClass(_ int64, n int, p Priority, share float64) decision {
 	limit := a.limit.Load()
+	if p < PriorityCritical {
+		share *= math.Float64frombits(a.dyn[p+1].Load())
+	}
 	d := acquireUpTo(&a.inFlight, int64(n), classCap(limit, share), limit)
-	if !d.ok && !a.refused.Load() { // load first: no cache-line write per refusal
-		a.refused.Store(true)
+	if !d.ok {
+		// Load first: no cache-line write per refusal once the bit is set.
+		if bit := uint32(1) << (p + 1); a.refusedBy.Load()&bit == 0 {
+			a.refusedBy.Or(bit)
+		}
 	}
 	d.limit = float64(limit)
 	return d
@@ -130,39 +154,73 @@ func (a *adaptiveConcurrency) observe(at, rtt int64) {
 		a.winSum.Add(sum)
 		return
 	}
-	inUse := a.refused.Swap(false)
+	refused := a.refusedBy.Swap(0)
+	a.moveShares(refused)
+	inUse := refused != 0
 	dt := at - a.lastTime
 	if a.lastTime == 0 {
 		dt = 0
 	}
 	a.lastTime = at
-	a.update(float64(sum)/float64(n), inUse, time.Duration(dt))
+	a.update(float64(sum)/float64(n), a.inFlight.Load(), inUse, time.Duration(dt))
+}
+
+// dynRise is how much a class's dynamic share grows after a window in
+// which no higher class was refused (from the floor back to 1 in about 20
+// windows); dynFloor is the least it falls to.
+const (
+	dynRise  = 0.05
+	dynFloor = 0.01
+)
+
+// moveShares updates the dynamic shares after a window in which the classes
+// whose bits are set in refused were turned away.
+func (a *adaptiveConcurrency) moveShares(refused uint32) {
+	for i := range a.dyn { // i = p+1 for low, normal, high
+		f := math.Float64frombits(a.dyn[i].Load())
+		if refused>>(i+1) != 0 {
+			f = max(f/2, dynFloor)
+		} else {
+			f = min(f+dynRise, 1)
+		}
+		a.dyn[i].Store(math.Float64bits(f))
+	}
 }
 
 // windowSamples is how many samples a window averages over: about one
 // round trip of completions at the limit, at least minWindowSamples.
-func windowSamples(limit int64) int64 { return max(minWindowSamples, limit/2) }
+func windowSamples(limit int64) int64 { return max(minWindowSamples, limit) }
 
-// update moves the limit after a window whose mean RTT was short (ns);
-// inUse says a call was refused during it; dt is the time since the last
+// update moves the limit after a window whose mean RTT was short (ns) and
+// that closed with inFlight calls held; inUse says a call was refused; dt is the time since the last
 // window closed. Called under mu.
-func (a *adaptiveConcurrency) update(short float64, inUse bool, dt time.Duration) {
+func (a *adaptiveConcurrency) update(short float64, inFlight int64, inUse bool, dt time.Duration) {
 	if short <= 0 {
 		short = 1 // a zero-latency window (a fake clock not advanced)
 	}
 	switch {
-	case a.long == 0 || short < a.long:
+	case a.long == 0:
 		a.long = short
+	case short < a.long:
+		a.long += (short - a.long) * longRTTFall
 	default:
 		a.long += (short - a.long) * (1 - math.Exp(-float64(dt)/float64(longRTTRise)))
 	}
 	c := &a.cfg
 	gradient := min(max(c.tolerance*a.long/short, 0.5), 1)
-	next := a.est*gradient + math.Sqrt(a.est)
-	if !inUse {
-		// Nobody was turned away: the limit was not what held calls back,
-		// so the window says nothing about a higher one.
-		next = min(next, a.est)
+	next := a.est * gradient
+	// Grow by the queue allowance only while the limit is in use (someone
+	// was turned away: otherwise the window says nothing about a higher
+	// limit) and the calls queued at the service, estimated as Vegas does
+	// from in-flight and the RTT ratio, are fewer than the allowance:
+	// growth stops at the knee instead of at tolerance × the no-queue RTT.
+	// The gate is at least queueFloor of in-flight: the window means are
+	// noisy and the long RTT sits below their mean, which reads as a
+	// queue of a few percent of in-flight when there is none.
+	queued := float64(inFlight) * (1 - a.long/short)
+	allowance := math.Sqrt(a.est)
+	if inUse && queued < max(allowance, queueFloor*float64(inFlight)) {
+		next += allowance
 	}
 	a.est = min(max(a.est*(1-c.smoothing)+next*c.smoothing, c.minLimit), c.maxLimit)
 	a.limit.Store(int64(a.est))

@@ -25,10 +25,10 @@ func newConcurrency(limit float64) *concurrency {
 
 // tryAcquire may fill the whole cap.
 func (c *concurrency) tryAcquire(now int64, n int, _ time.Duration) decision {
-	return c.tryAcquireShare(now, n, 1)
+	return c.tryAcquireClass(now, n, PriorityNormal, 1)
 }
 
-func (c *concurrency) tryAcquireShare(_ int64, n int, share float64) decision {
+func (c *concurrency) tryAcquireClass(_ int64, n int, _ Priority, share float64) decision {
 	limit := c.cap.Load()
 	return acquireUpTo(&c.inFlight, int64(n), classCap(limit, share), limit)
 }

@@ -214,7 +214,7 @@ func (e *Engine) admit(a *entryArgs, resource string, rr *resourceRules, st *ent
 			}
 			var d decision
 			if cr.classed {
-				d = lim.(classLimiter).tryAcquireShare(st.now, st.tokens, cr.shares[a.prio+1])
+				d = lim.(classLimiter).tryAcquireClass(st.now, st.tokens, a.prio, cr.shares[a.prio+1])
 			} else {
 				d = lim.tryAcquire(st.now, st.tokens, cr.rule.MaxWait)
 			}

@@ -101,12 +101,12 @@ func classCap(limit int64, share float64) int64 {
 }
 
 // classLimiter is the narrow hook a limiter with priority reserves offers
-// the engine: tryAcquire for a call that may fill only share (0..1] of the
-// limit. Entry uses it only for the rules compiledRule.classed marks, with
+// the engine: tryAcquire for a call of class p that may fill only share
+// (0..1] of the limit. Entry uses it only for the rules compiledRule.classed marks, with
 // the share of the call's class from the rule's Reserve (kept on the rule,
 // not in each key's limiter, so a tracked key costs no more).
 type classLimiter interface {
-	tryAcquireShare(now int64, n int, share float64) decision
+	tryAcquireClass(now int64, n int, p Priority, share float64) decision
 }
 
 // acquireUpTo takes k in-flight permits from inFlight when the count stays
