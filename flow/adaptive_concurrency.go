@@ -162,7 +162,7 @@ func (a *adaptiveConcurrency) observe(at, rtt int64) {
 		dt = 0
 	}
 	a.lastTime = at
-	a.update(float64(sum)/float64(n), a.inFlight.Load(), inUse, time.Duration(dt))
+	a.update(float64(sum)/float64(n), inUse, time.Duration(dt))
 }
 
 // dynRise is how much a class's dynamic share grows after a window in
@@ -191,10 +191,10 @@ func (a *adaptiveConcurrency) moveShares(refused uint32) {
 // round trip of completions at the limit, at least minWindowSamples.
 func windowSamples(limit int64) int64 { return max(minWindowSamples, limit) }
 
-// update moves the limit after a window whose mean RTT was short (ns) and
-// that closed with inFlight calls held; inUse says a call was refused; dt is the time since the last
+// update moves the limit after a window whose mean RTT was short (ns);
+// inUse says a call was refused during it; dt is the time since the last
 // window closed. Called under mu.
-func (a *adaptiveConcurrency) update(short float64, inFlight int64, inUse bool, dt time.Duration) {
+func (a *adaptiveConcurrency) update(short float64, inUse bool, dt time.Duration) {
 	if short <= 0 {
 		short = 1 // a zero-latency window (a fake clock not advanced)
 	}
@@ -212,14 +212,14 @@ func (a *adaptiveConcurrency) update(short float64, inFlight int64, inUse bool, 
 	// Grow by the queue allowance only while the limit is in use (someone
 	// was turned away: otherwise the window says nothing about a higher
 	// limit) and the calls queued at the service, estimated as Vegas does
-	// from in-flight and the RTT ratio, are fewer than the allowance:
-	// growth stops at the knee instead of at tolerance × the no-queue RTT.
-	// The gate is at least queueFloor of in-flight: the window means are
-	// noisy and the long RTT sits below their mean, which reads as a
-	// queue of a few percent of in-flight when there is none.
-	queued := float64(inFlight) * (1 - a.long/short)
+	// from the limit (in use, so reached) and the RTT ratio, are fewer than
+	// the allowance: growth stops at the knee instead of at tolerance × the
+	// no-queue RTT. The gate is at least queueFloor of the limit: window
+	// means are noisy and the long RTT sits below their mean, which reads
+	// as a queue of a few percent when there is none.
+	queued := a.est * (1 - a.long/short)
 	allowance := math.Sqrt(a.est)
-	if inUse && queued < max(allowance, queueFloor*float64(inFlight)) {
+	if inUse && queued < max(allowance, queueFloor*a.est) {
 		next += allowance
 	}
 	a.est = min(max(a.est*(1-c.smoothing)+next*c.smoothing, c.minLimit), c.maxLimit)

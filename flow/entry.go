@@ -104,18 +104,30 @@ func (e *Engine) entry(ctx context.Context, resource string, opts []EntryOption)
 	if sys > 0 {
 		// Take a place first, then check: concurrent callers can never
 		// overshoot the limit together.
-		if e.sysInFlight.Add(1) > sys {
+		if n := e.sysInFlight.Add(1); n > sys || (a.prio < PriorityNormal && n > classCap(sys, sysShares[a.prio+1])) {
 			e.sysInFlight.Add(-1)
 			if rr != nil {
 				rr.stats.block(now, LevelSystem)
 			}
-			return nil, &BlockError{Resource: resource, Level: LevelSystem, Reason: ReasonSystemOverload}
+			reason := ReasonSystemOverload
+			if n <= sys {
+				reason = ReasonPriority
+			}
+			return nil, &BlockError{Resource: resource, Level: LevelSystem, Reason: reason}
 		}
 		if rr == nil {
 			e.unruled.Add(1)
 			p := e.getPermit(now)
 			p.sysCounted, p.unruled = true, true
 			return p, nil
+		}
+	}
+	if a.prio == PriorityLow && rr.cpuRule != nil {
+		if err := e.shedLowForCPU(resource, rr, now); err != nil {
+			if sys > 0 {
+				e.sysInFlight.Add(-1)
+			}
+			return nil, err
 		}
 	}
 	if cr := rr.single; cr != nil && sys <= 0 {

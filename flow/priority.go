@@ -3,6 +3,7 @@ package flow
 import (
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"sync/atomic"
 )
 
@@ -139,4 +140,42 @@ func releaseFloor(inFlight *atomic.Int64, n int) {
 			return
 		}
 	}
+}
+
+// sysShares are the shares of the system guard's limit each class may fill
+// (DefaultReserve's: low calls half of it).
+var sysShares = DefaultReserve.shares()
+
+// firstAdaptive is rr's first rule the CPU controller scales, or nil.
+func firstAdaptive(rr *resourceRules) *compiledRule {
+	for i := range rr.levels {
+		for _, cr := range rr.levels[i].local {
+			if cr.rule.Adaptive {
+				return cr
+			}
+		}
+		for _, cr := range rr.levels[i].cluster {
+			if cr.rule.Adaptive {
+				return cr
+			}
+		}
+	}
+	return nil
+}
+
+// shedLowForCPU refuses a low-priority call with probability 1 - f while
+// the CPU controller holds the adaptive factor f below 1: low calls then
+// pass at about f² of an adaptive rule's full rate, so the cut the
+// controller makes falls on them before the higher classes, and traffic
+// that is all low still settles (a cut of everything low while f < 1 would
+// swing between all and nothing). Only resources with an adaptive rule.
+func (e *Engine) shedLowForCPU(resource string, rr *resourceRules, now int64) error {
+	f := e.AdaptiveFactor()
+	if f >= 1 || rand.Float64() < f {
+		return nil
+	}
+	cr := rr.cpuRule
+	rr.stats.block(now, cr.rule.Level)
+	return &BlockError{Resource: resource, Level: cr.rule.Level, RuleID: cr.rule.ID, Reason: ReasonPriority,
+		Limit: cr.limit(), Window: cr.rule.Window}
 }

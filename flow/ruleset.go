@@ -31,6 +31,10 @@ type resourceRules struct {
 	// short path (see Engine.entrySingle): global, local, a rate algorithm,
 	// no MaxWait.
 	single *compiledRule
+	// cpuRule is the resource's first rule the CPU controller scales
+	// (Adaptive), nil when none: low calls are shed before it (see
+	// Engine.shedLowForCPU).
+	cpuRule *compiledRule
 }
 
 type levelRules struct {
@@ -212,6 +216,7 @@ func (e *Engine) compile(rules []Rule, old *ruleSet, now int64) (*ruleSet, map[s
 	}
 	for _, rr := range rs.byResource {
 		rr.single = singleRule(rr)
+		rr.cpuRule = firstAdaptive(rr)
 	}
 	for _, st := range stats {
 		rs.stats = append(rs.stats, st)
