@@ -37,8 +37,8 @@ import (
 // (a rounding, not a loss). Exits sample like the statistics: on the real
 // clock 1 in 8 (WithRTSampling), so a window then spans more calls.
 type adaptiveConcurrency struct {
-	inFlight atomic.Int64
-	limit    atomic.Int64 // the current whole limit
+	inFlight  atomic.Int64
+	limit     atomic.Int64  // the current whole limit
 	refusedBy atomic.Uint32 // bit p+1: a call of class p was refused since the window opened
 	// dyn scales the Reserve share of the classes below critical (low,
 	// normal, high), float64 bits in (0, 1]: halved after a window in which
@@ -47,11 +47,11 @@ type adaptiveConcurrency struct {
 	// of the slots once latency is shared) and low traffic alone (which
 	// should fill the service): the dynamic part gives way to the higher
 	// classes only while they are turned away.
-	dyn [numPriorities - 1]atomic.Uint64
-	winSum   atomic.Int64 // sum of RTT samples (ns) in the open window
-	winN     atomic.Int64 // samples in the open window
-	shortNs  atomic.Int64 // last window's mean RTT, for Snapshot
-	longNs   atomic.Int64 // long-term RTT, for Snapshot
+	dyn     [numPriorities - 1]atomic.Uint64
+	winSum  atomic.Int64 // sum of RTT samples (ns) in the open window
+	winN    atomic.Int64 // samples in the open window
+	shortNs atomic.Int64 // last window's mean RTT, for Snapshot
+	longNs  atomic.Int64 // long-term RTT, for Snapshot
 
 	cfg adaptiveConfig
 
