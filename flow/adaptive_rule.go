@@ -54,8 +54,7 @@ func (r Rule) validateAdaptive(bad func(field, format string, args ...any)) {
 		d := r.adaptiveDefaults()
 		if d.MinLimit > d.MaxLimit && d.MinLimit > 0 && d.MaxLimit > 0 {
 			bad("minLimit", "must be <= maxLimit (%d), not %d", d.MaxLimit, d.MinLimit)
-		}
-		if d.InitialLimit > 0 && d.MinLimit > 0 && d.MaxLimit > 0 && (d.InitialLimit < d.MinLimit || d.InitialLimit > d.MaxLimit) {
+		} else if d.InitialLimit > 0 && d.MinLimit > 0 && d.MaxLimit > 0 && (d.InitialLimit < d.MinLimit || d.InitialLimit > d.MaxLimit) {
 			bad("initialLimit", "must be within [minLimit, maxLimit] = [%d, %d], not %d", d.MinLimit, d.MaxLimit, d.InitialLimit)
 		}
 		if r.Adaptive {

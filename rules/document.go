@@ -33,6 +33,10 @@ func (d *Document) Rules() []flow.Rule {
 			cc := *c
 			out[i].Cluster = &cc
 		}
+		if r := out[i].Reserve; r != nil {
+			rr := *r
+			out[i].Reserve = &rr
+		}
 	}
 	return out
 }
@@ -96,7 +100,8 @@ func Parse(data []byte) (*Document, error) {
 
 // ruleKeys are a rule's fields in the document's (and fmt's) order.
 var ruleKeys = []string{"id", "resource", "level", "algorithm", "limit", "window", "burst",
-	"warmup", "coldFactor", "buckets", "maxWait", "maxKeys", "idleTTL", "adaptive", "cluster"}
+	"warmup", "coldFactor", "buckets", "maxWait", "maxKeys", "idleTTL", "adaptive", "cluster",
+	"initialLimit", "minLimit", "maxLimit", "tolerance", "smoothing", "reserve"}
 
 // maxDuration bounds every duration of a rule: anything longer than a year
 // is a typo (a missing unit prefix), not a limit anyone means.
@@ -186,6 +191,18 @@ func readRule(p *problems, i int, n *node) (r flow.Rule, skip []string) {
 			r.Adaptive, _ = o.boolean(key, v)
 		case "cluster":
 			r.Cluster = readCluster(p, i, o.id, v)
+		case "initialLimit":
+			r.InitialLimit, _ = o.integer(key, v)
+		case "minLimit":
+			r.MinLimit, _ = o.integer(key, v)
+		case "maxLimit":
+			r.MaxLimit, _ = o.integer(key, v)
+		case "tolerance":
+			r.Tolerance, _ = o.number(key, v)
+		case "smoothing":
+			r.Smoothing, _ = o.number(key, v)
+		case "reserve":
+			r.Reserve = readReserve(p, i, o.id, v)
 		}
 	})
 	if !ok {
@@ -194,18 +211,23 @@ func readRule(p *problems, i int, n *node) (r flow.Rule, skip []string) {
 	if !o.given["level"] {
 		levelOK = true
 	}
-	o.required("resource", "algorithm", "limit")
+	o.required("resource", "algorithm")
+	if !algoOK || r.Algorithm != flow.AlgoAdaptiveConcurrency {
+		o.required("limit")
+	}
 	// Which fields apply depends on the algorithm and level; when those are
 	// wrong, the engine's "only for ..." checks would only add noise.
 	if !algoOK {
-		skip = append(skip, "limit", "burst", "warmup", "coldFactor", "buckets", "maxWait")
+		skip = append(skip, "limit", "burst", "warmup", "coldFactor", "buckets", "maxWait",
+			"window", "initialLimit", "minLimit", "maxLimit", "tolerance", "smoothing", "reserve", "adaptive", "cluster")
 	}
 	if !levelOK {
 		skip = append(skip, "maxKeys", "idleTTL")
 	}
 	// A field explicitly set to zero would silently turn into its default;
 	// say so instead. maxWait "0s" is a real setting (never wait).
-	for _, k := range []string{"window", "burst", "coldFactor", "buckets", "maxKeys", "idleTTL"} {
+	for _, k := range []string{"window", "burst", "coldFactor", "buckets", "maxKeys", "idleTTL",
+		"initialLimit", "minLimit", "maxLimit", "tolerance", "smoothing"} {
 		if o.given[k] && isZero(n, k) {
 			o.fail(k, "must be > 0 (leave it out for the default)")
 		}
@@ -291,6 +313,26 @@ func algorithmNames() []string {
 		out = append(out, a.String())
 	}
 	return out
+}
+
+// readReserve reads a rule's "reserve": fractions of a concurrency limit
+// held back for the higher priority classes (flow.Reserve). Classes left
+// out reserve nothing; flow's validation checks the values.
+func readReserve(p *problems, i int, id string, v *node) *flow.Reserve {
+	r := &flow.Reserve{}
+	o := &object{p: p, index: i, id: id, prefix: "reserve."}
+	o.walk(v, "", []string{"critical", "high", "normal"}, func(key string, v *node) {
+		f, _ := o.number(key, v)
+		switch key {
+		case "critical":
+			r.Critical = f
+		case "high":
+			r.High = f
+		case "normal":
+			r.Normal = f
+		}
+	})
+	return r
 }
 
 func readCluster(p *problems, i int, id string, v *node) *flow.ClusterSpec {

@@ -26,8 +26,8 @@ type (
 		Resource   string       `json:"resource"`
 		Level      string       `json:"level"`
 		Algorithm  string       `json:"algorithm"`
-		Limit      float64      `json:"limit"`
-		Window     string       `json:"window"`
+		Limit      float64      `json:"limit,omitempty"`  // absent only for adaptive_concurrency
+		Window     string       `json:"window,omitempty"` // absent only for adaptive_concurrency
 		Burst      float64      `json:"burst,omitempty"`
 		Warmup     string       `json:"warmup,omitempty"`
 		ColdFactor float64      `json:"coldFactor,omitempty"`
@@ -37,6 +37,19 @@ type (
 		IdleTTL    string       `json:"idleTTL,omitempty"`
 		Adaptive   bool         `json:"adaptive"`
 		Cluster    *clusterJSON `json:"cluster,omitempty"`
+		// adaptive_concurrency
+		InitialLimit int     `json:"initialLimit,omitempty"`
+		MinLimit     int     `json:"minLimit,omitempty"`
+		MaxLimit     int     `json:"maxLimit,omitempty"`
+		Tolerance    float64 `json:"tolerance,omitempty"`
+		Smoothing    float64 `json:"smoothing,omitempty"`
+		// concurrency and adaptive_concurrency
+		Reserve *reserveJSON `json:"reserve,omitempty"`
+	}
+	reserveJSON struct {
+		Critical float64 `json:"critical"`
+		High     float64 `json:"high"`
+		Normal   float64 `json:"normal"`
 	}
 	clusterJSON struct {
 		Threshold string `json:"threshold"`
@@ -89,8 +102,16 @@ func (d *Document) Format() []byte {
 func formatRule(r flow.Rule) ruleJSON {
 	j := ruleJSON{
 		ID: r.ID, Resource: r.Resource, Level: r.Level.String(), Algorithm: r.Algorithm.String(),
-		Limit: r.Limit, Window: fmtDuration(r.Window), Burst: r.Burst, ColdFactor: r.ColdFactor,
+		Limit: r.Limit, Burst: r.Burst, ColdFactor: r.ColdFactor,
 		Buckets: r.Buckets, MaxWait: fmtDuration(r.MaxWait), MaxKeys: r.MaxKeys, Adaptive: r.Adaptive,
+		InitialLimit: r.InitialLimit, MinLimit: r.MinLimit, MaxLimit: r.MaxLimit,
+		Tolerance: r.Tolerance, Smoothing: r.Smoothing,
+	}
+	if r.Window != 0 {
+		j.Window = fmtDuration(r.Window)
+	}
+	if res := r.Reserve; res != nil {
+		j.Reserve = &reserveJSON{res.Critical, res.High, res.Normal}
 	}
 	if r.Warmup != 0 {
 		j.Warmup = fmtDuration(r.Warmup)
