@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"strings"
 	"sync/atomic"
 )
 
@@ -33,10 +34,11 @@ func (p Priority) String() string {
 	return fmt.Sprintf("Priority(%d)", int8(p))
 }
 
-// ParsePriority reads a priority name ("critical", "high", "normal", "low").
+// ParsePriority reads a priority name ("critical", "high", "normal", "low"),
+// in any case.
 func ParsePriority(s string) (Priority, bool) {
 	for i, n := range priorityNames {
-		if n == s {
+		if strings.EqualFold(n, s) {
 			return Priority(i - 1), true
 		}
 	}

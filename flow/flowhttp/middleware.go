@@ -54,7 +54,7 @@ type handler struct {
 }
 
 func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	var arr [3]flow.EntryOption
+	var arr [4]flow.EntryOption
 	opts := append(arr[:0], flow.WithContext(r.Context()))
 	if h.cf.user != nil {
 		if u := h.cf.user(r); u != "" {
@@ -63,6 +63,9 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if ip := h.clientIP(r); ip != "" {
 		opts = append(opts, flow.WithIP(ip))
+	}
+	if p, ok := h.priority(r); ok {
+		opts = append(opts, flow.WithPriority(p))
 	}
 	p, err := h.eng.Entry(h.resource(r), opts...)
 	if err != nil {

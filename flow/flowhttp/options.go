@@ -17,10 +17,12 @@ type config struct {
 	blocked      BlockedHandler
 	quotaHeaders bool
 	v6Bits       int
+	prioHeader   string // "" turns priorities off
+	prioTrustAll bool
 }
 
 func newConfig(opts []Option) *config {
-	cf := &config{blocked: WriteProblem}
+	cf := &config{blocked: WriteProblem, prioHeader: DefaultPriorityHeader}
 	for _, o := range opts {
 		o(cf)
 	}
