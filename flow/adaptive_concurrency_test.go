@@ -128,3 +128,53 @@ func TestAdaptivePerUserLimits(t *testing.T) {
 		t.Fatalf("per user initialLimit 2: a %d, b %d", len(a), len(b))
 	}
 }
+
+// TestAdaptiveAllocations: Entry+Exit through an adaptive_concurrency rule,
+// with a priority, allocates nothing, including the Exits that close a
+// window and move the limit.
+func TestAdaptiveAllocations(t *testing.T) {
+	if testing.CoverMode() != "" || raceEnabled {
+		t.Skip("instrumented builds allocate")
+	}
+	e, clk := newTestEngine(t, Rule{ID: "a", Resource: "r", Algorithm: AlgoAdaptiveConcurrency, InitialLimit: 4})
+	var ps [8]*Permit
+	round := func() {
+		n := 0
+		for ; n < len(ps); n++ {
+			p, err := e.Entry("r", WithPriority(PriorityHigh))
+			if err != nil {
+				break // the limit refused: that is what makes it grow
+			}
+			ps[n] = p
+		}
+		clk.Advance(time.Millisecond)
+		for _, p := range ps[:n] {
+			p.Exit()
+		}
+	}
+	for range 50 {
+		round()
+	}
+	before := adaptiveStats(t, e)
+	if before.Limit < int64(len(ps)) {
+		t.Fatalf("limit %d after 50 refused rounds, want it grown to %d", before.Limit, len(ps))
+	}
+	// Nothing is refused now (a refusal's BlockError is its one allocation).
+	if n := testing.AllocsPerRun(200, round); n != 0 {
+		t.Errorf("a round of 8 calls: %v allocs, want 0", n)
+	}
+	pass := func() {
+		p, err := e.Entry("r", WithPriority(PriorityCritical))
+		if err != nil {
+			t.Fatal(err)
+		}
+		clk.Advance(time.Millisecond)
+		p.Exit()
+	}
+	if n := testing.AllocsPerRun(1000, pass); n != 0 {
+		t.Errorf("Entry+Exit through adaptive_concurrency: %v allocs, want 0", n)
+	}
+	if after := adaptiveStats(t, e); after.ShortRTT != time.Millisecond {
+		t.Fatalf("the limit did not move through windows: %+v -> %+v", before, after)
+	}
+}
