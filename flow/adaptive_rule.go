@@ -64,20 +64,18 @@ func (r Rule) validateAdaptive(bad func(field, format string, args ...any)) {
 			bad("cluster", "not supported for adaptive_concurrency (each instance finds its own limit)")
 		}
 	}
-	if r.Tolerance != 0 {
+	for _, f := range []struct {
+		name   string
+		v      float64
+		lo, hi float64
+		rng    string
+	}{{"tolerance", r.Tolerance, 1, 100, "[1, 100]"}, {"smoothing", r.Smoothing, 0, 1, "(0, 1]"}} {
 		switch {
+		case f.v == 0:
 		case !adaptive:
-			bad("tolerance", "only for adaptive_concurrency rules")
-		case math.IsNaN(r.Tolerance) || r.Tolerance < 1 || r.Tolerance > 100:
-			bad("tolerance", "must be in [1, 100], not %v", r.Tolerance)
-		}
-	}
-	if r.Smoothing != 0 {
-		switch {
-		case !adaptive:
-			bad("smoothing", "only for adaptive_concurrency rules")
-		case math.IsNaN(r.Smoothing) || r.Smoothing < 0 || r.Smoothing > 1:
-			bad("smoothing", "must be in (0, 1], not %v", r.Smoothing)
+			bad(f.name, "only for adaptive_concurrency rules")
+		case math.IsNaN(f.v) || f.v < f.lo || f.v > f.hi:
+			bad(f.name, "must be in %s, not %v", f.rng, f.v)
 		}
 	}
 	if r.Reserve != nil {
