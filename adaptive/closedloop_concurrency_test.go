@@ -14,6 +14,20 @@ import (
 // (issue 18), on a service of capacity C = 50 concurrent calls and base
 // latency L = 10ms (simulate.Service), driving the real engine. The README
 // quotes the figures these tests log.
+//
+// They simulate millions of calls. The race detector makes that about ten
+// times slower, so under -race they run a reduced set (C = 50 only, one
+// offered load, shorter runs) with the same assertions; the full set runs
+// with plain `go test ./adaptive`.
+
+// reduced reports whether to run the reduced set, saying so in the log.
+func reduced(t *testing.T) bool {
+	t.Helper()
+	if raceEnabled {
+		t.Log("race detector on: reduced set (run `go test ./adaptive -run '" + t.Name() + "' -v` for all figures)")
+	}
+	return raceEnabled
+}
 
 var svc50 = simulate.Service{Capacity: 50, Latency: 10 * time.Millisecond}
 
@@ -48,7 +62,11 @@ func cpuFactorAlone(s simulate.Service, load float64) simulate.Setup {
 func TestAdaptiveConcurrencyOverload(t *testing.T) {
 	noLoad := simulateOK(t, svc50, simulate.Setup{Load: simulate.Constant(0.1), Seed: 1}, 10*time.Second, 2*time.Second)
 	t.Logf("no load (0.1x, no rule): p50 %v p99 %v", noLoad.P50, noLoad.P99)
-	for _, load := range []float64{0.5, 2, 5, 10} {
+	loads := []float64{0.5, 2, 5, 10}
+	if reduced(t) {
+		loads = []float64{5}
+	}
+	for _, load := range loads {
 		set := func(rules ...flow.Rule) simulate.Setup {
 			return simulate.Setup{Rules: rules, Load: simulate.Constant(load), Seed: 1}
 		}
@@ -75,13 +93,17 @@ func TestAdaptiveConcurrencyOverload(t *testing.T) {
 }
 
 func TestAdaptiveConcurrencyConvergesAndHolds(t *testing.T) {
-	for _, c := range []int{50, 500} {
+	caps, steady := []int{50, 500}, time.Minute
+	if reduced(t) {
+		caps, steady = []int{50}, 20*time.Second
+	}
+	for _, c := range caps {
 		s := simulate.Service{Capacity: c, Latency: 10 * time.Millisecond}
 		r := simulateOK(t, s, simulate.Setup{Rules: []flow.Rule{simulate.AdaptiveRule()}, Load: simulate.Constant(3), Seed: 1},
-			70*time.Second, 10*time.Second)
+			10*time.Second+steady, 10*time.Second)
 		at, _ := simulate.Converged(r.Samples, float64(c), 0.2)
-		t.Logf("C=%d at 3x: within 20%% of C after %v; steady minute (10s-70s): limit %v..%v (peak-to-peak %v = %.1f%% of C), goodput %.3f, p99 %v",
-			c, at, r.LimitMin, r.LimitMax, r.LimitMax-r.LimitMin, 100*(r.LimitMax-r.LimitMin)/float64(c), r.Goodput, r.P99)
+		t.Logf("C=%d at 3x: within 20%% of C after %v; steady %v from 10s: limit %v..%v (peak-to-peak %v = %.1f%% of C), goodput %.3f, p99 %v",
+			c, at, steady, r.LimitMin, r.LimitMax, r.LimitMax-r.LimitMin, 100*(r.LimitMax-r.LimitMin)/float64(c), r.Goodput, r.P99)
 		if at < 0 || at > 5*time.Second {
 			t.Errorf("C=%d: limit within 20%% of C after %v, want within 5s", c, at)
 		}
@@ -92,7 +114,11 @@ func TestAdaptiveConcurrencyConvergesAndHolds(t *testing.T) {
 }
 
 func TestPriorityShedding(t *testing.T) {
-	for _, c := range []int{50, 500} {
+	caps := []int{50, 500}
+	if reduced(t) {
+		caps = caps[:1]
+	}
+	for _, c := range caps {
 		s := simulate.Service{Capacity: c, Latency: 10 * time.Millisecond}
 		mix := simulate.Setup{Rules: []flow.Rule{simulate.AdaptiveRule()}, Load: simulate.Constant(3), Seed: 1,
 			Mix: simulate.Mix{0.7, 0, 0, 0.3}}
