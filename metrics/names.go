@@ -18,6 +18,7 @@ const (
 	NameAdaptiveRTT       = "flowgate_adaptive_rtt_seconds" // adaptive_concurrency rules: {resource, rule, estimate}
 	NameSystemMaxInFlight = "flowgate_system_max_in_flight"
 	NameCPU               = "flowgate_cpu_usage_ratio"
+	NameCPUSource         = "flowgate_cpu_source_info"
 	NameClusterRequests   = "flowgate_cluster_requests_total"
 	NameClusterFallbacks  = "flowgate_cluster_fallbacks_total"
 	NameClusterDuration   = "flowgate_cluster_request_duration_seconds"

@@ -239,6 +239,8 @@ var beyondSchema = map[string]string{
 	"alerting window too short":   "the magnitude of a duration string",
 	"adaptive min above max":      "a comparison between two fields",
 	"reserve adds up to 1":        "a sum of fields",
+	"resource invalid UTF-8":      "the encoding of a string",
+	"resource lone surrogate":     "the encoding of a string",
 }
 
 func TestSchemaAgreesWithParser(t *testing.T) {

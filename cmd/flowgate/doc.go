@@ -14,7 +14,10 @@
 // flags override) choose the Redis deployment (one server, Sentinel or
 // Cluster), TLS with an optional client CA, the shared bearer token (from a
 // file or an environment variable, never a flag), the rules document served
-// by id and hot reloaded, and an optional /metrics listener. On SIGINT or
+// by id and hot reloaded, and an optional /metrics listener. It listens on
+// 127.0.0.1:7600 by default and refuses to listen beyond loopback unless
+// callers authenticate (a token or client certificates), or
+// -allow-unauthenticated is given, which logs a warning. On SIGINT or
 // SIGTERM it stops accepting calls and drains those in flight for at most
 // -shutdown-timeout.
 package main

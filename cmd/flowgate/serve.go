@@ -68,6 +68,13 @@ func serve(ctx context.Context, cf serveConfig, stdout io.Writer, log *slog.Logg
 	if err != nil {
 		return fmt.Errorf("token: %w", err)
 	}
+	warning, err := cf.exposure(token != "")
+	if err != nil {
+		return err
+	}
+	if warning != "" {
+		log.Warn("flowgate serve: " + warning)
+	}
 	opts := []tokenrpc.Option{tokenrpc.WithMaxQPS(cf.MaxQPS), tokenrpc.WithLogger(log), tokenrpc.WithInlineRules(*cf.InlineRules)}
 	if token != "" {
 		opts = append(opts, tokenrpc.WithAuthToken(token))
