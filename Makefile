@@ -1,10 +1,11 @@
 # flowgate — the commands a newcomer and CI run. `make demo` needs nothing but Go;
-# `make test` installs what the tests need (redis-server, prometheus with promtool) when it can.
+# `make test` installs what the tests need (redis-server, prometheus with promtool, etcd) when it can.
 
 GO      ?= go
 PKGS    ?= ./...
 export FLOWGATE_REQUIRE_REDIS ?=
 export FLOWGATE_REQUIRE_PROMETHEUS ?=
+export FLOWGATE_REQUIRE_ETCD ?=
 
 .PHONY: all demo test bench bench-peers lint deps vet fmt examples
 
@@ -15,11 +16,11 @@ all: lint test
 demo:
 	$(GO) run ./examples/demo $(ARGS)
 
-## test: vet + race-enabled tests with a real redis-server and prometheus (installed by deps when
-## missing); a test that needs one fails instead of skipping.
+## test: vet + race-enabled tests with a real redis-server, prometheus and etcd (installed by deps
+## when missing); a test that needs one fails instead of skipping.
 test: deps
 	$(GO) vet $(PKGS)
-	FLOWGATE_REQUIRE_REDIS=1 FLOWGATE_REQUIRE_PROMETHEUS=1 $(GO) test -race -count=1 -timeout 20m $(PKGS)
+	FLOWGATE_REQUIRE_REDIS=1 FLOWGATE_REQUIRE_PROMETHEUS=1 FLOWGATE_REQUIRE_ETCD=1 $(GO) test -race -count=1 -timeout 20m $(PKGS)
 	@$(MAKE) --no-print-directory examples
 
 ## examples: build every example and run each short-lived one with a time limit.

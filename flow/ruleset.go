@@ -27,6 +27,9 @@ var checkOrder = [3]Level{LevelIP, LevelUser, LevelGlobal}
 type resourceRules struct {
 	stats  *resourceStats
 	levels [3]levelRules // in checkOrder
+	// breakers are the resource's circuit breakers, checked before the
+	// levels; nil when it has none.
+	breakers *breakerRules
 	// single is the resource's only rule when Entry can decide it on the
 	// short path (see Engine.entrySingle): global, local, a rate algorithm,
 	// no MaxWait.
@@ -74,6 +77,12 @@ type compiledRule struct {
 	globalGen atomic.Uint64
 	keys      *keyTable // LevelUser, LevelIP
 	proto     atomic.Pointer[bucketProto]
+
+	// transitions counts a circuit breaker rule's changes into each state.
+	transitions [numBreakerStates]atomic.Uint64
+	// seen is the latest Entry time a circuit breaker rule saw, to
+	// seenStep: its Exits' time when they do not read the clock.
+	seen atomic.Int64
 }
 
 func (cr *compiledRule) limit() float64 { return math.Float64frombits(cr.limitBits.Load()) }
@@ -202,6 +211,10 @@ func (e *Engine) compile(rules []Rule, old *ruleSet, now int64) (*ruleSet, map[s
 			}
 			rs.byResource[r.Resource] = rr
 		}
+		if r.Algorithm == AlgoCircuitBreaker {
+			rr.addBreaker(cr)
+			continue
+		}
 		lr := &rr.levels[levelSlot(r.Level)]
 		if cr.cluster {
 			lr.cluster = append(lr.cluster, cr)
@@ -215,7 +228,9 @@ func (e *Engine) compile(rules []Rule, old *ruleSet, now int64) (*ruleSet, map[s
 		return nil, nil, errors.Join(errs...)
 	}
 	for _, rr := range rs.byResource {
-		rr.single = singleRule(rr)
+		if rr.breakers == nil {
+			rr.single = singleRule(rr)
+		}
 		rr.cpuRule = firstAdaptive(rr)
 	}
 	for _, st := range stats {
@@ -273,10 +288,14 @@ func (e *Engine) newCompiled(r Rule, factor float64, now int64) (*compiledRule, 
 		cluster: r.Cluster != nil && e.cf.ts != nil,
 		reason:  ReasonRateLimited,
 	}
-	if r.Algorithm == AlgoConcurrency || r.Algorithm == AlgoAdaptiveConcurrency {
+	switch r.Algorithm {
+	case AlgoConcurrency, AlgoAdaptiveConcurrency:
 		cr.reason = ReasonConcurrency
 		cr.classed = !cr.cluster
 		cr.shares = reserveOf(&r).shares()
+	case AlgoCircuitBreaker:
+		cr.reason = ReasonBreakerOpen
+		cr.cluster = false // validation refuses a Cluster spec on a breaker
 	}
 	cr.dynamic = r.Adaptive || cr.cluster
 	instances := 1

@@ -26,17 +26,24 @@ type (
 		Resource   string       `json:"resource"`
 		Level      string       `json:"level"`
 		Algorithm  string       `json:"algorithm"`
-		Limit      float64      `json:"limit,omitempty"`  // absent only for adaptive_concurrency
+		Limit      float64      `json:"limit,omitempty"`  // not for circuit_breaker, adaptive_concurrency
 		Window     string       `json:"window,omitempty"` // not for concurrency, adaptive_concurrency
 		Burst      float64      `json:"burst,omitempty"`
 		Warmup     string       `json:"warmup,omitempty"`
 		ColdFactor float64      `json:"coldFactor,omitempty"`
 		Buckets    int          `json:"buckets,omitempty"`
-		MaxWait    string       `json:"maxWait,omitempty"` // not for concurrency
+		MaxWait    string       `json:"maxWait,omitempty"` // not for concurrency or circuit_breaker
 		MaxKeys    int          `json:"maxKeys,omitempty"`
 		IdleTTL    string       `json:"idleTTL,omitempty"`
-		Adaptive   bool         `json:"adaptive"`
+		Adaptive   *bool        `json:"adaptive,omitempty"`
 		Cluster    *clusterJSON `json:"cluster,omitempty"`
+		// circuit_breaker only
+		Strategy    string  `json:"strategy,omitempty"`
+		Threshold   float64 `json:"threshold,omitempty"`
+		MinRequests int     `json:"minRequests,omitempty"`
+		OpenFor     string  `json:"openFor,omitempty"`
+		Probes      int     `json:"probes,omitempty"`
+		SlowCall    string  `json:"slowCall,omitempty"`
 		// adaptive_concurrency
 		InitialLimit int     `json:"initialLimit,omitempty"`
 		MinLimit     int     `json:"minLimit,omitempty"`
@@ -104,9 +111,19 @@ func formatRule(r flow.Rule) ruleJSON {
 	j := ruleJSON{
 		ID: r.ID, Resource: r.Resource, Level: r.Level.String(), Algorithm: r.Algorithm.String(),
 		Limit: r.Limit, Burst: r.Burst, ColdFactor: r.ColdFactor,
-		Buckets: r.Buckets, MaxWait: fmtDuration(r.MaxWait), MaxKeys: r.MaxKeys, Adaptive: r.Adaptive,
+		Buckets: r.Buckets, MaxKeys: r.MaxKeys,
 		InitialLimit: r.InitialLimit, MinLimit: r.MinLimit, MaxLimit: r.MaxLimit,
 		Tolerance: r.Tolerance, Smoothing: r.Smoothing,
+	}
+	if r.Algorithm == flow.AlgoCircuitBreaker {
+		j.Strategy, j.Threshold, j.MinRequests, j.Probes = r.Strategy.String(), r.Threshold, r.MinRequests, r.Probes
+		j.OpenFor = fmtDuration(r.OpenFor)
+		if r.SlowCall != 0 {
+			j.SlowCall = fmtDuration(r.SlowCall)
+		}
+	} else {
+		adaptive := r.Adaptive
+		j.MaxWait, j.Adaptive = fmtDuration(r.MaxWait), &adaptive
 	}
 	if r.Window != 0 {
 		j.Window = fmtDuration(r.Window)

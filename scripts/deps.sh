@@ -1,6 +1,7 @@
 #!/bin/sh
 # Installs what flowgate's tests need when it is missing: redis-server (with
-# redis-cli) and prometheus (Debian's package, which also brings promtool).
+# redis-cli), prometheus (Debian's package, which also brings promtool) and
+# etcd (Debian's etcd-server).
 # It uses apt-get when we are root and says what to do otherwise; the tests
 # that need a missing one then fail under make test (FLOWGATE_REQUIRE_*).
 set -u
@@ -11,6 +12,7 @@ command -v redis-cli >/dev/null 2>&1 || need="$need redis-tools"
 if ! command -v prometheus >/dev/null 2>&1 || ! command -v promtool >/dev/null 2>&1; then
 	need="$need prometheus"
 fi
+command -v etcd >/dev/null 2>&1 || [ -x /usr/bin/etcd ] || need="$need etcd-server"
 
 if [ -z "$need" ]; then
 	exit 0
@@ -18,7 +20,7 @@ fi
 
 if [ "$(id -u)" != "0" ] || ! command -v apt-get >/dev/null 2>&1; then
 	echo "flowgate: missing:$need. Install it (e.g. 'sudo apt-get install$need')," >&2
-	echo "flowgate: or the tests that need it will fail under FLOWGATE_REQUIRE_REDIS=1 / FLOWGATE_REQUIRE_PROMETHEUS=1." >&2
+	echo "flowgate: or the tests that need it will fail under FLOWGATE_REQUIRE_REDIS=1 / FLOWGATE_REQUIRE_PROMETHEUS=1 / FLOWGATE_REQUIRE_ETCD=1." >&2
 	exit 0
 fi
 
@@ -34,5 +36,6 @@ apt-get install -y -qq --no-install-recommends $need >/dev/null || {
 if command -v service >/dev/null 2>&1; then
 	service redis-server stop >/dev/null 2>&1 || true
 	service prometheus stop >/dev/null 2>&1 || true
+	service etcd stop >/dev/null 2>&1 || true
 fi
 exit 0
