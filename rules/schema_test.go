@@ -16,8 +16,8 @@ import (
 
 // This file holds a small JSON Schema validator for the subset schema.json
 // uses (draft 2020-12: type, enum, const, properties, required,
-// additionalProperties, items, minimum, maximum, exclusiveMinimum,
-// exclusiveMaximum, minLength, pattern, $ref to #/$defs, allOf, not, if/then/else, boolean
+// additionalProperties, items, minimum, maximum, exclusiveMinimum, exclusiveMaximum,
+// minLength, pattern, $ref to #/$defs, allOf, not, if/then/else, boolean
 // schemas), so the schema can be tested against the parser without a
 // third-party library. Patterns are written to mean the same in RE2 and
 // ECMA-262.
@@ -237,6 +237,8 @@ var beyondSchema = map[string]string{
 	"adaptive band inverted":      "a comparison between two fields",
 	"alerting resolve above fire": "a comparison between two fields",
 	"alerting window too short":   "the magnitude of a duration string",
+	"adaptive min above max":      "a comparison between two fields",
+	"reserve adds up to 1":        "a sum of fields",
 	"resource invalid UTF-8":      "the encoding of a string",
 	"resource lone surrogate":     "the encoding of a string",
 }
