@@ -25,16 +25,26 @@ import (
 // The clock is read once per Entry (and by the Exits that measure response
 // time, 1 in 8 on the real clock: see WithRTSampling). The pass path
 // allocates nothing (Permits are pooled, see Permit.Exit); a refusal
-// allocates the *BlockError.
+// allocates the *BlockError (Decide refuses without allocating).
 func (e *Engine) Entry(resource string, opts ...EntryOption) (*Permit, error) {
 	return e.entry(nil, resource, opts)
+}
+
+// entry is Entry with the context Guard passes; the refusal is built on
+// the stack by decide and moved to the heap only here.
+func (e *Engine) entry(ctx context.Context, resource string, opts []EntryOption) (*Permit, error) {
+	var be BlockError
+	if p := e.decide(ctx, resource, opts, &be); p != nil {
+		return p, nil
+	}
+	return nil, be.onHeap()
 }
 
 // takenLim is a local limiter a call took permits from.
 type takenLim struct {
 	lim  limiter
-	at   int64 // the moment the permits were taken for: now, or now+wait when queued
-	conc bool  // concurrency: released on Exit
+	at   int64        // the moment the permits were taken for: now, or now+wait when queued
+	conc *concurrency // lim when it is a concurrency cap: released on Exit
 }
 
 // clusterGrant is a token server answer to give back or release.
@@ -49,6 +59,7 @@ type clusterGrant struct {
 // escape through the limiter interface calls); past its size they spill to
 // the heap.
 type entryState struct {
+	refusal  BlockError // written by refuse (held by value: see decide)
 	now      int64
 	tokens   int
 	nTaken   int
@@ -93,12 +104,14 @@ func (a *entryArgs) context() context.Context {
 	return a.ctx
 }
 
-func (e *Engine) entry(ctx context.Context, resource string, opts []EntryOption) (*Permit, error) {
+// decide admits the call and returns its Permit, or writes why it was
+// refused to *be and returns nil. be stays the caller's (on its stack).
+func (e *Engine) decide(ctx context.Context, resource string, opts []EntryOption, be *BlockError) *Permit {
 	a := parseEntry(ctx, opts)
 	rr := e.rules.Load().byResource[resource]
 	sys := e.sysLimit.Load()
 	if rr == nil && sys <= 0 {
-		return noopPermit, nil
+		return noopPermit
 	}
 	now := e.now()
 	if sys > 0 {
@@ -109,24 +122,29 @@ func (e *Engine) entry(ctx context.Context, resource string, opts []EntryOption)
 			if rr != nil {
 				rr.stats.block(now, LevelSystem)
 			}
-			return nil, &BlockError{Resource: resource, Level: LevelSystem, Reason: ReasonSystemOverload}
+			*be = BlockError{Resource: resource, Level: LevelSystem, Reason: ReasonSystemOverload}
+			return nil
 		}
 		if rr == nil {
 			e.unruled.Add(1)
 			p := e.getPermit(now)
 			p.sysCounted, p.unruled = true, true
-			return p, nil
+			return p
 		}
 	}
 	if cr := rr.single; cr != nil && sys <= 0 {
-		return e.entrySingle(resource, rr, cr, now, a.tokens)
+		return e.entrySingle(resource, rr, cr, now, a.tokens, be)
 	}
+	// The refusal is written into st, not through be: undo hands what st
+	// holds to the token server, so the compiler treats everything st
+	// points to as escaping, and be would go to the heap.
 	st := entryState{now: now, tokens: a.tokens}
-	if err := e.admit(&a, resource, rr, &st); err != nil {
+	if e.admit(&a, resource, rr, &st) != nil {
 		if sys > 0 {
 			e.sysInFlight.Add(-1)
 		}
-		return nil, err
+		*be = st.refusal
+		return nil
 	}
 	if st.wait > 0 {
 		if err := e.cf.clk.Sleep(a.context(), st.wait); err != nil {
@@ -136,8 +154,9 @@ func (e *Engine) entry(ctx context.Context, resource string, opts []EntryOption)
 			e.undo(&st)
 			cr := st.waitRule
 			rr.stats.block(now, cr.rule.Level)
-			return nil, &BlockError{Resource: resource, Level: cr.rule.Level, RuleID: cr.rule.ID,
+			*be = BlockError{Resource: resource, Level: cr.rule.Level, RuleID: cr.rule.ID,
 				Reason: ReasonWaitCancelled, Limit: cr.limit(), Window: cr.rule.Window, Err: err}
+			return nil
 		}
 	}
 	p := e.getPermit(now + int64(st.wait))
@@ -146,13 +165,13 @@ func (e *Engine) entry(ctx context.Context, resource string, opts []EntryOption)
 	p.waited = st.wait
 	p.quota = st.quota
 	for _, t := range st.taken[:st.nTaken] {
-		if t.conc {
-			p.held = append(p.held, t.lim)
+		if t.conc != nil {
+			p.held = append(p.held, t.conc)
 		}
 	}
 	for _, t := range st.more {
-		if t.conc {
-			p.held = append(p.held, t.lim)
+		if t.conc != nil {
+			p.held = append(p.held, t.conc)
 		}
 	}
 	for _, g := range st.grants {
@@ -162,7 +181,7 @@ func (e *Engine) entry(ctx context.Context, resource string, opts []EntryOption)
 	}
 	p.bucket = rr.stats.pass(now, st.wait, p.lane)
 	p.sysCounted = sys > 0 // the guard counts only while on: it costs nothing when off
-	return p, nil
+	return p
 }
 
 // entrySingle is Entry for a resource whose one rule is global, local, a
@@ -170,11 +189,12 @@ func (e *Engine) entry(ctx context.Context, resource string, opts []EntryOption)
 // system guard is off: one decision, nothing to give back, no wait, nothing
 // held, so none of entryState's bookkeeping. It decides exactly as the
 // general path does.
-func (e *Engine) entrySingle(resource string, rr *resourceRules, cr *compiledRule, now int64, tokens int) (*Permit, error) {
+func (e *Engine) entrySingle(resource string, rr *resourceRules, cr *compiledRule, now int64, tokens int, be *BlockError) *Permit {
 	lim, _ := cr.limiterFor("", now) // global: never fails
 	d := lim.tryAcquire(now, tokens, 0)
 	if !d.ok {
-		return nil, blocked(resource, rr, cr, &d, cr.reason, now)
+		blocked(be, resource, rr, cr, &d, cr.reason, now)
+		return nil
 	}
 	p := e.getPermit(now + int64(d.wait))
 	p.stats = rr.stats
@@ -182,11 +202,11 @@ func (e *Engine) entrySingle(resource string, rr *resourceRules, cr *compiledRul
 	p.waited = d.wait
 	p.quota = quotaNote{cr: cr, limit: cr.limit(), remaining: d.remaining, reset: d.reset}
 	p.bucket = rr.stats.pass(now, d.wait, p.lane)
-	return p, nil
+	return p
 }
 
 // admit takes permits at every level that applies, or gives back what it
-// took and returns the *BlockError of the first rule that refused.
+// took, writes the first refusal to st.refusal and returns errRefused.
 func (e *Engine) admit(a *entryArgs, resource string, rr *resourceRules, st *entryState) error {
 	for i := range rr.levels {
 		lr := &rr.levels[i]
@@ -205,19 +225,9 @@ func (e *Engine) admit(a *entryArgs, resource string, rr *resourceRules, st *ent
 			}
 		}
 		for _, cr := range lr.local {
-			lim, err := cr.limiterFor(key, st.now)
-			if err != nil {
-				// Unreachable for validated rules (LoadRules built one);
-				// fail open rather than refuse every call.
-				e.logError("flow: building limiter", err, cr)
-				continue
+			if err := e.takeLocal(resource, rr, cr, key, st); err != nil {
+				return err
 			}
-			d := lim.tryAcquire(st.now, st.tokens, cr.rule.MaxWait)
-			if !d.ok {
-				return e.refuse(resource, rr, cr, d, cr.reason, st)
-			}
-			st.take(takenLim{lim: lim, at: st.now + int64(d.wait), conc: cr.rule.Algorithm == AlgoConcurrency})
-			st.note(cr, d.wait, d.remaining, d.reset)
 		}
 		if len(lr.cluster) > 0 {
 			if err := e.clusterLevel(a, resource, rr, lr, key, st); err != nil {
@@ -228,24 +238,50 @@ func (e *Engine) admit(a *entryArgs, resource string, rr *resourceRules, st *ent
 	return nil
 }
 
-// refuse gives back everything st took, counts the block and builds the
-// error (the one allocation of a refused call).
-func (e *Engine) refuse(resource string, rr *resourceRules, cr *compiledRule, d decision, reason string, st *entryState) error {
-	e.undo(st)
-	return blocked(resource, rr, cr, &d, reason, st.now)
+// takeLocal takes st.tokens permits for key from cr's own limiter (a local
+// rule, or a cluster rule falling back to local), noting what it took so
+// undo can give it back, or refuses the call (see refuse).
+func (e *Engine) takeLocal(resource string, rr *resourceRules, cr *compiledRule, key string, st *entryState) error {
+	lim, err := cr.limiterFor(key, st.now)
+	if err != nil {
+		// Unreachable for validated rules (LoadRules built one); fail open
+		// rather than refuse every call.
+		e.logError("flow: building limiter", err, cr)
+		return nil
+	}
+	d := lim.tryAcquire(st.now, st.tokens, cr.rule.MaxWait)
+	if !d.ok {
+		return e.refuse(resource, rr, cr, d, cr.reason, st)
+	}
+	c, _ := lim.(*concurrency)
+	st.take(takenLim{lim: lim, at: st.now + int64(d.wait), conc: c})
+	st.note(cr, d.wait, d.remaining, d.reset)
+	return nil
 }
 
-// blocked counts a refusal at now and builds its error. d by pointer: a
+// errRefused tells admit's callers that the refusal is in st.refusal: a
+// static error value (typed error, so returning it converts nothing), so
+// refusing allocates nothing.
+var errRefused error = errorString("flow: refused")
+
+// refuse gives back everything st took, counts the block, writes the
+// refusal to st.refusal and returns errRefused.
+func (e *Engine) refuse(resource string, rr *resourceRules, cr *compiledRule, d decision, reason string, st *entryState) error {
+	e.undo(st)
+	blocked(&st.refusal, resource, rr, cr, &d, reason, st.now)
+	return errRefused
+}
+
+// blocked counts a refusal at now and writes it to *be. d by pointer: a
 // copy of the decision as it was just stored field by field stalls on
 // store-to-load forwarding.
-func blocked(resource string, rr *resourceRules, cr *compiledRule, d *decision, reason string, now int64) error {
+func blocked(be *BlockError, resource string, rr *resourceRules, cr *compiledRule, d *decision, reason string, now int64) {
 	rr.stats.block(now, cr.rule.Level)
-	be := &BlockError{Resource: resource, Level: cr.rule.Level, RuleID: cr.rule.ID, Reason: reason,
+	*be = BlockError{Resource: resource, Level: cr.rule.Level, RuleID: cr.rule.ID, Reason: reason,
 		RetryAfter: d.retryAfter, Never: d.never, Limit: cr.limit(), Window: cr.rule.Window, Remaining: d.remaining}
 	if d.never {
 		be.RetryAfter = Never
 	}
-	return be
 }
 
 // undo gives back every permit st took, local and cluster. Each limiter is

@@ -16,15 +16,16 @@ type limiter interface {
 	// refund gives back n permits taken by a tryAcquire whose call did not go
 	// ahead because a later level or rule refused.
 	refund(now int64, n int)
-	// release ends n in-flight permits (concurrency); a no-op for rate algorithms.
-	release(n int)
 	// setLimit changes the effective limit (permits per window, or in flight),
 	// e.g. when the adaptive controller scales the rule. Keeps state (a token
 	// bucket keeps Guava's SetRate semantics; a window keeps its counts).
 	setLimit(now int64, limit float64)
-	// remaining reports the permits left at now, for quota headers and snapshots.
-	remaining(now int64) float64
 }
+
+// Only the concurrency cap holds permits past Entry: the engine keeps its
+// *concurrency and calls release on Exit, so release is not part of the
+// interface. Each algorithm also has remaining(now), the permits left at
+// now, which the shared test suite checks.
 
 // decision is the outcome of one limiter's tryAcquire: a small value, never
 // allocated.

@@ -37,7 +37,7 @@ type Permit struct {
 	quota  quotaNote
 	// sysCounted: counted in Engine.sysInFlight; unruled: in Engine.unruled.
 	sysCounted, unruled bool
-	held                []limiter      // concurrency limiters to release
+	held                []*concurrency // concurrency caps to release
 	grants              []clusterGrant // token server grants to release
 	// The size a multiple of 64 B, so the allocator's size class lays
 	// permits on whole cache lines: two permits sharing a line (those of
@@ -92,8 +92,8 @@ func (p *Permit) Exit(opts ...ExitOption) {
 		failed = failed || opts[i].err != nil
 	}
 	e := p.eng
-	for i, l := range p.held {
-		l.release(p.tokens)
+	for i, c := range p.held {
+		c.release(p.tokens)
 		p.held[i] = nil
 	}
 	for i := range p.grants {

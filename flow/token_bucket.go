@@ -134,8 +134,6 @@ func (b *tokenBucket) reset(stored float64) time.Duration {
 
 func (b *tokenBucket) refund(at int64, n int) { b.l.Refund(at, n) }
 
-func (b *tokenBucket) release(int) {}
-
 // setLimit is Guava's setRate: elapsed time is credited at the old rate, the
 // stored permits keep their share of maxPermits, and the burst scales with
 // the rate.
