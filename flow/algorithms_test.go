@@ -256,7 +256,7 @@ func TestAlgorithmsConcurrentMixed(t *testing.T) {
 							if i%5 == 0 {
 								l.refund(now+int64(d.wait), 1+i%2)
 							} else {
-								testRelease(l, 1 + i%2)
+								testRelease(l, 1+i%2)
 							}
 						}
 						if w == 0 {
