@@ -15,8 +15,11 @@ type config struct {
 	trusted      []netip.Prefix
 	proxyHeaders []string
 	blocked      BlockedHandler
-	quotaHeaders bool
-	v6Bits       int
+	// customBlocked: blocked was set by WithBlockedHandler (not WriteProblem,
+	// which the middleware calls directly so the refusal stays on its stack).
+	customBlocked bool
+	quotaHeaders  bool
+	v6Bits        int
 }
 
 func newConfig(opts []Option) *config {
@@ -60,7 +63,7 @@ func WithTrustedProxies(prefixes ...netip.Prefix) Option {
 }
 
 // WithProxyHeaders sets which forwarding headers a trusted peer may use, in
-// order of preference. Default DefaultProxyHeaders.
+// order of preference. Default DefaultProxyHeaders().
 func WithProxyHeaders(names ...string) Option {
 	return func(cf *config) {
 		cf.proxyHeaders = make([]string, len(names))
@@ -75,7 +78,7 @@ func WithProxyHeaders(names ...string) Option {
 func WithBlockedHandler(h BlockedHandler) Option {
 	return func(cf *config) {
 		if h != nil {
-			cf.blocked = h
+			cf.blocked, cf.customBlocked = h, true
 		}
 	}
 }
