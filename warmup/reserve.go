@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math"
 	"time"
+
+	"github.com/flowgate/flowgate/internal/hotpath"
 )
 
 // Reservation is the outcome of TryReserveAt: a small value, never allocated.
@@ -58,13 +60,15 @@ func (l *Limiter) tryReserveAt(now int64, permits int, maxWait time.Duration, sh
 		return Reservation{}, errPermits(permits)
 	}
 	timeout := max(int64(maxWait/time.Microsecond), 0)
-	// Shared: nothing of l is read before loadW, and nothing after the CAS:
+	// Shared: nothing of l is read before LoadForWrite, nor after the CAS:
 	// another core reserving on l wants its cache line, and every touch
-	// outside that window moves the line once more (see loadW).
+	// outside that window moves the line once more (see hotpath.LoadForWrite).
 	for spins := 0; ; spins++ {
 		var w0, w1 uint64
 		if shared {
-			w0, w1 = l.loadW()
+			// The line asked for exclusive (see hotpath.LoadForWrite);
+			// a torn pair fails the CAS.
+			w0, w1 = hotpath.LoadForWrite(l.pair())
 		} else {
 			w0, w1 = l.load0(), l.load1()
 		}
@@ -92,7 +96,7 @@ func (l *Limiter) tryReserveAt(now int64, permits int, maxWait time.Duration, sh
 		cool := l.coolDown(&st) // read now: l is not read after the CAS
 		// commit, one call less between the loads and the CAS.
 		if l.cas(w0, w1, encodeNext(st.next, w0>>verShift), math.Float64bits(st.stored)) {
-			// Only locals from here: the shorter the time between loadW
+			// Only locals from here: the shorter the time between LoadForWrite
 			// and the CAS, the less often another core takes the line
 			// in between.
 			stored := storedOrMax(&st)

@@ -4,7 +4,6 @@ import (
 	"math"
 	"runtime"
 	"sync/atomic"
-	"unsafe"
 )
 
 // The state lives in two 64-bit words updated together by a 16-byte CAS, so
@@ -62,20 +61,6 @@ func decode(w0, w1 uint64, c *rateConfig) state {
 
 func encodeNext(next int64, ver uint64) uint64 {
 	return uint64(min(next, maxNext)) | (ver&0xff)<<verShift
-}
-
-// pair is the two state words, 16-byte aligned as CMPXCHG16B needs: words
-// is 8-byte aligned, so an aligned pair starts at its offset 0 or 8 (Go's
-// heap does not move objects).
-func (l *Limiter) pair() *[2]uint64 {
-	// unsafe.Pointer(l), not &l.words (words is the first field): taking a
-	// field's address nil-checks l with a load from it, and that read would
-	// fetch the state's line shared before loadW can ask for it exclusive.
-	p := unsafe.Pointer(l)
-	if uintptr(p)&15 != 0 {
-		p = unsafe.Add(p, 8)
-	}
-	return (*[2]uint64)(p)
 }
 
 // snapshot reads the state for a CAS: the words, and a copy decoded under
