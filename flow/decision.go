@@ -38,9 +38,3 @@ func (d *Decision) Err() error {
 	}
 	return d.Block.onHeap()
 }
-
-// onHeap copies a refusal built on the stack to the heap, for Entry's error.
-func (be *BlockError) onHeap() error {
-	c := *be
-	return &c
-}

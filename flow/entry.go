@@ -4,6 +4,8 @@ import (
 	"context"
 	"log/slog"
 	"time"
+
+	"github.com/flowgate/flowgate/clock"
 )
 
 // Entry asks to enter resource. It returns a Permit to Exit when the call is
@@ -97,11 +99,50 @@ func (st *entryState) note(cr *compiledRule, wait time.Duration, remaining float
 	}
 }
 
+// entryArgs is the parsed form of the EntryOptions of one call.
+type entryArgs struct {
+	ctx    context.Context
+	user   string
+	ip     string
+	tokens int
+}
+
+func parseEntry(ctx context.Context, opts []EntryOption) entryArgs {
+	a := entryArgs{ctx: ctx, tokens: 1}
+	for i := range opts {
+		o := &opts[i]
+		switch o.kind {
+		case optContext:
+			if o.ctx != nil {
+				a.ctx = o.ctx
+			}
+		case optUser:
+			a.user = o.s
+		case optIP:
+			a.ip = o.s
+		case optTokens:
+			if o.n > 1 {
+				a.tokens = o.n
+			}
+		}
+	}
+	return a
+}
+
 func (a *entryArgs) context() context.Context {
 	if a.ctx == nil {
 		return context.Background()
 	}
 	return a.ctx
+}
+
+// now reads the engine's clock: once per Entry, and at the Exits that
+// measure response time (see WithRTSampling).
+func (e *Engine) now() int64 {
+	if e.mono != nil {
+		return e.mono.Nanotime()
+	}
+	return clock.Nanotime(e.cf.clk)
 }
 
 // decide admits the call and returns its Permit, or writes why it was
