@@ -4,7 +4,9 @@ import (
 	"fmt"
 	"math"
 	"runtime"
+	"sync/atomic"
 	"time"
+	"unsafe"
 
 	"github.com/flowgate/flowgate/internal/hotpath"
 )
@@ -65,6 +67,35 @@ func decode(w0, w1 uint64, c *rateConfig) state {
 func encodeNext(next int64, ver uint64) uint64 {
 	return uint64(min(next, maxNext)) | (ver&0xff)<<verShift
 }
+
+// The state's two words are read and written as one with the 16-byte CAS
+// of package hotpath where the CPU has it, and under l.guard where it does
+// not. hotpath explains the cache-line costs these calls are shaped by.
+
+// useCAS16 is hotpath.HasCAS16; tests turn it off to run the locked path.
+var useCAS16 = hotpath.HasCAS16
+
+func (l *Limiter) cas(old0, old1, new0, new1 uint64) bool {
+	if useCAS16 {
+		return hotpath.CAS128(l.pair(), old0, old1, new0, new1)
+	}
+	return l.casLocked(old0, old1, new0, new1)
+}
+
+func (l *Limiter) load128() (uint64, uint64) {
+	if useCAS16 {
+		return hotpath.Load128(l.pair())
+	}
+	return l.load128Locked()
+}
+
+func (l *Limiter) load0() uint64 { return atomic.LoadUint64(&l.pair()[0]) }
+func (l *Limiter) load1() uint64 { return atomic.LoadUint64(&l.pair()[1]) }
+
+// pair is the two state words, 16-byte aligned (see hotpath.Pair16), found
+// from unsafe.Pointer(l), not &l.words: words is the first field, and
+// taking its address would nil-check l with a load from the state's line.
+func (l *Limiter) pair() *[2]uint64 { return hotpath.Pair16(unsafe.Pointer(l)) }
 
 // snapshot reads the state for a CAS: the words, and a copy decoded under
 // the matching rate. The two loads may be torn; the CAS then fails and the
