@@ -23,7 +23,7 @@ var ErrInvalidArgument = errors.New("warmup: invalid argument")
 // The struct is small on purpose: the flow engine keeps one per user or IP key.
 type Limiter struct {
 	// words hold the mutable state, two words changed together by one
-	// 16-byte compare-and-swap (see state.go and pair): nextFree (Guava's
+	// 16-byte compare-and-swap (see reserve.go and pair): nextFree (Guava's
 	// nextFreeTicketMicros, with the rate version in its top byte) and the
 	// stored permits. A grant costs one CAS; a refusal reads two words.
 	// Three words, so an aligned pair always fits inside, and inline, so
