@@ -18,9 +18,8 @@ type Decision struct {
 // (Entry's *BlockError is the one allocation of a refusal). Middleware that
 // answers refusals itself uses it; d.Err() gives Entry's error when one is
 // needed.
-func (e *Engine) Decide(resource string, opts ...EntryOption) Decision {
-	var d Decision
-	d.Permit = e.decide(nil, resource, opts, &d.Block)
+func (e *Engine) Decide(resource string, opts ...EntryOption) (d Decision) {
+	d.Permit, _ = e.decide(nil, resource, opts, &d.Block)
 	d.Allowed = d.Permit != nil
 	return d
 }

@@ -29,17 +29,12 @@ import (
 // allocates nothing (Permits are pooled, see Permit.Exit); a refusal
 // allocates the *BlockError (Decide refuses without allocating).
 func (e *Engine) Entry(resource string, opts ...EntryOption) (*Permit, error) {
-	return e.entry(nil, resource, opts)
+	return e.decide(nil, resource, opts, nil)
 }
 
-// entry is Entry with the context Guard passes; the refusal is built on
-// the stack by decide and moved to the heap only here.
+// entry is Entry with the context Guard passes.
 func (e *Engine) entry(ctx context.Context, resource string, opts []EntryOption) (*Permit, error) {
-	var be BlockError
-	if p := e.decide(ctx, resource, opts, &be); p != nil {
-		return p, nil
-	}
-	return nil, be.onHeap()
+	return e.decide(ctx, resource, opts, nil)
 }
 
 // takenLim is a local limiter a call took permits from.
@@ -145,14 +140,16 @@ func (e *Engine) now() int64 {
 	return clock.Nanotime(e.cf.clk)
 }
 
-// decide admits the call and returns its Permit, or writes why it was
-// refused to *be and returns nil. be stays the caller's (on its stack).
-func (e *Engine) decide(ctx context.Context, resource string, opts []EntryOption, be *BlockError) *Permit {
+// decide admits the call and returns its Permit, or returns nil and the
+// refusal as a *BlockError, written to be (Decide's, on its caller's stack)
+// or, when be is nil, to a new one (Entry's error: Entry is then this call
+// alone, and inlines).
+func (e *Engine) decide(ctx context.Context, resource string, opts []EntryOption, be *BlockError) (*Permit, error) {
 	a := parseEntry(ctx, opts)
 	rr := e.rules.Load().byResource[resource]
 	sys := e.sysLimit.Load()
 	if rr == nil && sys <= 0 {
-		return noopPermit
+		return noopPermit, nil
 	}
 	now := e.now()
 	if sys > 0 {
@@ -163,14 +160,15 @@ func (e *Engine) decide(ctx context.Context, resource string, opts []EntryOption
 			if rr != nil {
 				rr.stats.block(now, LevelSystem)
 			}
+			be = refusalIn(be)
 			*be = BlockError{Resource: resource, Level: LevelSystem, Reason: ReasonSystemOverload}
-			return nil
+			return nil, be
 		}
 		if rr == nil {
 			e.unruled.Add(1)
 			p := e.getPermit(now)
 			p.sysCounted, p.unruled = true, true
-			return p
+			return p, nil
 		}
 	}
 	if cr := rr.single; cr != nil && sys <= 0 {
@@ -184,8 +182,9 @@ func (e *Engine) decide(ctx context.Context, resource string, opts []EntryOption
 		if sys > 0 {
 			e.sysInFlight.Add(-1)
 		}
+		be = refusalIn(be)
 		*be = st.refusal
-		return nil
+		return nil, be
 	}
 	if st.wait > 0 {
 		if err := e.cf.clk.Sleep(a.context(), st.wait); err != nil {
@@ -195,9 +194,10 @@ func (e *Engine) decide(ctx context.Context, resource string, opts []EntryOption
 			e.undo(&st)
 			cr := st.waitRule
 			rr.stats.block(now, cr.rule.Level)
+			be = refusalIn(be)
 			*be = BlockError{Resource: resource, Level: cr.rule.Level, RuleID: cr.rule.ID,
 				Reason: ReasonWaitCancelled, Limit: cr.limit(), Window: cr.rule.Window, Err: err}
-			return nil
+			return nil, be
 		}
 	}
 	p := e.getPermit(now + int64(st.wait))
@@ -222,7 +222,7 @@ func (e *Engine) decide(ctx context.Context, resource string, opts []EntryOption
 	}
 	p.bucket = rr.stats.pass(now, st.wait, p.lane)
 	p.sysCounted = sys > 0 // the guard counts only while on: it costs nothing when off
-	return p
+	return p, nil
 }
 
 // entrySingle is Entry for a resource whose one rule is global, local, a
@@ -230,12 +230,13 @@ func (e *Engine) decide(ctx context.Context, resource string, opts []EntryOption
 // system guard is off: one decision, nothing to give back, no wait, nothing
 // held, so none of entryState's bookkeeping. It decides exactly as the
 // general path does.
-func (e *Engine) entrySingle(resource string, rr *resourceRules, cr *compiledRule, now int64, tokens int, be *BlockError) *Permit {
+func (e *Engine) entrySingle(resource string, rr *resourceRules, cr *compiledRule, now int64, tokens int, be *BlockError) (*Permit, error) {
 	lim, _ := cr.limiterFor("", now) // global: never fails
 	d := lim.tryAcquire(now, tokens, 0)
 	if !d.ok {
+		be = refusalIn(be)
 		blocked(be, resource, rr, cr, &d, cr.reason, now)
-		return nil
+		return nil, be
 	}
 	p := e.getPermit(now + int64(d.wait))
 	p.stats = rr.stats
@@ -243,7 +244,7 @@ func (e *Engine) entrySingle(resource string, rr *resourceRules, cr *compiledRul
 	p.waited = d.wait
 	p.quota = quotaNote{cr: cr, limit: cr.limit(), remaining: d.remaining, reset: d.reset}
 	p.bucket = rr.stats.pass(now, d.wait, p.lane)
-	return p
+	return p, nil
 }
 
 // admit takes permits at every level that applies, or gives back what it
@@ -311,6 +312,14 @@ func (e *Engine) refuse(resource string, rr *resourceRules, cr *compiledRule, d 
 	e.undo(st)
 	blocked(&st.refusal, resource, rr, cr, &d, reason, st.now)
 	return errRefused
+}
+
+// refusalIn is where a refusal is written: the caller's be, or a new one.
+func refusalIn(be *BlockError) *BlockError {
+	if be == nil {
+		return new(BlockError)
+	}
+	return be
 }
 
 // blocked counts a refusal at now and writes it to *be. d by pointer: a
