@@ -33,3 +33,12 @@ func TestBucketLayout(t *testing.T) {
 		}
 	}
 }
+
+// TestShardSize: a key table's shards are laid side by side in one slice;
+// each must fill whole cache lines, or two shards' locks share a line and
+// calls for keys of different shards contend anyway.
+func TestShardSize(t *testing.T) {
+	if n := unsafe.Sizeof(keyShard{}); n%64 != 0 {
+		t.Fatalf("keyShard is %d B, want a multiple of 64", n)
+	}
+}
