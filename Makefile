@@ -1,22 +1,26 @@
 # flowgate — the commands a newcomer and CI run. `make demo` needs nothing but Go;
-# `make test` installs what the tests need (redis-server, promtool) when it can.
+# `make test` installs what the tests need (redis-server, prometheus with promtool, etcd) when it can.
 
 GO      ?= go
 PKGS    ?= ./...
 export FLOWGATE_REQUIRE_REDIS ?=
+export FLOWGATE_REQUIRE_PROMETHEUS ?=
+export FLOWGATE_REQUIRE_ETCD ?=
 
 .PHONY: all demo test bench bench-peers lint deps vet fmt examples
 
 all: lint test
 
-## demo: the main show: an HTTP service under ~20 s of load, live table, hot reload, alert; no Redis.
+## demo: the main show: an HTTP service under 20 s of real load over loopback, live table, hot reload,
+## alert; no Redis. Flags: make demo ARGS='-addr 127.0.0.1:9464 -duration 2m'.
 demo:
-	$(GO) run ./examples/demo
+	$(GO) run ./examples/demo $(ARGS)
 
-## test: vet + race-enabled tests with a real redis-server (installed by deps when missing).
+## test: vet + race-enabled tests with a real redis-server, prometheus and etcd (installed by deps
+## when missing); a test that needs one fails instead of skipping.
 test: deps
 	$(GO) vet $(PKGS)
-	FLOWGATE_REQUIRE_REDIS=1 $(GO) test -race -count=1 -timeout 20m $(PKGS)
+	FLOWGATE_REQUIRE_REDIS=1 FLOWGATE_REQUIRE_PROMETHEUS=1 FLOWGATE_REQUIRE_ETCD=1 $(GO) test -race -count=1 -timeout 20m $(PKGS)
 	@$(MAKE) --no-print-directory examples
 
 ## examples: build every example and run each short-lived one with a time limit.

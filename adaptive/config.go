@@ -53,6 +53,12 @@ type Config struct {
 	MinChange float64
 	// SystemGuard is Sentinel-style system protection; off by default.
 	SystemGuard SystemGuard
+	// CPUSource is what the default sampler measures (see CPUSource):
+	// "auto" (default: the cgroup when it limits this process's CPU, else
+	// the process), "cgroup", "process" or "host". It is read once, by
+	// NewController; SetConfig does not change the sampler, and a sampler
+	// given with WithSampler ignores it.
+	CPUSource CPUSource
 }
 
 // SystemGuard configures system protection (Sentinel's BBR idea): while the
@@ -78,7 +84,7 @@ func Defaults() Config {
 		Period: 250 * time.Millisecond, AlphaUp: 0.6, AlphaDown: 0.25,
 		MaxCut: 0.5, MaxRaise: 0.05, CutGap: 2, RaiseHold: 8, Settle: 6,
 		CutGain: 1.15, MinChange: 0.01,
-		SystemGuard: SystemGuard{MinInFlight: 1},
+		SystemGuard: SystemGuard{MinInFlight: 1}, CPUSource: SourceAuto,
 	}
 }
 
@@ -114,6 +120,9 @@ func (c Config) WithDefaults() Config {
 	}
 	if c.SystemGuard.MinInFlight == 0 {
 		c.SystemGuard.MinInFlight = d.SystemGuard.MinInFlight
+	}
+	if c.CPUSource == "" {
+		c.CPUSource = SourceAuto
 	}
 	return c
 }
@@ -183,6 +192,9 @@ func (c Config) Validate() error {
 	if g.MinInFlight < 1 {
 		bad("systemMinInFlight", "must be >= 1, got %d", g.MinInFlight)
 	}
+	if _, err := ParseCPUSource(string(c.CPUSource)); err != nil {
+		bad("cpuSource", "must be auto, cgroup, process or host, got %q", c.CPUSource)
+	}
 	return errors.Join(errs...)
 }
 
@@ -204,6 +216,7 @@ type configJSON struct {
 	MinChange         float64 `json:"minChange,omitempty"`
 	SystemCPU         float64 `json:"systemCPU,omitempty"`
 	SystemMinInFlight int64   `json:"systemMinInFlight,omitempty"`
+	CPUSource         string  `json:"cpuSource,omitempty"`
 }
 
 // UnmarshalJSON decodes the rules document's "adaptive" section strictly:
@@ -234,6 +247,7 @@ func (c *Config) UnmarshalJSON(data []byte) error {
 		CutGap: j.CutGap, RaiseHold: j.RaiseHold, Settle: j.Settle,
 		CutGain: j.CutGain, MinChange: j.MinChange,
 		SystemGuard: SystemGuard{CPU: j.SystemCPU, MinInFlight: j.SystemMinInFlight},
+		CPUSource:   CPUSource(j.CPUSource),
 	}
 	return nil
 }
@@ -247,7 +261,7 @@ func (c Config) MarshalJSON() ([]byte, error) {
 		MaxCut: c.MaxCut, MaxRaise: c.MaxRaise, CutGap: c.CutGap,
 		RaiseHold: c.RaiseHold, Settle: c.Settle, CutGain: c.CutGain,
 		MinChange: c.MinChange, SystemCPU: c.SystemGuard.CPU,
-		SystemMinInFlight: c.SystemGuard.MinInFlight,
+		SystemMinInFlight: c.SystemGuard.MinInFlight, CPUSource: string(c.CPUSource),
 	}
 	if c.Period != 0 {
 		j.Period = c.Period.String()

@@ -22,6 +22,7 @@ import (
 type Controller struct {
 	eng     *flow.Engine
 	sampler Sampler
+	source  CPUSource // what sampler measures
 	clk     clock.Clock
 	log     *slog.Logger
 	err     error // an invalid configuration: Step refuses to act
@@ -43,8 +44,9 @@ type Controller struct {
 // Option configures a Controller.
 type Option func(*Controller)
 
-// WithSampler sets the CPU source; default NewSampler() (cgroup v2/v1 aware,
-// gopsutil fallback).
+// WithSampler sets the CPU sampler; default NewSamplerFor(Config.CPUSource):
+// the cgroup when it limits this process's CPU, else the process's own CPU
+// time. CPUSource then reports SourceCustom.
 func WithSampler(s Sampler) Option { return func(c *Controller) { c.sampler = s } }
 
 // WithClock sets the clock that paces Start and stamps steps; default
@@ -109,14 +111,38 @@ func NewController(eng *flow.Engine, opts ...Option) *Controller {
 	}
 	c.st.Factor = c.published
 	c.factor.Store(math.Float64bits(c.published))
-	if c.sampler == nil && c.err == nil {
-		c.sampler = NewSampler() // real counters need the real clock, whatever c.clk is
+	switch {
+	case c.sampler != nil:
+		c.source = SourceCustom
+	case c.err == nil:
+		// Real counters need the real clock, whatever c.clk is.
+		s, src, err := NewSamplerFor(c.cfg.CPUSource)
+		if err != nil {
+			c.err = err
+			break
+		}
+		c.sampler, c.source = s, src
 	}
-	if c.err != nil && c.log != nil {
-		c.log.Error("adaptive: controller disabled", "err", c.err)
+	if c.err != nil {
+		if c.log != nil {
+			c.log.Error("adaptive: controller disabled", "err", c.err)
+		}
+		return c
+	}
+	if c.log != nil && c.source != SourceCustom { // the caller chose a custom one and knows it
+		c.log.Info("adaptive: cpu source", "source", string(c.source), "configured", string(c.cfg.CPUSource))
 	}
 	return c
 }
+
+// CPUSource returns what the controller's CPU samples measure: SourceCgroup,
+// SourceProcess or SourceHost (what SourceAuto chose), SourceCustom for a
+// WithSampler sampler, "" when the controller is disabled (see Err).
+func (c *Controller) CPUSource() CPUSource { return c.source }
+
+// CPUSourceName is string(CPUSource()), for metrics.WithAdaptive, which
+// exports it as flowgate_cpu_source_info{source}.
+func (c *Controller) CPUSourceName() string { return string(c.source) }
 
 // Err reports why the controller cannot act (invalid configuration, nil
 // engine), or nil.

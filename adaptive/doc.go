@@ -5,12 +5,16 @@
 //
 // # Measuring
 //
-// NewSampler picks the best source: the process's own cgroup (v2: cpu.stat
-// usage_usec against cpu.max and cpuset.cpus.effective; v1: cpuacct.usage
-// against cpu.cfs_quota_us/cpu.cfs_period_us), else the process's CPU time
-// through gopsutil, normalised by NumCPU. Utilisation is
+// Config.CPUSource says what is measured (NewSamplerFor): the process's own
+// cgroup (SourceCgroup; v2: cpu.stat usage_usec against cpu.max and
+// cpuset.cpus.effective; v1: cpuacct.usage against
+// cpu.cfs_quota_us/cpu.cfs_period_us), the process's CPU time through
+// gopsutil normalised by NumCPU (SourceProcess), or the whole machine's busy
+// time from /proc/stat (SourceHost). The default, SourceAuto, takes the
+// cgroup when it limits the CPU and the process otherwise, so that on a host
+// other programs' load does not cut this one's rates. Utilisation is
 // Δusage / (Δmonotonic time × min(quota, cpuset size, NumCPU)), clamped to
-// [0, 1]: container limits count, host-wide figures do not. A failed read or
+// [0, 1]. A failed read or
 // a counter that goes backwards returns an error wrapping ErrSkipped and is
 // counted; it is never read as 0.
 //

@@ -60,14 +60,12 @@ func newSamplerConfig(opts []SamplerOption) samplerConfig {
 	return c
 }
 
-// NewSampler returns the best sampler available: the process's cgroup (v1 or
-// v2) when CPU accounting is found, otherwise the process's own CPU time
-// through gopsutil.
+// NewSampler returns the SourceAuto sampler: the process's cgroup (v1 or
+// v2) when it limits the CPU, otherwise the process's own CPU time through
+// gopsutil (see CPUSource for why not the cgroup of an unlimited process).
 func NewSampler(opts ...SamplerOption) Sampler {
-	if s, err := NewCgroupSampler(opts...); err == nil {
-		return s
-	}
-	return NewProcessSampler(opts...)
+	s, _, _ := NewSamplerFor(SourceAuto, opts...) // auto always finds one
+	return s
 }
 
 // delta turns a cumulative CPU-time counter into utilisation. It is shared by

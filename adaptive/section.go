@@ -13,5 +13,6 @@ func FromSection(s *rules.AdaptiveSection) Config {
 	}
 	c.CPUTarget, c.BandLow, c.BandHigh = s.CPUTarget, s.BandLow, s.BandHigh
 	c.MinFactor, c.Period = s.MinFactor, s.Period
+	c.CPUSource = CPUSource(s.CPUSource)
 	return c.WithDefaults()
 }

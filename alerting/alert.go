@@ -18,7 +18,7 @@ type Alert struct {
 	Name     string // the alertname, DefaultName unless WithName
 	Resource string // "" for the alert on all traffic
 	Status   string // StatusFiring or StatusResolved
-	// Ratio is blocked/(passed+blocked) over the window at UpdatedAt.
+	// Ratio is blocked/(passed+waited+blocked) over the window at UpdatedAt.
 	Ratio float64
 	// StartsAt is when the ratio first went above the threshold (the start
 	// of pending, as Prometheus's activeAt); EndsAt is when it resolved,
@@ -31,7 +31,7 @@ type Alert struct {
 
 	// UpdatedAt is the evaluation that sent this notification.
 	UpdatedAt time.Time
-	// Requests and Blocked are the calls (passed + blocked) and the blocked
+	// Requests and Blocked are the calls (passed + waited + blocked) and the blocked
 	// calls in the window at UpdatedAt.
 	Requests, Blocked uint64
 	// Threshold is the configured rejection ratio (Config.RejectionRatio)
@@ -107,7 +107,7 @@ type ResourceState struct {
 	State    State  // where the alert is now
 	// Ratio, Requests and Blocked are over the window at the last evaluation.
 	Ratio float64
-	// Requests counts passed + blocked calls, Blocked the blocked ones.
+	// Requests counts passed + waited + blocked calls, Blocked the blocked ones.
 	Requests, Blocked uint64
 	// Since is when State began (for Pending and Firing, when the ratio went
 	// high; for Resolved, when it resolved); zero for Inactive.

@@ -145,7 +145,7 @@ func (a *Alerter) evaluate(snap flow.Snapshot, now time.Time) error {
 		for _, b := range rs.Blocked {
 			blocked += b
 		}
-		total.passed += rs.Passed
+		total.admitted += rs.Admitted() // a call that waited was let in too
 		total.blocked += blocked
 		s := a.series[rs.Resource]
 		if s == nil {
@@ -153,7 +153,7 @@ func (a *Alerter) evaluate(snap flow.Snapshot, now time.Time) error {
 			a.series[rs.Resource] = s
 		}
 		s.seen = a.gen
-		a.observe(s, sample{at: total.at, passed: rs.Passed, blocked: blocked})
+		a.observe(s, sample{at: total.at, admitted: rs.Admitted(), blocked: blocked})
 		a.step(s, now)
 	}
 	if a.all != nil {
@@ -177,8 +177,8 @@ func (a *Alerter) evaluate(snap flow.Snapshot, now time.Time) error {
 
 func (a *Alerter) observe(s *series, smp sample) {
 	s.win.add(smp)
-	passed, blocked := s.win.counts()
-	s.requests, s.blocked = passed+blocked, blocked
+	admitted, blocked := s.win.counts()
+	s.requests, s.blocked = admitted+blocked, blocked
 	s.ratio = 0
 	if s.requests > 0 {
 		s.ratio = float64(blocked) / float64(s.requests)

@@ -16,7 +16,7 @@ import (
 // needs no minimum, ResolveRatio 0 resolves only when nothing is blocked),
 // so build one from Defaults rather than from a zero Config.
 type Config struct {
-	// RejectionRatio is the blocked/(passed+blocked) ratio above which an
+	// RejectionRatio is the blocked/(passed+waited+blocked) ratio above which an
 	// alert goes pending, in (0, 1]. Default 0.3.
 	RejectionRatio float64
 	// ResolveRatio is the ratio below which a firing alert resolves, in
@@ -36,7 +36,7 @@ type Config struct {
 	// Alertmanager's repeat_interval: a webhook receiver is reminded, not
 	// flooded.
 	RepeatInterval time.Duration
-	// MinRequests is the fewest calls (passed + blocked) the window must hold
+	// MinRequests is the fewest calls (passed + waited + blocked) the window must hold
 	// for the ratio to count. Default 100: 3 refusals out of 5 calls are noise.
 	MinRequests int
 }

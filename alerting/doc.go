@@ -1,5 +1,5 @@
 // Package alerting owns the rejection-ratio alert: it samples a flow
-// engine's lifetime counters, computes blocked/(passed+blocked) per resource
+// engine's lifetime counters, computes blocked/(passed+waited+blocked) per resource
 // and over all traffic across a sliding window, moves each through
 // inactive → pending → firing → resolved, and hands notifications to sinks.
 //

@@ -7,8 +7,12 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
+	"math/rand/v2"
 	"net/http"
 	"net/url"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/flowgate/flowgate/clock"
@@ -30,6 +34,7 @@ type httpConfig struct {
 	externalURL  string
 	generatorURL string
 	repeat       time.Duration
+	jitter       func() float64 // in [0, 1); math/rand/v2's Float64 unless a test sets it
 }
 
 // Defaults of the HTTP sinks.
@@ -53,11 +58,15 @@ func WithTimeout(d time.Duration) HTTPOption { return func(h *httpConfig) { h.ti
 
 // WithRetries sets how many times a failed POST is retried (default 3, so
 // 4 attempts). Retried: network errors, timeouts, 5xx and 429. Other 4xx
-// mean the request itself is wrong and are not retried.
+// mean the request itself is wrong and are not retried. A 429 or 503 with
+// Retry-After (seconds or an HTTP date) is retried no sooner than it asks;
+// one that asks for more than the backoff's cap is not retried.
 func WithRetries(n int) HTTPOption { return func(h *httpConfig) { h.retries = n } }
 
 // WithBackoff sets the wait before the first retry and its cap; each retry
-// doubles it (default 500ms, capped at 10s).
+// doubles it (default 500ms, capped at 10s). The sleep is drawn at random
+// from the upper half of the wait ([wait/2, wait)), so that senders who
+// failed together do not all retry at the same instant.
 func WithBackoff(initial, max time.Duration) HTTPOption {
 	return func(h *httpConfig) { h.backoff, h.maxBackoff = initial, max }
 }
@@ -123,7 +132,7 @@ func newPoster(raw string, opts []HTTPOption) (*poster, error) {
 	p := &poster{httpConfig: httpConfig{
 		client: &http.Client{}, timeout: DefaultHTTPTimeout, retries: DefaultRetries,
 		backoff: DefaultBackoff, maxBackoff: DefaultMaxBackoff, clk: clock.Real(),
-		receiver: DefaultReceiver, repeat: DefaultPushRepeat,
+		receiver: DefaultReceiver, repeat: DefaultPushRepeat, jitter: rand.Float64,
 	}, url: raw, redacted: redactURL(u)}
 	for _, o := range opts {
 		if o != nil {
@@ -167,6 +176,9 @@ func redactURL(u *url.URL) string {
 type StatusError struct {
 	URL        string // redacted
 	StatusCode int    // the response's status code
+	// RetryAfter is the response's Retry-After on a 429 or 503, as a wait
+	// from when it arrived; 0 when absent or unreadable.
+	RetryAfter time.Duration
 }
 
 // Error names the redacted URL and the status code with its text.
@@ -195,11 +207,19 @@ func (p *poster) post(ctx context.Context, body []byte) error {
 		if ctx.Err() != nil || attempt >= p.retries {
 			return fmt.Errorf("alerting: %d attempts: %w", attempt+1, err)
 		}
+		sleep := wait/2 + time.Duration(p.jitter()*float64(wait/2))
+		if se != nil && se.RetryAfter > 0 {
+			if se.RetryAfter > p.maxBackoff {
+				return fmt.Errorf("alerting: %d attempts, the server asks to wait %v (more than the backoff cap %v): %w",
+					attempt+1, se.RetryAfter, p.maxBackoff, err)
+			}
+			sleep = max(sleep, se.RetryAfter)
+		}
 		if p.log != nil {
 			p.log.Debug("alerting: POST failed, retrying", "url", p.redacted,
-				"attempt", attempt+1, "wait", wait, "err", err)
+				"attempt", attempt+1, "wait", sleep, "err", err)
 		}
-		if serr := p.clk.Sleep(ctx, wait); serr != nil {
+		if serr := p.clk.Sleep(ctx, sleep); serr != nil {
 			return fmt.Errorf("alerting: %d attempts: %w", attempt+1, errors.Join(err, serr))
 		}
 		wait = min(2*wait, p.maxBackoff)
@@ -230,7 +250,30 @@ func (p *poster) once(ctx context.Context, body []byte) error {
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxResponseBodyToRead))
 	_ = resp.Body.Close()
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		return &StatusError{URL: p.redacted, StatusCode: resp.StatusCode}
+		se := &StatusError{URL: p.redacted, StatusCode: resp.StatusCode}
+		if resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusServiceUnavailable {
+			se.RetryAfter = retryAfter(resp.Header.Get("Retry-After"), p.clk.Now())
+		}
+		return se
 	}
 	return nil
+}
+
+// retryAfter reads a Retry-After value (RFC 9110: whole seconds or an
+// HTTP date) as a wait from now; 0 when v is empty, unreadable or past.
+func retryAfter(v string, now time.Time) time.Duration {
+	v = strings.TrimSpace(v)
+	if v == "" {
+		return 0
+	}
+	if n, err := strconv.ParseInt(v, 10, 64); err == nil {
+		if n <= 0 {
+			return 0
+		}
+		return time.Duration(min(n, int64(math.MaxInt64/time.Second))) * time.Second
+	}
+	if t, err := http.ParseTime(v); err == nil && t.After(now) {
+		return t.Sub(now)
+	}
+	return 0
 }

@@ -155,7 +155,8 @@ func testAlert() Alert {
 func TestWebhookSinkRetries(t *testing.T) {
 	clk := clock.NewFake(t0)
 	srv := newHookServer(t, 500, 503, 200)
-	hook, err := NewWebhookSink(srv.URL, WithHTTPClock(clk), WithBackoff(time.Second, 10*time.Second))
+	// Jitter draws 0 then 0.5: sleeps of half the wait, then three quarters.
+	hook, err := NewWebhookSink(srv.URL, WithHTTPClock(clk), WithBackoff(time.Second, 10*time.Second), withJitter(0, 0.5))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -166,8 +167,8 @@ func TestWebhookSinkRetries(t *testing.T) {
 	if len(bodies) != 3 || !bytes.Equal(bodies[0], bodies[2]) {
 		t.Fatalf("got %d posts, want 3 identical", len(bodies))
 	}
-	if clk.Sleeps() != 2 || !clk.Now().Equal(t0.Add(3*time.Second)) {
-		t.Errorf("backoff: %d sleeps to %v, want 2 (1s, 2s)", clk.Sleeps(), clk.Now().Sub(t0))
+	if clk.Sleeps() != 2 || !clk.Now().Equal(t0.Add(2*time.Second)) {
+		t.Errorf("backoff: %d sleeps to %v, want 2 (0.5s of 1s, 1.5s of 2s)", clk.Sleeps(), clk.Now().Sub(t0))
 	}
 
 	// 4xx is the request's fault: no retry.

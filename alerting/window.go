@@ -4,9 +4,9 @@ import "time"
 
 // sample is one reading of a resource's lifetime counters.
 type sample struct {
-	at      int64 // Unix nanoseconds
-	passed  uint64
-	blocked uint64
+	at       int64 // Unix nanoseconds
+	admitted uint64
+	blocked  uint64
 }
 
 // window turns lifetime counters sampled at each evaluation into counts
@@ -37,7 +37,7 @@ func (w *window) add(s sample) {
 	if w.n > 0 {
 		last := w.at(w.n - 1)
 		switch {
-		case s.at < last.at || s.passed < last.passed || s.blocked < last.blocked:
+		case s.at < last.at || s.admitted < last.admitted || s.blocked < last.blocked:
 			w.first, w.n = 0, 0
 		case w.n > 1 && s.at-w.at(w.n-2).at < w.gap:
 			// The newest is still within gap of the one before: replace it,
@@ -54,10 +54,10 @@ func (w *window) add(s sample) {
 	w.n++
 }
 
-// counts returns the calls passed and blocked between the baseline and the
+// counts returns the calls admitted and blocked between the baseline and the
 // newest sample. The baseline is the newest sample at least one span older
 // than the newest, or the oldest one while the history is shorter.
-func (w *window) counts() (passed, blocked uint64) {
+func (w *window) counts() (admitted, blocked uint64) {
 	if w.n < 2 {
 		return 0, 0
 	}
@@ -69,5 +69,5 @@ func (w *window) counts() (passed, blocked uint64) {
 			break
 		}
 	}
-	return last.passed - base.passed, last.blocked - base.blocked
+	return last.admitted - base.admitted, last.blocked - base.blocked
 }

@@ -11,7 +11,7 @@ func TestWindowCounts(t *testing.T) {
 	w := newWindow(time.Minute, 10*time.Second)
 	sec := int64(time.Second)
 	// 10 passed and 5 blocked every second.
-	at := func(s int64) sample { return sample{at: s * sec, passed: uint64(10 * s), blocked: uint64(5 * s)} }
+	at := func(s int64) sample { return sample{at: s * sec, admitted: uint64(10 * s), blocked: uint64(5 * s)} }
 	w.add(at(0))
 	if p, b := w.counts(); p != 0 || b != 0 {
 		t.Fatalf("one sample: %d, %d, want 0, 0", p, b)
@@ -36,7 +36,7 @@ func TestWindowBoundedUnderFrequentEvaluation(t *testing.T) {
 	ms := int64(time.Millisecond)
 	// An evaluation every 100ms for 10 minutes, 1 call passed per ms.
 	for i := int64(0); i <= 6000; i++ {
-		w.add(sample{at: i * 100 * ms, passed: uint64(i * 100)})
+		w.add(sample{at: i * 100 * ms, admitted: uint64(i * 100)})
 	}
 	if len(w.buf) != capacity || w.n > capacity {
 		t.Fatalf("ring grew: %d samples in %d slots (was %d)", w.n, len(w.buf), capacity)
@@ -51,17 +51,17 @@ func TestWindowBoundedUnderFrequentEvaluation(t *testing.T) {
 func TestWindowRestartsOnReset(t *testing.T) {
 	w := newWindow(time.Minute, 10*time.Second)
 	sec := int64(time.Second)
-	w.add(sample{at: 0, passed: 100, blocked: 100})
-	w.add(sample{at: 10 * sec, passed: 200, blocked: 200})
-	w.add(sample{at: 20 * sec, passed: 5, blocked: 1}) // counters went back: a new engine
+	w.add(sample{at: 0, admitted: 100, blocked: 100})
+	w.add(sample{at: 10 * sec, admitted: 200, blocked: 200})
+	w.add(sample{at: 20 * sec, admitted: 5, blocked: 1}) // counters went back: a new engine
 	if p, b := w.counts(); p != 0 || b != 0 {
 		t.Fatalf("after a reset: %d, %d, want 0, 0", p, b)
 	}
-	w.add(sample{at: 30 * sec, passed: 15, blocked: 3})
+	w.add(sample{at: 30 * sec, admitted: 15, blocked: 3})
 	if p, b := w.counts(); p != 10 || b != 2 {
 		t.Fatalf("after a reset: %d, %d, want 10, 2", p, b)
 	}
-	w.add(sample{at: 25 * sec, passed: 16, blocked: 3}) // clock went back
+	w.add(sample{at: 25 * sec, admitted: 16, blocked: 3}) // clock went back
 	if w.n != 1 {
 		t.Fatalf("clock went back: %d samples kept, want 1", w.n)
 	}

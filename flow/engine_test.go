@@ -314,6 +314,11 @@ func TestMaxWaitQueuesAndCancelRefunds(t *testing.T) {
 	if st.Waited != 1 || st.WaitSum != time.Second || st.Blocked[LevelGlobal] != 1 {
 		t.Fatalf("stats: waited %d waitSum %v blocked %v", st.Waited, st.WaitSum, st.Blocked)
 	}
+	// Passed, Waited and Blocked partition the three calls, as the metrics'
+	// result label does: the waited call is not also passed.
+	if st.Passed != 1 || st.Admitted() != 2 || st.InFlight != 0 {
+		t.Fatalf("stats: passed %d admitted %d in flight %d, want 1 2 0", st.Passed, st.Admitted(), st.InFlight)
+	}
 }
 
 func nan() float64 { z := 0.0; return z / z }

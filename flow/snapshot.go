@@ -17,9 +17,12 @@ type Snapshot struct {
 // ResourceStats are the statistics of one resource that has (or had) rules.
 type ResourceStats struct {
 	Resource string // the resource's name
-	// Lifetime totals, monotonic since the engine started.
-	Passed    uint64            // includes Waited
-	Waited    uint64            // passed after queueing (MaxWait)
+	// Lifetime totals since the engine started. Passed, Waited and
+	// Blocked partition the calls, as the metrics' result label does: a
+	// call admitted at once is Passed, one admitted after queueing (MaxWait)
+	// is Waited, never both; Admitted is their sum.
+	Passed    uint64            // admitted without waiting
+	Waited    uint64            // admitted after queueing (MaxWait)
 	Blocked   [NumLevels]uint64 // indexed by Level
 	Completed uint64            // Exit calls
 	Errors    uint64            // Exit(WithError(err)) with err != nil, Guard fn errors
@@ -36,11 +39,16 @@ type ResourceStats struct {
 	Recent WindowStats
 }
 
+// Admitted returns the calls let in, at once or after a wait: Passed +
+// Waited.
+func (r ResourceStats) Admitted() uint64 { return r.Passed + r.Waited }
+
 // WindowStats are counts over the recent statistics window.
 type WindowStats struct {
-	// Passed, Blocked, Completed and Errors count as ResourceStats does,
-	// over the window only.
-	Passed, Blocked, Completed, Errors uint64
+	// Admitted counts the calls let in (ResourceStats.Admitted: passed at
+	// once or after a wait); Blocked, Completed and Errors count as
+	// ResourceStats does; all over the window only.
+	Admitted, Blocked, Completed, Errors uint64
 	// RTSum is an estimate and MinRT, MaxRT are over measured calls only
 	// when response time is sampled (see WithRTSampling).
 	RTSum, MinRT, MaxRT time.Duration // MinRT, MaxRT 0 when nothing completed

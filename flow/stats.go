@@ -296,18 +296,23 @@ func (s *resourceStats) inFlight() int64 {
 func (s *resourceStats) read(now int64) ResourceStats {
 	t := s.lifetime()
 	passed, completed, rtSum, hist, blocked := t.passed, t.completed, t.rtSum, t.hist, t.blocked
+	waited := s.waited.Load()
 	out := ResourceStats{
-		Resource:  s.name,
-		Passed:    passed,
+		Resource: s.name,
+		// The lanes count every admitted call; the snapshot reports the
+		// ones admitted at once, so that Passed, Waited and Blocked
+		// partition the calls. The two counters are separate atomics: a
+		// snapshot taken between them may misplace a call by one.
+		Passed:    passed - min(waited, passed),
 		Completed: completed,
 		RTSum:     time.Duration(rtSum),
 		RTHist:    Histogram{Bounds: histBounds, Counts: hist[:]},
-		Waited:    s.waited.Load(),
+		Waited:    waited,
 		WaitSum:   time.Duration(s.waitSum.Load()),
 		WaitHist:  Histogram{Bounds: histBounds, Counts: make([]uint64, numBounds+1)},
 		Errors:    s.errors.Load(),
 	}
-	out.InFlight = int64(out.Passed - out.Completed)
+	out.InFlight = int64(passed - completed)
 	for i := range s.waitHist {
 		out.WaitHist.Counts[i] = s.waitHist[i].Load()
 	}
@@ -337,7 +342,7 @@ func (s *resourceStats) read(now int64) ResourceStats {
 		if e := b.epoch.Load(); e > cur || e <= cur-n {
 			continue
 		}
-		w.Passed += b.passed.Load()
+		w.Admitted += b.passed.Load()
 		w.Completed += b.completed.Load()
 	}
 	out.Recent = w

@@ -58,7 +58,7 @@ func TestStatsValues(t *testing.T) {
 		}
 	}
 	r := s.Recent
-	if r.Span != time.Second || r.Passed != 3 || r.Blocked != 2 || r.Completed != 2 || r.Errors != 1 ||
+	if r.Span != time.Second || r.Admitted != 3 || r.Blocked != 2 || r.Completed != 2 || r.Errors != 1 ||
 		r.RTSum != 310*time.Millisecond || r.MinRT != 10*time.Millisecond || r.MaxRT != 300*time.Millisecond {
 		t.Fatalf("recent: got %+v", r)
 	}
@@ -66,7 +66,7 @@ func TestStatsValues(t *testing.T) {
 	clk.Advance(2 * time.Second)
 	p3.Exit()
 	s = e.Snapshot().Resources[0]
-	if r := s.Recent; r.Passed != 0 || r.Blocked != 0 || r.Completed != 1 || r.MinRT != 2*time.Second {
+	if r := s.Recent; r.Admitted != 0 || r.Blocked != 0 || r.Completed != 1 || r.MinRT != 2*time.Second {
 		t.Fatalf("recent after 2s: got %+v", r)
 	}
 	if s.Completed != 3 || s.Passed != 3 || s.InFlight != 0 {
@@ -336,8 +336,8 @@ func TestStatsLanes(t *testing.T) {
 	if a, b := uint64(ps[0].lane)&st.laneMask, uint64(ps[1].lane)&st.laneMask; st.laneMask > 0 && a == b {
 		t.Errorf("two new permits share lane %d", a)
 	}
-	if s := e.Snapshot().Resources[0]; s.Passed != 4 || s.InFlight != 4 || s.Recent.Passed != 4 {
-		t.Fatalf("after 4 entries: passed %d in flight %d recent %d, want 4 4 4", s.Passed, s.InFlight, s.Recent.Passed)
+	if s := e.Snapshot().Resources[0]; s.Passed != 4 || s.InFlight != 4 || s.Recent.Admitted != 4 {
+		t.Fatalf("after 4 entries: passed %d in flight %d recent %d, want 4 4 4", s.Passed, s.InFlight, s.Recent.Admitted)
 	}
 	clk.Advance(time.Millisecond)
 	for _, p := range ps {

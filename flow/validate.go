@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"math"
 	"strconv"
+	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // Defaults filled by Rule.WithDefaults.
@@ -73,8 +75,12 @@ func (r Rule) Validate() error {
 	bad := func(field, format string, args ...any) {
 		errs = append(errs, fmt.Errorf("%s: "+format, append([]any{field}, args...)...))
 	}
-	if r.Resource == "" {
-		bad("resource", "must not be empty")
+	switch {
+	case strings.TrimSpace(r.Resource) == "":
+		// A blank name cannot be told apart in logs, metrics or errors.
+		bad("resource", "must not be empty or only white space")
+	case !utf8.ValidString(r.Resource):
+		bad("resource", "must be valid UTF-8, not %q", r.Resource)
 	}
 	if r.Level > LevelIP {
 		bad("level", "must be global, user or ip, not %v", r.Level)

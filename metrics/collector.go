@@ -37,7 +37,7 @@ type collector struct {
 type descs struct {
 	requests, errors, inFlight, responseTime, wait         *prometheus.Desc
 	ruleLimit, ruleWindow, ruleKeys, ruleInfo              *prometheus.Desc
-	factor, systemMax, cpu                                 *prometheus.Desc
+	factor, systemMax, cpu, cpuSource                      *prometheus.Desc
 	clusterRequests, clusterFallbacks, clusterDur, breaker *prometheus.Desc
 	reloadOK, reloadTime, alertsFiring                     *prometheus.Desc
 }
@@ -72,6 +72,9 @@ func newDescs() descs {
 			"In-flight calls above which the system guard blocks every call; 0 when it is off.", nil, nil),
 		cpu: prometheus.NewDesc(NameCPU,
 			"CPU utilisation of the CPU this process may use, as the adaptive controller last sampled it.", nil, nil),
+		cpuSource: prometheus.NewDesc(NameCPUSource,
+			"Constant 1, labelled with what the adaptive controller's CPU samples measure: cgroup, process, host or custom.",
+			[]string{"source"}, nil),
 		clusterRequests: prometheus.NewDesc(NameClusterRequests,
 			"Requests to the cluster token server by answer: passed, blocked or error.", []string{"result"}, nil),
 		clusterFallbacks: prometheus.NewDesc(NameClusterFallbacks,
@@ -106,6 +109,9 @@ func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 	}
 	if c.cfg.cpu != nil {
 		ch <- d.cpu
+	}
+	if c.cfg.cpuSource != "" {
+		ch <- d.cpuSource
 	}
 	if c.cfg.cluster != nil {
 		ch <- d.clusterDur
@@ -159,6 +165,9 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 			ch <- constMetric(d.cpu, prometheus.GaugeValue, v)
 		}
 	}
+	if c.cfg.cpuSource != "" {
+		ch <- constMetric(d.cpuSource, prometheus.GaugeValue, 1, c.cfg.cpuSource)
+	}
 	if c.cfg.cluster != nil {
 		m := c.cfg.cluster.ClusterMetrics()
 		count, buckets := cumulative(m.Duration)
@@ -182,7 +191,7 @@ func (c *collector) collectResource(ch chan<- prometheus.Metric, r *flow.Resourc
 	res := r.Resource
 	global := flow.LevelGlobal.String()
 	waited := r.Waited
-	passed := c.guard.passed(res, r.Passed, waited)
+	passed := c.guard.passed(res, r.Passed)
 	ch <- constMetric(d.requests, prometheus.CounterValue, float64(passed), res, global, ResultPassed)
 	ch <- constMetric(d.requests, prometheus.CounterValue, float64(waited), res, global, ResultWaited)
 	for lv := flow.Level(0); lv < flow.NumLevels; lv++ {

@@ -3,6 +3,7 @@ package metrics
 import (
 	"maps"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -106,5 +107,27 @@ func TestInvalidLabelValueIsAnError(t *testing.T) {
 	reg.MustRegister(NewCollector(eng))
 	if _, err := reg.Gather(); err == nil {
 		t.Error("Gather: no error for a non-UTF-8 resource label")
+	}
+}
+
+type namedCPU struct{ cpuSource }
+
+func (namedCPU) CPUSourceName() string { return "process" }
+
+// An adaptive source that names what it measures gets it exported.
+func TestCPUSourceInfo(t *testing.T) {
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(NewCollector(flow.NewEngine(), WithAdaptive(namedCPU{0.4})))
+	want := `# HELP flowgate_cpu_source_info Constant 1, labelled with what the adaptive controller's CPU samples measure: cgroup, process, host or custom.
+# TYPE flowgate_cpu_source_info gauge
+flowgate_cpu_source_info{source="process"} 1
+`
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), NameCPUSource); err != nil {
+		t.Error(err)
+	}
+	reg = prometheus.NewPedanticRegistry()
+	reg.MustRegister(NewCollector(flow.NewEngine(), WithAdaptive(cpuSource(0.4))))
+	if n, _ := testutil.GatherAndCount(reg, NameCPUSource); n != 0 {
+		t.Errorf("a source without a name exported %d %s series", n, NameCPUSource)
 	}
 }

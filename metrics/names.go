@@ -16,6 +16,7 @@ const (
 	NameAdaptiveFactor    = "flowgate_adaptive_factor"
 	NameSystemMaxInFlight = "flowgate_system_max_in_flight"
 	NameCPU               = "flowgate_cpu_usage_ratio"
+	NameCPUSource         = "flowgate_cpu_source_info"
 	NameClusterRequests   = "flowgate_cluster_requests_total"
 	NameClusterFallbacks  = "flowgate_cluster_fallbacks_total"
 	NameClusterDuration   = "flowgate_cluster_request_duration_seconds"

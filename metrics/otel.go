@@ -47,6 +47,9 @@ const (
 	AttrRule     = attribute.Key("flowgate.rule")
 	AttrPolicy   = attribute.Key("flowgate.fallback.policy")
 	AttrAlert    = attribute.Key("flowgate.alert")
+	// AttrCPUSource is on flowgate.cpu.utilization when the adaptive source
+	// names what it measures (CPUSourceNamer): cgroup, process, host.
+	AttrCPUSource = attribute.Key("flowgate.cpu.source")
 )
 
 // RegisterOTel observes eng's statistics with OpenTelemetry asynchronous
@@ -144,7 +147,7 @@ func (o *otelObserver) observe(_ context.Context, ob metric.Observer) error {
 	resource := func(r *flow.ResourceStats) {
 		res := AttrResource.String(r.Resource)
 		global := AttrLevel.String(flow.LevelGlobal.String())
-		passed := o.guard.passed(r.Resource, r.Passed, r.Waited)
+		passed := o.guard.passed(r.Resource, r.Passed)
 		ob.ObserveInt64(o.requests, clampInt64(passed), metric.WithAttributes(res, AttrResult.String(ResultPassed), global))
 		ob.ObserveInt64(o.requests, clampInt64(r.Waited), metric.WithAttributes(res, AttrResult.String(ResultWaited), global))
 		for lv := flow.Level(0); lv < flow.NumLevels; lv++ {
@@ -177,7 +180,11 @@ func (o *otelObserver) observe(_ context.Context, ob metric.Observer) error {
 	}
 	if o.cfg.cpu != nil {
 		if v := o.cfg.cpu(); !math.IsNaN(v) {
-			ob.ObserveFloat64(o.cpu, v)
+			if src := o.cfg.cpuSource; src != "" {
+				ob.ObserveFloat64(o.cpu, v, metric.WithAttributes(AttrCPUSource.String(src)))
+			} else {
+				ob.ObserveFloat64(o.cpu, v)
+			}
 		}
 	}
 	if o.cfg.cluster != nil {

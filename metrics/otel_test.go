@@ -10,6 +10,8 @@ import (
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata/metricdatatest"
+
+	"github.com/flowgate/flowgate/flow"
 )
 
 // collectOTel gathers one collection and returns flowgate's metrics by name.
@@ -212,4 +214,19 @@ func BenchmarkOTelCollect(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// A named adaptive source puts what it measures on the CPU gauge.
+func TestOTelCPUSource(t *testing.T) {
+	reader := sdkmetric.NewManualReader()
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
+	t.Cleanup(func() { _ = mp.Shutdown(context.Background()) })
+	unregister, err := RegisterOTel(flow.NewEngine(), mp, WithAdaptive(namedCPU{0.25}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unregister()
+	want := metricdata.Metrics{Name: OTelCPU, Unit: "1", Data: metricdata.Gauge[float64]{
+		DataPoints: []metricdata.DataPoint[float64]{f64(0.25, AttrCPUSource.String("process"))}}}
+	assertMetric(t, want, collectOTel(t, reader)[OTelCPU])
 }

@@ -14,6 +14,7 @@ type Option func(*config)
 type config struct {
 	histograms bool
 	cpu        func() float64
+	cpuSource  string // what cpu measures; "" = not exported
 	cluster    ClusterSource
 	reload     ReloadSource
 	alerts     AlertSource
@@ -50,12 +51,25 @@ type AdaptiveSource interface {
 	CPU() float64
 }
 
-// WithAdaptive is WithCPU(src.CPU); a nil src adds nothing.
+// CPUSourceNamer is implemented by an AdaptiveSource that can say what its
+// CPU samples measure ("cgroup", "process", "host"; adaptive.Controller
+// does): WithAdaptive then also exports flowgate_cpu_source_info{source}.
+type CPUSourceNamer interface {
+	CPUSourceName() string
+}
+
+// WithAdaptive is WithCPU(src.CPU), plus flowgate_cpu_source_info when src
+// is a CPUSourceNamer; a nil src adds nothing.
 func WithAdaptive(src AdaptiveSource) Option {
 	if src == nil {
 		return nil
 	}
-	return WithCPU(src.CPU)
+	return func(c *config) {
+		c.cpu = src.CPU
+		if n, ok := src.(CPUSourceNamer); ok {
+			c.cpuSource = n.CPUSourceName() // fixed when the controller is built
+		}
+	}
 }
 
 // ClusterSource is what a token server client offers: the latency of its

@@ -114,6 +114,10 @@ func (o *object) str(key string, v *node) (string, bool) {
 		o.typeError(key, "a string", v)
 		return "", false
 	}
+	if v.badText {
+		o.fail(key, "%q: not valid UTF-8 (invalid bytes or a lone \\u surrogate)", v.text)
+		return "", false
+	}
 	return v.text, true
 }
 

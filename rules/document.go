@@ -203,9 +203,22 @@ func readRule(p *problems, i int, n *node) (r flow.Rule, skip []string) {
 	if !levelOK {
 		skip = append(skip, "maxKeys", "idleTTL")
 	}
+	// A concurrency rule counts calls in flight, not calls per window, and
+	// never queues: a window or maxWait on it would be read and ignored.
+	if algoOK && r.Algorithm == flow.AlgoConcurrency {
+		if o.given["window"] {
+			o.fail("window", "not supported for concurrency rules (limit is the most calls in flight)")
+		}
+		if o.given["maxWait"] {
+			o.fail("maxWait", "not supported for concurrency rules (they never queue)")
+		}
+	}
 	// A field explicitly set to zero would silently turn into its default;
 	// say so instead. maxWait "0s" is a real setting (never wait).
 	for _, k := range []string{"window", "burst", "coldFactor", "buckets", "maxKeys", "idleTTL"} {
+		if k == "window" && r.Algorithm == flow.AlgoConcurrency {
+			continue // reported above
+		}
 		if o.given[k] && isZero(n, k) {
 			o.fail(k, "must be > 0 (leave it out for the default)")
 		}

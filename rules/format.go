@@ -27,12 +27,12 @@ type (
 		Level      string       `json:"level"`
 		Algorithm  string       `json:"algorithm"`
 		Limit      float64      `json:"limit"`
-		Window     string       `json:"window"`
+		Window     string       `json:"window,omitempty"` // not for concurrency
 		Burst      float64      `json:"burst,omitempty"`
 		Warmup     string       `json:"warmup,omitempty"`
 		ColdFactor float64      `json:"coldFactor,omitempty"`
 		Buckets    int          `json:"buckets,omitempty"`
-		MaxWait    string       `json:"maxWait"`
+		MaxWait    string       `json:"maxWait,omitempty"` // not for concurrency
 		MaxKeys    int          `json:"maxKeys,omitempty"`
 		IdleTTL    string       `json:"idleTTL,omitempty"`
 		Adaptive   bool         `json:"adaptive"`
@@ -48,6 +48,7 @@ type (
 		BandHigh  float64 `json:"bandHigh"`
 		MinFactor float64 `json:"minFactor"`
 		Period    string  `json:"period"`
+		CPUSource string  `json:"cpuSource"`
 	}
 	alertingJSON struct {
 		RejectionRatio float64 `json:"rejectionRatio"`
@@ -70,7 +71,7 @@ func (d *Document) Format() []byte {
 		out.Rules = append(out.Rules, formatRule(r))
 	}
 	if a := d.Adaptive; a != nil {
-		out.Adaptive = &adaptiveJSON{a.CPUTarget, a.BandLow, a.BandHigh, a.MinFactor, fmtDuration(a.Period)}
+		out.Adaptive = &adaptiveJSON{a.CPUTarget, a.BandLow, a.BandHigh, a.MinFactor, fmtDuration(a.Period), a.CPUSource}
 	}
 	if a := d.Alerting; a != nil {
 		out.Alerting = &alertingJSON{a.RejectionRatio, a.ResolveRatio, fmtDuration(a.Window), fmtDuration(a.For),
@@ -91,6 +92,9 @@ func formatRule(r flow.Rule) ruleJSON {
 		ID: r.ID, Resource: r.Resource, Level: r.Level.String(), Algorithm: r.Algorithm.String(),
 		Limit: r.Limit, Window: fmtDuration(r.Window), Burst: r.Burst, ColdFactor: r.ColdFactor,
 		Buckets: r.Buckets, MaxWait: fmtDuration(r.MaxWait), MaxKeys: r.MaxKeys, Adaptive: r.Adaptive,
+	}
+	if r.Algorithm == flow.AlgoConcurrency {
+		j.Window, j.MaxWait = "", "" // they do not apply; the parser refuses them
 	}
 	if r.Warmup != 0 {
 		j.Warmup = fmtDuration(r.Warmup)

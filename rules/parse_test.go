@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -44,7 +45,7 @@ func TestParseDesignDocument(t *testing.T) {
 	if got := doc.Rules(); !reflect.DeepEqual(got, want) {
 		t.Errorf("Rules() = %+v\nwant %+v", got, want)
 	}
-	wantA := &AdaptiveSection{CPUTarget: 0.8, BandLow: 0.7, BandHigh: 0.88, MinFactor: 0.1, Period: 250 * time.Millisecond}
+	wantA := &AdaptiveSection{CPUTarget: 0.8, BandLow: 0.7, BandHigh: 0.88, MinFactor: 0.1, Period: 250 * time.Millisecond, CPUSource: "auto"}
 	if !reflect.DeepEqual(doc.Adaptive, wantA) {
 		t.Errorf("Adaptive = %+v, want %+v", doc.Adaptive, wantA)
 	}
@@ -303,5 +304,32 @@ func TestTreeMatchesEncodingJSON(t *testing.T) {
 		"[\"\xff\xfe\", \"caf\xc3\xa9\"]", ` 7 `, `"s"`, `{"a":1,"a":2}`, "[\n1 ,\t2\r]",
 	} {
 		checkTree(t, []byte(s))
+	}
+}
+
+// fmt writes only the fields that apply: a concurrency rule has no window
+// and no maxWait, and its output parses again (the parser refuses both).
+func TestFormatConcurrencyLeavesOutWindowAndMaxWait(t *testing.T) {
+	doc, err := Parse([]byte(`{"rules": [{"id": "c", "resource": "r", "algorithm": "concurrency", "limit": 4},
+		{"id": "t", "resource": "r", "algorithm": "token_bucket", "limit": 4}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := string(doc.Format())
+	conc, tb, _ := strings.Cut(out, `"id": "t"`)
+	for _, field := range []string{`"window"`, `"maxWait"`} {
+		if strings.Contains(conc, field) {
+			t.Errorf("the concurrency rule was written with %s:\n%s", field, out)
+		}
+		if !strings.Contains(tb, field) {
+			t.Errorf("the token_bucket rule lost %s:\n%s", field, out)
+		}
+	}
+	again, err := Parse([]byte(out))
+	if err != nil {
+		t.Fatalf("fmt's output does not parse: %v\n%s", err, out)
+	}
+	if got, want := again.Version(), doc.Version(); got != want {
+		t.Errorf("version after a round trip %s, want %s", got, want)
 	}
 }

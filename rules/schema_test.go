@@ -234,6 +234,8 @@ var beyondSchema = map[string]string{
 	"adaptive band inverted":      "a comparison between two fields",
 	"alerting resolve above fire": "a comparison between two fields",
 	"alerting window too short":   "the magnitude of a duration string",
+	"resource invalid UTF-8":      "the encoding of a string",
+	"resource lone surrogate":     "the encoding of a string",
 }
 
 func TestSchemaAgreesWithParser(t *testing.T) {

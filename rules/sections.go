@@ -20,6 +20,10 @@ type AdaptiveSection struct {
 	MinFactor float64
 	// Period is the CPU sampling period. Default 250ms.
 	Period time.Duration
+	// CPUSource is what the controller measures: "auto" (default: the
+	// cgroup when it limits the process's CPU, else the process), "cgroup",
+	// "process" or "host".
+	CPUSource string
 }
 
 // Defaults of the adaptive section.
@@ -29,6 +33,7 @@ const (
 	DefaultBandHigh  = 0.88
 	DefaultMinFactor = 0.1
 	DefaultPeriod    = 250 * time.Millisecond
+	DefaultCPUSource = "auto"
 )
 
 // AlertingSection is the document's "alerting" section: settings for the
@@ -68,7 +73,7 @@ const (
 	DefaultMinRequests     = 100
 )
 
-var adaptiveKeys = []string{"cpuTarget", "bandLow", "bandHigh", "minFactor", "period"}
+var adaptiveKeys = []string{"cpuTarget", "bandLow", "bandHigh", "minFactor", "period", "cpuSource"}
 
 func readAdaptive(p *problems, v *node) *AdaptiveSection {
 	a := &AdaptiveSection{}
@@ -85,6 +90,15 @@ func readAdaptive(p *problems, v *node) *AdaptiveSection {
 			a.MinFactor, _ = o.fraction(key, v, false)
 		case "period":
 			a.Period, _ = o.between(key, v, time.Millisecond, time.Minute)
+		case "cpuSource":
+			if src, ok := o.str(key, v); ok {
+				switch src {
+				case "auto", "cgroup", "process", "host":
+					a.CPUSource = src
+				default:
+					o.fail(key, "%q: must be auto, cgroup, process or host", src)
+				}
+			}
 		}
 	}) {
 		return nil
@@ -104,6 +118,9 @@ func readAdaptive(p *problems, v *node) *AdaptiveSection {
 	}
 	if a.MinFactor == 0 {
 		a.MinFactor = DefaultMinFactor
+	}
+	if a.CPUSource == "" {
+		a.CPUSource = DefaultCPUSource
 	}
 	if a.Period == 0 {
 		a.Period = DefaultPeriod

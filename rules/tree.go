@@ -32,6 +32,7 @@ type node struct {
 	kind    kind
 	text    string // string value, or the literal of a number
 	boolean bool
+	badText bool     // kindString: invalid UTF-8 or a lone surrogate, read as U+FFFD
 	members []member // kindObject
 	elems   []*node  // kindArray
 }
@@ -127,7 +128,7 @@ func (t *treeReader) value() *node {
 				t.i++
 				t.skipSpace()
 			}
-			key := t.str()
+			key, _ := t.str() // a bad key is an unknown field anyway
 			t.skipSpace()
 			t.i++ // ':'
 			n.members = append(n.members, member{key: key, val: t.value()})
@@ -147,7 +148,8 @@ func (t *treeReader) value() *node {
 			n.elems = append(n.elems, t.value())
 		}
 	case '"':
-		return &node{kind: kindString, text: t.str()}
+		s, bad := t.str()
+		return &node{kind: kindString, text: s, badText: bad}
 	case 't':
 		t.i += len("true")
 		return &node{kind: kindBool, boolean: true}
@@ -168,8 +170,10 @@ func (t *treeReader) value() *node {
 
 // str reads a string at t.i. Plain ASCII/UTF-8 strings are sliced out;
 // those with escapes or invalid UTF-8 go through encoding/json, which
-// decodes \u escapes and replaces bad bytes with U+FFFD.
-func (t *treeReader) str() string {
+// decodes \u escapes and replaces bad bytes with U+FFFD. bad reports that
+// such a replacement happened: the name read is not the one written, so the
+// reader says so instead of guarding a resource nobody calls.
+func (t *treeReader) str() (s string, bad bool) {
 	start := t.i
 	t.i++ // opening quote
 	plain := true
@@ -190,13 +194,24 @@ func (t *treeReader) str() string {
 	if plain {
 		raw := t.data[start+1 : t.i-1]
 		if k, ok := interned[string(raw)]; ok { // no allocation: the compiler's map lookup by []byte
-			return k
+			return k, false
 		}
-		return string(raw)
+		return string(raw), false
 	}
-	var s string
+	raw := t.data[start+1 : t.i-1]
 	_ = json.Unmarshal(t.data[start:t.i], &s) // valid: json.Valid passed
-	return s
+	return s, replaced(raw, s)
+}
+
+// replaced reports whether decoding raw into s put in a U+FFFD that raw did
+// not ask for: raw holds invalid UTF-8, or a \u escape of a lone surrogate.
+func replaced(raw []byte, s string) bool {
+	if !utf8.Valid(raw) {
+		return true
+	}
+	asked := bytes.Count(raw, []byte("\uFFFD")) + bytes.Count(raw, []byte("\ufffd")) +
+		bytes.Count(raw, []byte(string(utf8.RuneError)))
+	return strings.Count(s, string(utf8.RuneError)) > asked
 }
 
 // interned holds the strings every document repeats (field names, levels,

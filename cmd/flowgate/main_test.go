@@ -130,7 +130,8 @@ func TestFmtPrintsNormalised(t *testing.T) {
     "bandLow": 0.7,
     "bandHigh": 0.88,
     "minFactor": 0.1,
-    "period": "250ms"
+    "period": "250ms",
+    "cpuSource": "auto"
   }
 }
 `

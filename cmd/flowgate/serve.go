@@ -68,6 +68,13 @@ func serve(ctx context.Context, cf serveConfig, stdout io.Writer, log *slog.Logg
 	if err != nil {
 		return fmt.Errorf("token: %w", err)
 	}
+	warning, err := cf.exposure(token != "")
+	if err != nil {
+		return err
+	}
+	if warning != "" {
+		log.Warn("flowgate serve: " + warning)
+	}
 	opts := []tokenrpc.Option{tokenrpc.WithMaxQPS(cf.MaxQPS), tokenrpc.WithLogger(log), tokenrpc.WithInlineRules(*cf.InlineRules)}
 	if token != "" {
 		opts = append(opts, tokenrpc.WithAuthToken(token))
@@ -145,29 +152,27 @@ func serve(ctx context.Context, cf serveConfig, stdout io.Writer, log *slog.Logg
 }
 
 // watchRules keeps an id -> rule map in step with the rules document. The
-// pointers stay the same until the document changes, as tokenrpc needs.
+// pointers stay the same until the document changes, as tokenrpc needs. The
+// watcher hands the validated rules straight to the map: no engine needed.
 func watchRules(ctx context.Context, path string, log *slog.Logger) (*atomic.Pointer[map[string]*flow.Rule], func(), error) {
 	var doc atomic.Pointer[map[string]*flow.Rule]
-	publish := func(d *rules.Document) {
-		rs := d.Rules()
+	publish := rules.LoaderFunc(func(rs []flow.Rule) error {
 		m := make(map[string]*flow.Rule, len(rs))
 		for i := range rs {
 			r := rs[i].WithDefaults()
 			m[r.ID] = &r
 		}
 		doc.Store(&m)
-	}
-	holder := flow.NewEngine() // the watcher validates and loads into an engine; we serve its document
-	w, err := rules.Watch(ctx, path, holder, rules.WithLogger(log), rules.WithOnReload(func(ev rules.Event) {
-		if ev.Err == nil && ev.Doc != nil && ev.Changed {
-			publish(ev.Doc)
+		return nil
+	})
+	w, err := rules.Watch(ctx, path, publish, rules.WithLogger(log), rules.WithOnReload(func(ev rules.Event) {
+		if ev.Err == nil && ev.Changed {
 			log.Info("flowgate serve: rules reloaded", slog.String("version", ev.Version))
 		}
 	}))
 	if err != nil {
 		return nil, nil, err
 	}
-	publish(w.Document())
 	return &doc, func() { w.Close() }, nil
 }
 

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"net"
 	"os"
 	"strings"
 	"time"
@@ -16,7 +17,7 @@ import (
 // in it or on the command line (where ps would show them): the auth token
 // and the Redis password are read from a file or an environment variable.
 type serveConfig struct {
-	Listen          string      `json:"listen"`        // gRPC address; default ":7600"
+	Listen          string      `json:"listen"`        // gRPC address; default "127.0.0.1:7600"
 	MetricsListen   string      `json:"metricsListen"` // /metrics address; "" = off
 	Rules           string      `json:"rules"`         // rules document to serve by id, hot reloaded; "" = none
 	Redis           redisConfig `json:"redis"`
@@ -28,6 +29,10 @@ type serveConfig struct {
 	ShutdownTimeout duration    `json:"shutdownTimeout"` // drain limit; default 10s
 	Prefix          string      `json:"prefix"`          // Redis key prefix; default "flowgate:"
 	InlineRules     *bool       `json:"inlineRules"`     // accept rules sent inline; default true
+	// AllowUnauthenticated lets Listen be beyond loopback with neither a
+	// token nor client certificates (a warning is logged); default false,
+	// and serve refuses to start that way.
+	AllowUnauthenticated bool `json:"allowUnauthenticated"`
 }
 
 type redisConfig struct {
@@ -63,7 +68,7 @@ func (d *duration) UnmarshalJSON(b []byte) error {
 }
 
 func defaultServeConfig() serveConfig {
-	return serveConfig{Listen: ":7600", MaxQPS: 30000, Timeout: duration(20 * time.Millisecond),
+	return serveConfig{Listen: "127.0.0.1:7600", MaxQPS: 30000, Timeout: duration(20 * time.Millisecond),
 		ShutdownTimeout: duration(10 * time.Second), Prefix: "flowgate:", Redis: redisConfig{Addrs: []string{"127.0.0.1:6379"}}}
 }
 
@@ -97,6 +102,8 @@ func parseServeFlags(args []string, fs *flag.FlagSet) (serveConfig, error) {
 	fs.DurationVar(&shutdown, "shutdown-timeout", time.Duration(cf.ShutdownTimeout), "longest wait for calls in flight on shutdown")
 	fs.StringVar(&cf.Prefix, "prefix", cf.Prefix, "Redis key prefix")
 	fs.BoolVar(&inline, "inline-rules", true, "accept rules sent inline by clients (false: only the served document's rules)")
+	fs.BoolVar(&cf.AllowUnauthenticated, "allow-unauthenticated", false,
+		"listen beyond loopback with neither a token nor client certificates (logs a warning)")
 	if err := fs.Parse(args); err != nil {
 		return cf, err
 	}
@@ -151,6 +158,8 @@ func parseServeFlags(args []string, fs *flag.FlagSet) (serveConfig, error) {
 				fromFile.MaxQPS = cf.MaxQPS
 			case "prefix":
 				fromFile.Prefix = cf.Prefix
+			case "allow-unauthenticated":
+				fromFile.AllowUnauthenticated = cf.AllowUnauthenticated
 			}
 		})
 		cf = fromFile
@@ -195,4 +204,34 @@ func splitList(s string) []string {
 		}
 	}
 	return out
+}
+
+// exposure says whether serving cf is safe to start: ok when Listen is on
+// loopback or callers must authenticate (a token, or client certificates);
+// otherwise an error, or, with AllowUnauthenticated, a warning to log.
+// Anyone who reaches an open token server can take every quota.
+func (cf *serveConfig) exposure(hasToken bool) (warning string, err error) {
+	if hasToken || cf.TLS.ClientCA != "" || loopbackOnly(cf.Listen) {
+		return "", nil
+	}
+	msg := fmt.Sprintf("listen %q reaches beyond loopback and callers are not authenticated (no token, no client certificates)", cf.Listen)
+	if !cf.AllowUnauthenticated {
+		return "", errors.New(msg + ": set -token-file/-token-env or -tls-client-ca, listen on 127.0.0.1, or pass -allow-unauthenticated")
+	}
+	return msg + ": anyone who can connect can take and release tokens", nil
+}
+
+// loopbackOnly reports whether addr (host:port) listens on loopback only.
+// An empty host, 0.0.0.0 or :: listen on every interface; a host name other
+// than localhost may resolve anywhere, so it does not count as loopback.
+func loopbackOnly(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }

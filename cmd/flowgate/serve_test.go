@@ -136,3 +136,48 @@ func TestServeConfig(t *testing.T) {
 		t.Fatalf("cert without key: exit %d, %q", got, stderr.String())
 	}
 }
+
+// serve listens on loopback unless told otherwise, and refuses to listen
+// beyond it with nobody authenticated unless -allow-unauthenticated says so.
+func TestServeListenDefaultsAndExposure(t *testing.T) {
+	cf, err := parseServeFlags(nil, flag.NewFlagSet("serve", flag.ContinueOnError))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cf.Listen != "127.0.0.1:7600" {
+		t.Errorf("default listen %q, want 127.0.0.1:7600", cf.Listen)
+	}
+	for _, tc := range []struct {
+		listen, clientCA string
+		token, allow     bool
+		wantErr, warn    bool
+	}{
+		{listen: "127.0.0.1:7600"},
+		{listen: "[::1]:7600"},
+		{listen: "localhost:7600"},
+		{listen: ":7600", wantErr: true},
+		{listen: "0.0.0.0:7600", wantErr: true},
+		{listen: "[::]:7600", wantErr: true},
+		{listen: "10.1.2.3:7600", wantErr: true},
+		{listen: "tokens.internal:7600", wantErr: true},
+		{listen: ":7600", token: true},
+		{listen: ":7600", clientCA: "ca.pem"},
+		{listen: ":7600", allow: true, warn: true},
+	} {
+		c := serveConfig{Listen: tc.listen, AllowUnauthenticated: tc.allow, TLS: tlsConfig{ClientCA: tc.clientCA}}
+		warning, err := c.exposure(tc.token)
+		if (err != nil) != tc.wantErr || (warning != "") != tc.warn {
+			t.Errorf("%+v: warning %q, err %v", tc, warning, err)
+		}
+	}
+
+	// End to end: refused before anything listens or dials Redis.
+	var stdout, stderr strings.Builder
+	code := serveUntil(context.Background(), []string{"-listen", "0.0.0.0:0"}, &stdout, &stderr)
+	if code != exitInvalid || !strings.Contains(stderr.String(), "beyond loopback") || !strings.Contains(stderr.String(), "-allow-unauthenticated") {
+		t.Errorf("open listen without auth: exit %d, stderr %q", code, stderr.String())
+	}
+	if stdout.Len() != 0 {
+		t.Errorf("refused serve printed %q", stdout.String())
+	}
+}

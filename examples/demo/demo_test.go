@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"os"
 	"regexp"
 	"runtime"
 	"strconv"
@@ -10,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flowgate/flowgate/alerting"
 	"github.com/flowgate/flowgate/flow"
 )
 
@@ -103,14 +105,67 @@ func TestScreen(t *testing.T) {
 
 	var tty bytes.Buffer
 	s := newScreen(&tty, false)
-	s.height = 20
+	const height = 20
+	s.size = func() (int, int) { return 80, height }
 	s.frame(f, false)
 	first := s.lines
 	s.frame(f, false)
-	if first == 0 || first > s.height-1 {
-		t.Errorf("table is %d lines on a %d-line terminal", first, s.height)
+	if first == 0 || first > height-1 {
+		t.Errorf("table is %d lines on a %d-line terminal", first, height)
 	}
 	if want := "\x1b[" + strconv.Itoa(first) + "F\x1b[J"; !strings.Contains(tty.String(), want) {
 		t.Errorf("second frame does not move back %d lines (%q)", first, want)
+	}
+}
+
+// TestTableFits80Columns draws a busy frame for an 80-column terminal: no
+// line may be wider (a wrapped line breaks the in-place redraw), and a long
+// event wraps instead of losing its end.
+func TestTableFits80Columns(t *testing.T) {
+	long := "ALERT FIRING  GET /api/products: 42% of calls refused over the last 2s (> 30%)"
+	f := frame{elapsed: 13 * time.Second, total: 20 * time.Second, phase: phase(0.6),
+		resources: []resRow{{name: resProducts, passed: 123456, waited: 12345, admitRate: 250, blockRate: 99}},
+		actors:    []actorRow{{name: "flash sale, 60 users", sent: 9999, ok: 8888}},
+		stable:    100, cold: 33, window: 2 * time.Second, threshold: 0.3, forDur: time.Second,
+		states:  []alerting.ResourceState{{Resource: resProducts, State: alerting.Firing, Ratio: 0.42}},
+		version: "45f77a909dd845f77a909dd8", userLimit: 15,
+		events: []event{{time.Second, long}, {2 * time.Second, "reload applied: version 45f77a909dd8 -> 0123456789ab (rules file edited)"}}}
+	for _, ascii := range []bool{false, true} {
+		lines := table(f, ascii, 0, 80)
+		var all strings.Builder
+		for _, l := range lines {
+			if n := visibleLen(l); n > 80 {
+				t.Errorf("ascii %v: line of %d columns: %q", ascii, n, l)
+			}
+			all.WriteString(strings.TrimSpace(strings.ReplaceAll(strings.ReplaceAll(l, red, ""), "\x1b[0m", "")) + " ")
+		}
+		if !ascii && !strings.Contains(all.String(), "(> 30%)") {
+			t.Errorf("the alert event lost its end:\n%s", strings.Join(lines, "\n"))
+		}
+	}
+	var intro bytes.Buffer
+	fw := &fitWriter{out: &intro, width: 80}
+	printIntro(fw, []flow.Rule{{ID: "products-per-user", Resource: "GET /api/products", Level: flow.LevelUser,
+		Algorithm: flow.AlgoTokenBucket, Limit: 5, Burst: 10, Window: time.Second}}, 20*time.Second)
+	for _, l := range strings.Split(strings.TrimRight(intro.String(), "\n"), "\n") {
+		if n := visibleLen(l); n > 80 {
+			t.Errorf("intro line of %d columns: %q", n, l)
+		}
+	}
+}
+
+// /dev/null is a character device but no terminal: the demo must not draw
+// escape codes into it.
+func TestDevNullIsNotATerminal(t *testing.T) {
+	f, err := os.OpenFile(os.DevNull, os.O_WRONLY, 0)
+	if err != nil {
+		t.Skipf("no %s: %v", os.DevNull, err)
+	}
+	defer f.Close()
+	if isTerminal(f) {
+		t.Errorf("isTerminal(%s) = true", os.DevNull)
+	}
+	if w, h := termSize(f); w != 0 || h != 0 {
+		t.Errorf("termSize(%s) = %d, %d; want 0, 0", os.DevNull, w, h)
 	}
 }

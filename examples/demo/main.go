@@ -4,6 +4,7 @@
 //	go run ./examples/demo                 # or: make demo
 //	go run ./examples/demo -duration 8s    # a shorter run
 //	go run ./examples/demo -plain          # no escape codes (automatic when not a terminal)
+//	go run ./examples/demo -addr 127.0.0.1:9464 -duration 3m   # a fixed port for Prometheus
 //
 // It starts the shop on a loopback port behind flowgate's net/http
 // middleware, with the rules of examples/demo/rules.json (copied to a
@@ -54,13 +55,16 @@ const (
 
 type config struct {
 	duration time.Duration
-	plain    bool // no escape codes: one block every other second
+	addr     string // where the shop and /metrics listen
+	plain    bool   // no escape codes: one block every other second
+	width    int    // the terminal's columns for the intro; 0: as it is
 	out      io.Writer
 	workers  int // concurrent requests at most
 }
 
 func main() {
 	duration := flag.Duration("duration", 20*time.Second, "how long to drive load")
+	addr := flag.String("addr", "127.0.0.1:0", "listen address of the shop and its /metrics (port 0: any free port)")
 	plain := flag.Bool("plain", false, "no escape codes (the default when stdout is not a terminal)")
 	flag.Parse()
 	if *duration <= 0 {
@@ -71,9 +75,13 @@ func main() {
 	defer stop()
 	cfg := config{
 		duration: *duration,
+		addr:     *addr,
 		plain:    *plain || !isTerminal(os.Stdout) || os.Getenv("TERM") == "dumb",
 		out:      os.Stdout,
 		workers:  64,
+	}
+	if !cfg.plain {
+		cfg.width, _ = termSize(os.Stdout)
 	}
 	if _, err := run(ctx, stop, cfg); err != nil {
 		fmt.Fprintln(os.Stderr, "demo:", err)
@@ -101,14 +109,19 @@ func run(ctx context.Context, stop func(), cfg config) (*monitor, error) {
 	defer w.Close()
 	mon.watcher = w
 
-	al := alerting.New(eng,
-		alerting.WithConfig(alertConfig(w.Document())),
+	// The thresholds come from the document's "alerting" section; rules.json
+	// keeps its window and "for" short so the alert fires within the run.
+	alertOpts, err := alerting.FromSection(w.Document().Alerting)
+	if err != nil {
+		return nil, err
+	}
+	al := alerting.New(eng, append(alertOpts,
 		alerting.WithOverall(false), // one alert per resource tells the story better
 		alerting.WithSink(alerting.SinkFunc(func(_ context.Context, a alerting.Alert) error {
 			mon.onAlert(a)
 			return nil
 		})),
-	)
+	)...)
 	if err := al.Err(); err != nil {
 		return nil, err
 	}
@@ -129,7 +142,11 @@ func run(ctx context.Context, stop func(), cfg config) (*monitor, error) {
 	if err != nil {
 		return nil, err
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	addr := cfg.addr
+	if addr == "" {
+		addr = "127.0.0.1:0"
+	}
+	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, err
 	}
@@ -145,10 +162,11 @@ func run(ctx context.Context, stop func(), cfg config) (*monitor, error) {
 	base := "http://" + ln.Addr().String()
 	mon.metricsURL = base + "/metrics"
 
-	fmt.Fprintf(cfg.out, "flowgate demo: a shop on %s guarded by flowhttp, %s of real traffic over loopback\n", base, cfg.duration)
-	fmt.Fprintf(cfg.out, "rules:   %s (a copy of examples/demo/rules.json, watched), version %s\n", path, short(w.Status().Version))
-	fmt.Fprintf(cfg.out, "metrics: %s (try: curl -s %s | grep flowgate_requests)\n", mon.metricsURL, mon.metricsURL)
-	printIntro(cfg.out, eng.Rules(), cfg.duration)
+	intro := &fitWriter{out: cfg.out, width: cfg.width}
+	fmt.Fprintf(intro, "flowgate demo: a shop on %s guarded by flowhttp, %s of real traffic over loopback\n", base, cfg.duration)
+	fmt.Fprintf(intro, "rules:   %s (a copy of examples/demo/rules.json, watched), version %s\n", path, short(w.Status().Version))
+	fmt.Fprintf(intro, "metrics: %s (try: curl -s %s | grep flowgate_requests)\n", mon.metricsURL, mon.metricsURL)
+	printIntro(intro, eng.Rules(), cfg.duration)
 
 	al.Start()
 	client := newClient(cfg.workers)
@@ -205,24 +223,4 @@ loop:
 	}
 	printSummary(cfg.out, mon, mon.sample(false), scraped)
 	return mon, nil
-}
-
-// alertConfig reads the alerter's settings from the rules document's
-// "alerting" section; rules.json keeps its window and "for" short so the
-// alert fires within the run.
-func alertConfig(doc *rules.Document) alerting.Config {
-	c := alerting.Defaults()
-	if s := doc.Alerting; s != nil {
-		c.RejectionRatio, c.ResolveRatio = s.RejectionRatio, s.ResolveRatio
-		c.Window, c.For, c.Interval = s.Window, s.For, s.Interval
-		c.RepeatInterval, c.MinRequests = s.RepeatInterval, s.MinRequests
-	}
-	return c
-}
-
-// isTerminal reports whether f is a character device (a terminal), without
-// a dependency on x/term.
-func isTerminal(f *os.File) bool {
-	st, err := f.Stat()
-	return err == nil && st.Mode()&os.ModeCharDevice != 0
 }

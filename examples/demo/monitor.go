@@ -150,7 +150,7 @@ type resRow struct {
 	name           string
 	passed, waited uint64
 	blocked        [flow.NumLevels]uint64
-	passRate       float64 // in the last second
+	admitRate      float64 // passed + waited in the last second
 	blockRate      float64
 }
 
@@ -180,11 +180,11 @@ func (m *monitor) sample(ramp bool) frame {
 		if m.prev.Time.IsZero() || dt <= 0 {
 			dt = 1
 		}
-		row.passRate = float64(cur.Passed-prev.Passed) / dt
+		row.admitRate = float64(cur.Admitted()-prev.Admitted()) / dt
 		row.blockRate = float64(sum(cur.Blocked)-sum(prev.Blocked)) / dt
 		// A second counts for the ramp once it began after the cold start.
 		if ramp && name == resRecs && el-time.Second >= time.Duration(coldFrom*float64(m.d))-200*time.Millisecond && !m.prev.Time.IsZero() {
-			m.ramp = append(m.ramp, rampPoint{el, row.passRate})
+			m.ramp = append(m.ramp, rampPoint{el, row.admitRate})
 		}
 		f.resources = append(f.resources, row)
 	}

@@ -16,14 +16,15 @@ type screen struct {
 	out    io.Writer
 	plain  bool
 	lines  int // lines of the table last drawn (ANSI mode)
-	height int // the terminal's rows; 0 when unknown
 	events int // events already printed (plain mode)
+	// size returns the terminal's columns and rows (0 when unknown); asked
+	// every frame, as the terminal may be resized while the demo runs.
+	size func() (width, height int)
 }
 
 func newScreen(out io.Writer, plain bool) *screen {
-	s := &screen{out: out, plain: plain}
+	s := &screen{out: out, plain: plain, size: func() (int, int) { return termSize(out) }}
 	if !plain {
-		s.height = termHeight(out)
 		fmt.Fprint(out, "\x1b[?25l") // hide the cursor while redrawing
 	}
 	return s
@@ -38,7 +39,7 @@ func (s *screen) frame(f frame, full bool) {
 		}
 		s.events = len(f.events)
 		if full {
-			for _, l := range table(f, true, 0) {
+			for _, l := range table(f, true, 0, 0) {
 				b.WriteString(l)
 				b.WriteByte('\n')
 			}
@@ -46,7 +47,8 @@ func (s *screen) frame(f frame, full bool) {
 		io.WriteString(s.out, b.String())
 		return
 	}
-	lines := table(f, false, s.height-1)
+	width, height := s.size()
+	lines := table(f, false, height-1, width)
 	if s.lines > 0 {
 		fmt.Fprintf(&b, "\x1b[%dF\x1b[J", s.lines) // back to the table's first line, clear below
 	}
@@ -66,10 +68,11 @@ func (s *screen) end() {
 	fmt.Fprintln(s.out)
 }
 
-// table renders one frame as lines of at most 80 columns. maxLines > 0
-// bounds the count, for a terminal the table must fit in to be redrawn in
-// place: the clients and the events are left out first.
-func table(f frame, ascii bool, maxLines int) []string {
+// table renders one frame as lines; its fixed rows are at most 80 columns.
+// maxLines > 0 bounds the count and width > 0 the columns, for a terminal
+// the table must fit in to be redrawn in place: the clients and the oldest
+// events are left out first, events wrap, other lines are clipped.
+func table(f frame, ascii bool, maxLines, width int) []string {
 	sect := func(lines ...string) []string { return lines }
 	var head []string
 	if ascii {
@@ -81,10 +84,10 @@ func table(f frame, ascii bool, maxLines int) []string {
 
 	res := sect("",
 		fmt.Sprintf("%41s%20s   %13s", "", "---- blocked at ----", "- last sec. -"),
-		fmt.Sprintf("%-24s %7s %6s  %6s %6s %6s   %6s %6s", "resource", "passed", "waited", "ip", "user", "global", "pass/s", "blk/s"))
+		fmt.Sprintf("%-24s %7s %6s  %6s %6s %6s   %6s %6s", "resource", "passed", "waited", "ip", "user", "global", "adm/s", "blk/s"))
 	for _, r := range f.resources {
 		res = append(res, fmt.Sprintf("%-24s %7d %6d  %6d %6d %6d   %6.0f %6.0f", r.name, r.passed, r.waited,
-			r.blocked[flow.LevelIP], r.blocked[flow.LevelUser], r.blocked[flow.LevelGlobal], r.passRate, r.blockRate))
+			r.blocked[flow.LevelIP], r.blocked[flow.LevelUser], r.blocked[flow.LevelGlobal], r.admitRate, r.blockRate))
 	}
 
 	clients := sect("",
@@ -114,11 +117,12 @@ func table(f frame, ascii bool, maxLines int) []string {
 			ev = ev[len(ev)-6:]
 		}
 		for _, e := range ev {
-			text := clip(e.text, 71)
-			if strings.HasPrefix(text, "ALERT FIRING") {
-				text = paint(text, red, false)
+			for _, l := range wrap(fmt.Sprintf("[%5.1fs] %s", e.at.Seconds(), e.text), width, 9) {
+				if strings.HasPrefix(e.text, "ALERT FIRING") {
+					l = paint(l, red, false)
+				}
+				events = append(events, l)
 			}
-			events = append(events, fmt.Sprintf("[%5.1fs] %s", e.at.Seconds(), text))
 		}
 	}
 
@@ -131,10 +135,12 @@ func table(f frame, ascii bool, maxLines int) []string {
 		events = events[min(len(events), n+len(events)-maxLines):]
 	}
 	var out []string
-	for _, s := range [][]string{head, res, clients, warm, ratio, events} {
-		out = append(out, s...)
+	for _, s := range [][]string{head, res, clients, warm, ratio} {
+		for _, l := range s {
+			out = append(out, clipWidth(l, width))
+		}
 	}
-	return out
+	return append(out, events...)
 }
 
 // warmupLines shows the admitted rate of the warm-up resource, second by
@@ -194,13 +200,6 @@ func ratioBar(ratio, threshold float64, ascii bool) string {
 	}
 	b.WriteByte(']')
 	return b.String()
-}
-
-func clip(s string, n int) string {
-	if r := []rune(s); len(r) > n {
-		return string(r[:n-1]) + "…"
-	}
-	return s
 }
 
 const red = "\x1b[1;31m"

@@ -5,9 +5,11 @@
 //
 //	go run ./examples/http                 # serve on 127.0.0.1:8080 until Ctrl-C
 //	go run ./examples/http -selftest       # drive requests at itself, print, exit
+//	go run ./examples/http -serve > log    # serve, with stdout redirected
 //
-// When stdout is not a terminal (CI) the program self-tests by default, so
-// it always ends within a few seconds; -duration bounds the serving mode.
+// When stdout is not a terminal (CI, a pipe, a file) the program self-tests
+// by default, so it always ends within a few seconds, and says so on stderr;
+// -serve makes it serve all the same. -duration bounds the serving mode.
 //
 // Try, while it serves:
 //
@@ -26,6 +28,8 @@ import (
 	"os"
 	"os/signal"
 	"time"
+
+	"golang.org/x/term"
 
 	"github.com/flowgate/flowgate/flow"
 	"github.com/flowgate/flowgate/flow/flowhttp"
@@ -82,12 +86,17 @@ func newService(eng *flow.Engine, trusted []string) (http.Handler, error) {
 func main() {
 	addr := flag.String("addr", "127.0.0.1:8080", "listen address (self-test: a free loopback port)")
 	selftest := flag.Bool("selftest", false, "drive requests at the service over loopback, print the outcome and exit")
+	serveFlag := flag.Bool("serve", false, "serve even when stdout is not a terminal (default there: -selftest)")
 	duration := flag.Duration("duration", 0, "serve this long, then exit (0: until interrupted)")
 	var trusted stringList
 	flag.Var(&trusted, "trust", "trusted proxy CIDR whose X-Forwarded-For is believed (repeatable)")
 	flag.Parse()
 
-	if *selftest || !isTerminal(os.Stdout) {
+	self, why := selfTesting(*selftest, *serveFlag, term.IsTerminal(int(os.Stdout.Fd())))
+	if why != "" {
+		fmt.Fprintln(os.Stderr, "http example:", why)
+	}
+	if self {
 		if err := runSelfTest(os.Stdout, trusted); err != nil {
 			fmt.Fprintln(os.Stderr, "self-test:", err)
 			os.Exit(1)
@@ -134,11 +143,17 @@ func serve(addr string, d time.Duration, trusted []string) error {
 	return nil
 }
 
-// isTerminal reports whether f is a character device (a terminal), without
-// a dependency on x/term.
-func isTerminal(f *os.File) bool {
-	st, err := f.Stat()
-	return err == nil && st.Mode()&os.ModeCharDevice != 0
+// selfTesting decides the mode: -selftest and -serve win; otherwise a
+// terminal serves and anything else (CI, a pipe, a file) self-tests, which
+// why explains, so a redirected run is not mistaken for a hung server.
+func selfTesting(selftest, serve, tty bool) (self bool, why string) {
+	switch {
+	case selftest:
+		return true, ""
+	case serve || tty:
+		return false, ""
+	}
+	return true, "stdout is not a terminal: running the self-test instead of serving (-serve to serve)"
 }
 
 type stringList []string

@@ -42,3 +42,22 @@ func TestSelfTestTrustedProxy(t *testing.T) {
 		t.Errorf("output:\n%s", out.String())
 	}
 }
+
+// Redirected output self-tests, and says so; -serve and -selftest win.
+func TestModeChoice(t *testing.T) {
+	for _, c := range []struct {
+		selftest, serve, tty bool
+		self, explained      bool
+	}{
+		{tty: true},
+		{tty: false, self: true, explained: true},
+		{serve: true, tty: false},
+		{selftest: true, tty: true, self: true},
+		{selftest: true, serve: true, self: true},
+	} {
+		self, why := selfTesting(c.selftest, c.serve, c.tty)
+		if self != c.self || (why != "") != c.explained {
+			t.Errorf("%+v: self-test %v, explanation %q", c, self, why)
+		}
+	}
+}

@@ -181,7 +181,7 @@ func runDemo(out io.Writer, addr string) error {
 		return err
 	}
 	defer s.close()
-	fmt.Fprintf(out, "serving %s/metrics; alert: blocked/(passed+blocked) over %v > %v for %v, at least %d calls\n",
+	fmt.Fprintf(out, "serving %s/metrics; alert: blocked/(passed+waited+blocked) over %v > %v for %v, at least %d calls\n",
 		s.base, s.al.Config().Window, s.al.Config().RejectionRatio, s.al.Config().For, s.al.Config().MinRequests)
 	ctx := context.Background()
 	if err := s.al.Evaluate(ctx); err != nil {

@@ -69,6 +69,13 @@ func BenchmarkMiddlewarePass(b *testing.B) {
 	benchServe(b, Middleware(eng, WithUser(xUser))(trivial), routed())
 }
 
+// BenchmarkMiddlewarePassNoIdentity is the pass path without the request
+// copy that carries the Identity (WithIdentityContext(false)).
+func BenchmarkMiddlewarePassNoIdentity(b *testing.B) {
+	eng := newEngine(b, clock.Real(), bigLimits()...)
+	benchServe(b, Middleware(eng, WithUser(xUser), WithIdentityContext(false))(trivial), routed())
+}
+
 // BenchmarkEngineDirect is what BenchmarkMiddlewarePass asks of the engine,
 // called directly: the difference is the middleware's own cost.
 func BenchmarkEngineDirect(b *testing.B) {
@@ -136,8 +143,16 @@ func TestMiddlewareAllocations(t *testing.T) {
 	h := Middleware(eng, WithUser(xUser))(trivial)
 	r, w := routed(), &discardWriter{h: http.Header{}}
 	h.ServeHTTP(w, r) // warm the engine's permit pool and key tables
-	// One allocation: the status-recording ResponseWriter wrapper.
+	// Two allocations: the per-request state (the status-recording
+	// ResponseWriter and the context carrying the Identity) and the request
+	// copy r.WithContext makes so the handler can read the Identity.
+	if n := testing.AllocsPerRun(200, func() { h.ServeHTTP(w, r) }); n > 2 {
+		t.Errorf("middleware pass path allocates %v times per request, want at most 2", n)
+	}
+	// Without the identity on the context, only the per-request state.
+	h = Middleware(eng, WithUser(xUser), WithIdentityContext(false))(trivial)
+	h.ServeHTTP(w, r)
 	if n := testing.AllocsPerRun(200, func() { h.ServeHTTP(w, r) }); n > 1 {
-		t.Errorf("middleware pass path allocates %v times per request, want at most 1", n)
+		t.Errorf("WithIdentityContext(false): %v allocations per request, want at most 1", n)
 	}
 }

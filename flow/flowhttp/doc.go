@@ -21,6 +21,11 @@
 // is the client. Anything malformed ends the walk at the last address a
 // trusted proxy vouched for. See ClientIP.
 //
+// # Identity
+//
+// The IP and user the limits counted are on the request's context for the
+// handler (and a BlockedHandler): IdentityFrom(r.Context()).
+//
 // # Headers
 //
 // A refusal carries Retry-After (seconds, rounded up), RateLimit-Policy:

@@ -1,7 +1,9 @@
 package flowhttp
 
 import (
+	"context"
 	"net/http"
+	"net/http/httptest"
 	"testing"
 
 	"github.com/flowgate/flowgate/clock"
@@ -110,5 +112,80 @@ func TestIPv6Prefix(t *testing.T) {
 		if w := serve(h, "GET", "/x", tc.remote, nil); w.Code != tc.want {
 			t.Errorf("request %d from %s: %d, want %d", i, tc.remote, w.Code, tc.want)
 		}
+	}
+}
+
+// A handler behind the middleware reads the identity the limits counted:
+// the client IP after the trusted proxy, and the user; a BlockedHandler
+// sees it too, and the request's context keeps its own values and
+// cancellation.
+func TestIdentityOnRequestContext(t *testing.T) {
+	type ctxKey struct{}
+	var got []Identity
+	next := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		id, ok := IdentityFrom(r.Context())
+		if !ok {
+			t.Error("handler: no identity on the request context")
+		}
+		if r.Context().Value(ctxKey{}) != "kept" {
+			t.Error("handler: the request context lost a value set before the middleware")
+		}
+		got = append(got, id)
+	})
+	var refused Identity
+	h := Middleware(perIPEngine(t),
+		WithUser(func(r *http.Request) string { return r.Header.Get("X-User") }),
+		WithTrustedProxies(mustPrefixes(t, "10.0.0.0/8")...),
+		WithBlockedHandler(func(w http.ResponseWriter, r *http.Request, be *flow.BlockError) {
+			refused, _ = IdentityFrom(r.Context())
+			WriteProblem(w, r, be)
+		}))(next)
+	ctx, cancel := context.WithCancel(context.WithValue(context.Background(), ctxKey{}, "kept"))
+	send := func() int {
+		r := httptest.NewRequest("GET", "/x", nil).WithContext(ctx)
+		r.RemoteAddr = "10.0.0.7:4000"
+		r.Header.Set("X-Forwarded-For", "198.51.100.23")
+		r.Header.Set("X-User", "u-4711")
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, r)
+		return w.Code
+	}
+	if code := send(); code != http.StatusOK {
+		t.Fatalf("first request: %d", code)
+	}
+	want := Identity{IP: "198.51.100.23", User: "u-4711"}
+	if len(got) != 1 || got[0] != want {
+		t.Fatalf("handler saw %+v, want [%+v]", got, want)
+	}
+	if code := send(); code != http.StatusTooManyRequests || refused != want {
+		t.Fatalf("second request: %d, blocked handler saw %+v; want 429 and %+v", code, refused, want)
+	}
+	if _, ok := IdentityFrom(ctx); ok {
+		t.Error("IdentityFrom on a context that never went through the middleware: ok")
+	}
+	// Cancellation still reaches the handler's context.
+	var done <-chan struct{}
+	h2 := Middleware(newEngine(t, clock.NewFake(epoch)))(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		done = r.Context().Done()
+	}))
+	r := httptest.NewRequest("GET", "/y", nil).WithContext(ctx)
+	h2.ServeHTTP(httptest.NewRecorder(), r)
+	cancel()
+	select {
+	case <-done:
+	default:
+		t.Error("cancelling the request's context did not reach the handler's context")
+	}
+}
+
+// WithIdentityContext(false) leaves the request's context as it was.
+func TestIdentityContextOff(t *testing.T) {
+	var ok bool
+	h := Middleware(newEngine(t, clock.NewFake(epoch)), WithIdentityContext(false))(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, ok = IdentityFrom(r.Context())
+	}))
+	h.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest("GET", "/x", nil))
+	if ok {
+		t.Error("an identity on the context with WithIdentityContext(false)")
 	}
 }

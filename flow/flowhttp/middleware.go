@@ -53,18 +53,33 @@ type handler struct {
 	next http.Handler
 }
 
+// served is the state of one request through the middleware, allocated
+// once: the status-recording writer and the context carrying the Identity.
+type served struct {
+	sw  statusWriter
+	ctx identityCtx
+}
+
 func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	var arr [3]flow.EntryOption
-	opts := append(arr[:0], flow.WithContext(r.Context()))
+	st := &served{sw: statusWriter{ResponseWriter: w}}
+	ctx := r.Context()
+	opts := append(arr[:0], flow.WithContext(ctx))
+	id := &st.ctx.id
 	if h.cf.user != nil {
-		if u := h.cf.user(r); u != "" {
-			opts = append(opts, flow.WithUser(u))
+		if id.User = h.cf.user(r); id.User != "" {
+			opts = append(opts, flow.WithUser(id.User))
 		}
 	}
-	if ip := h.clientIP(r); ip != "" {
-		opts = append(opts, flow.WithIP(ip))
+	if id.IP = h.clientIP(r); id.IP != "" {
+		opts = append(opts, flow.WithIP(id.IP))
 	}
-	d := h.eng.Decide(h.resource(r), opts...)
+	res := h.resource(r)
+	if !h.cf.noIdentity {
+		st.ctx.Context = ctx
+		r = r.WithContext(&st.ctx) // handlers read the identity with IdentityFrom
+	}
+	d := h.eng.Decide(res, opts...)
 	if !d.Allowed {
 		h.refuse(w, r, &d.Block)
 		return
@@ -75,7 +90,7 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			SetQuotaHeaders(w.Header(), q)
 		}
 	}
-	sw := &statusWriter{ResponseWriter: w}
+	sw := &st.sw
 	returned := false
 	defer func() {
 		// Without recover, so a panic keeps its original stack for the
