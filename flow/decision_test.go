@@ -89,3 +89,25 @@ func TestDecideWaitCancelled(t *testing.T) {
 		t.Fatalf("Err of an admitted call: got %v, want nil", d.Err())
 	}
 }
+
+// TestDecideBreakerOpen: an open breaker refuses through Decide as through
+// Entry, with the same refusal and nothing allocated.
+func TestDecideBreakerOpen(t *testing.T) {
+	forEachStrategy(t, func(t *testing.T, c breakerCase) {
+		e, clk := tripped(t, c)
+		clk.Advance(time.Second)
+		d := e.Decide("dep")
+		if d.Allowed || d.Block.Reason != ReasonBreakerOpen || d.Block.RuleID != "b" || d.Block.Resource != "dep" {
+			t.Fatalf("got %+v, want refused by breaker b on dep", d)
+		}
+		be := refusal(t, e)
+		if be == nil || *be != d.Block {
+			t.Fatalf("Entry refused with %+v, Decide with %+v", be, d.Block)
+		}
+		if testing.CoverMode() == "" && !raceEnabled {
+			if n := testing.AllocsPerRun(100, func() { e.Decide("dep") }); n != 0 {
+				t.Fatalf("Decide refused by a breaker: %v allocs, want 0", n)
+			}
+		}
+	})
+}

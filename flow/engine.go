@@ -37,6 +37,7 @@ type Engine struct {
 type clusterCounters struct {
 	passed, blocked, errors  atomic.Uint64
 	fbLocal, fbAllow, fbDeny atomic.Uint64
+	outage                   outageLog
 }
 
 // NewEngine returns an engine with no rules: every call passes until
@@ -174,6 +175,9 @@ func (e *Engine) Snapshot() Snapshot {
 		s.Rules = append(s.Rules, RuleStats{ID: r.ID, Resource: r.Resource, Level: r.Level, Algorithm: r.Algorithm,
 			Limit: r.Limit, EffectiveLimit: cr.limit(), Window: r.Window, Keys: cr.keyCount(),
 			Adaptive: r.Adaptive, Cluster: r.Cluster != nil})
+		if r.Algorithm == AlgoCircuitBreaker {
+			s.Breakers = append(s.Breakers, cr.breakerStats(now))
+		}
 	}
 	return s
 }

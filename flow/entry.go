@@ -66,6 +66,9 @@ type entryState struct {
 	wait     time.Duration
 	waitRule *compiledRule
 	quota    quotaNote
+	// brk are the circuit breakers the call passed (see checkBreakers),
+	// in an array for the same reason as taken.
+	brk breakerUses
 }
 
 // quotaNote is the most restrictive rule seen so far; Permit.Quota expands
@@ -220,6 +223,7 @@ func (e *Engine) decide(ctx context.Context, resource string, opts []EntryOption
 			p.grants = append(p.grants, g)
 		}
 	}
+	p.brk = st.brk.appendTo(p.brk)
 	p.bucket = rr.stats.pass(now, st.wait, p.lane)
 	p.sysCounted = sys > 0 // the guard counts only while on: it costs nothing when off
 	return p, nil
@@ -250,6 +254,11 @@ func (e *Engine) entrySingle(resource string, rr *resourceRules, cr *compiledRul
 // admit takes permits at every level that applies, or gives back what it
 // took, writes the first refusal to st.refusal and returns errRefused.
 func (e *Engine) admit(a *entryArgs, resource string, rr *resourceRules, st *entryState) error {
+	if rr.breakers != nil {
+		if err := e.checkBreakers(a, resource, rr, st); err != nil {
+			return err
+		}
+	}
 	for i := range rr.levels {
 		lr := &rr.levels[i]
 		if lr.empty() {
@@ -343,6 +352,7 @@ func (e *Engine) undo(st *entryState) {
 	for _, t := range st.more {
 		t.lim.refund(t.at, st.tokens)
 	}
+	st.brk.cancel()
 	for i := range st.grants {
 		g := &st.grants[i]
 		// A refund: the call never ran, so its rate tokens come back too.

@@ -27,6 +27,9 @@ var checkOrder = [3]Level{LevelIP, LevelUser, LevelGlobal}
 type resourceRules struct {
 	stats  *resourceStats
 	levels [3]levelRules // in checkOrder
+	// breakers are the resource's circuit breakers, checked before the
+	// levels; nil when it has none.
+	breakers *breakerRules
 	// single is the resource's only rule when Entry can decide it on the
 	// short path (see Engine.entrySingle): global, local, a rate algorithm,
 	// no MaxWait.
@@ -65,6 +68,12 @@ type compiledRule struct {
 	globalGen atomic.Uint64
 	keys      *keyTable // LevelUser, LevelIP
 	proto     atomic.Pointer[bucketProto]
+
+	// transitions counts a circuit breaker rule's changes into each state.
+	transitions [numBreakerStates]atomic.Uint64
+	// seen is the latest Entry time a circuit breaker rule saw, to
+	// seenStep: its Exits' time when they do not read the clock.
+	seen atomic.Int64
 }
 
 func (cr *compiledRule) limit() float64 { return math.Float64frombits(cr.limitBits.Load()) }
@@ -94,14 +103,28 @@ type bucketProto struct {
 
 // recompute sets the effective limit from the factor and the instance count.
 func (cr *compiledRule) recompute(factor float64, instances int) {
+	// The local cluster fallback calls this per call: when the limit
+	// would not change, return without the lock.
+	if instances > 0 && math.Float64bits(cr.limitFor(factor, instances)) == cr.limitBits.Load() {
+		return
+	}
 	cr.mu.Lock()
 	defer cr.mu.Unlock()
 	if instances > 0 {
 		cr.instances = instances
 	}
+	l := cr.limitFor(factor, cr.instances)
+	if math.Float64bits(l) != cr.limitBits.Load() {
+		cr.limitBits.Store(math.Float64bits(l))
+		cr.gen.Add(1)
+	}
+}
+
+// limitFor is the effective limit at factor and an instance count.
+func (cr *compiledRule) limitFor(factor float64, instances int) float64 {
 	l := cr.rule.Limit
-	if cr.cluster && cr.rule.Cluster.Threshold == "global" && cr.instances > 1 {
-		l /= float64(cr.instances)
+	if cr.cluster && cr.rule.Cluster.Threshold == "global" && instances > 1 {
+		l /= float64(instances)
 	}
 	if cr.rule.Adaptive {
 		l *= factor
@@ -109,10 +132,7 @@ func (cr *compiledRule) recompute(factor float64, instances int) {
 	if cr.rule.Algorithm == AlgoConcurrency {
 		l = math.Max(1, math.Floor(l)) // a scaled cap stays a whole number >= 1
 	}
-	if math.Float64bits(l) != cr.limitBits.Load() {
-		cr.limitBits.Store(math.Float64bits(l))
-		cr.gen.Add(1)
-	}
+	return l
 }
 
 // limiterFor returns the limiter for key ("" at the global level).
@@ -186,6 +206,10 @@ func (e *Engine) compile(rules []Rule, old *ruleSet, now int64) (*ruleSet, map[s
 			}
 			rs.byResource[r.Resource] = rr
 		}
+		if r.Algorithm == AlgoCircuitBreaker {
+			rr.addBreaker(cr)
+			continue
+		}
 		lr := &rr.levels[levelSlot(r.Level)]
 		if cr.cluster {
 			lr.cluster = append(lr.cluster, cr)
@@ -199,7 +223,9 @@ func (e *Engine) compile(rules []Rule, old *ruleSet, now int64) (*ruleSet, map[s
 		return nil, nil, errors.Join(errs...)
 	}
 	for _, rr := range rs.byResource {
-		rr.single = singleRule(rr)
+		if rr.breakers == nil {
+			rr.single = singleRule(rr)
+		}
 	}
 	for _, st := range stats {
 		rs.stats = append(rs.stats, st)
@@ -256,8 +282,12 @@ func (e *Engine) newCompiled(r Rule, factor float64, now int64) (*compiledRule, 
 		cluster: r.Cluster != nil && e.cf.ts != nil,
 		reason:  ReasonRateLimited,
 	}
-	if r.Algorithm == AlgoConcurrency {
+	switch r.Algorithm {
+	case AlgoConcurrency:
 		cr.reason = ReasonConcurrency
+	case AlgoCircuitBreaker:
+		cr.reason = ReasonBreakerOpen
+		cr.cluster = false // validation refuses a Cluster spec on a breaker
 	}
 	cr.dynamic = r.Adaptive || cr.cluster
 	instances := 1
