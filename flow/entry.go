@@ -40,8 +40,8 @@ func (e *Engine) entry(ctx context.Context, resource string, opts []EntryOption)
 // takenLim is a local limiter a call took permits from.
 type takenLim struct {
 	lim  limiter
-	at   int64        // the moment the permits were taken for: now, or now+wait when queued
-	conc *concurrency // lim when it is a concurrency cap: released on Exit
+	at   int64  // the moment the permits were taken for: now, or now+wait when queued
+	held holder // lim when it holds permits until Exit (concurrency caps): released then
 }
 
 // clusterGrant is a token server answer to give back or release.
@@ -57,6 +57,7 @@ type clusterGrant struct {
 // the heap.
 type entryState struct {
 	refusal  BlockError // written by refuse (held by value: see decide)
+	prio     Priority   // the call's WithPriority, for classed limiters
 	now      int64
 	tokens   int
 	nTaken   int
@@ -103,6 +104,7 @@ type entryArgs struct {
 	user   string
 	ip     string
 	tokens int
+	prio   Priority
 }
 
 func parseEntry(ctx context.Context, opts []EntryOption) entryArgs {
@@ -122,6 +124,8 @@ func parseEntry(ctx context.Context, opts []EntryOption) entryArgs {
 			if o.n > 1 {
 				a.tokens = o.n
 			}
+		case optPriority:
+			a.prio = Priority(o.n)
 		}
 	}
 	return a
@@ -158,13 +162,17 @@ func (e *Engine) decide(ctx context.Context, resource string, opts []EntryOption
 	if sys > 0 {
 		// Take a place first, then check: concurrent callers can never
 		// overshoot the limit together.
-		if e.sysInFlight.Add(1) > sys {
+		if n := e.sysInFlight.Add(1); n > sys || (a.prio < PriorityNormal && n > classCap(sys, sysShares[a.prio+1])) {
 			e.sysInFlight.Add(-1)
 			if rr != nil {
 				rr.stats.block(now, LevelSystem)
 			}
+			reason := ReasonSystemOverload
+			if n <= sys {
+				reason = ReasonPriority
+			}
 			be = refusalIn(be)
-			*be = BlockError{Resource: resource, Level: LevelSystem, Reason: ReasonSystemOverload}
+			*be = BlockError{Resource: resource, Level: LevelSystem, Reason: reason}
 			return nil, be
 		}
 		if rr == nil {
@@ -174,13 +182,25 @@ func (e *Engine) decide(ctx context.Context, resource string, opts []EntryOption
 			return p, nil
 		}
 	}
+	if a.prio == PriorityLow && rr.cpuRule != nil {
+		if err := e.shedLowForCPU(resource, rr, now); err != nil {
+			if sys > 0 {
+				e.sysInFlight.Add(-1)
+			}
+			if be != nil { // Decide: the refusal goes in its Block
+				*be = *err.(*BlockError)
+				return nil, be
+			}
+			return nil, err
+		}
+	}
 	if cr := rr.single; cr != nil && sys <= 0 {
 		return e.entrySingle(resource, rr, cr, now, a.tokens, be)
 	}
 	// The refusal is written into st, not through be: undo hands what st
 	// holds to the token server, so the compiler treats everything st
 	// points to as escaping, and be would go to the heap.
-	st := entryState{now: now, tokens: a.tokens}
+	st := entryState{now: now, tokens: a.tokens, prio: a.prio}
 	if e.admit(&a, resource, rr, &st) != nil {
 		if sys > 0 {
 			e.sysInFlight.Add(-1)
@@ -209,13 +229,13 @@ func (e *Engine) decide(ctx context.Context, resource string, opts []EntryOption
 	p.waited = st.wait
 	p.quota = st.quota
 	for _, t := range st.taken[:st.nTaken] {
-		if t.conc != nil {
-			p.held = append(p.held, t.conc)
+		if t.held != nil {
+			p.held = append(p.held, t.held)
 		}
 	}
 	for _, t := range st.more {
-		if t.conc != nil {
-			p.held = append(p.held, t.conc)
+		if t.held != nil {
+			p.held = append(p.held, t.held)
 		}
 	}
 	for _, g := range st.grants {
@@ -300,12 +320,21 @@ func (e *Engine) takeLocal(resource string, rr *resourceRules, cr *compiledRule,
 		e.logError("flow: building limiter", err, cr)
 		return nil
 	}
-	d := lim.tryAcquire(st.now, st.tokens, cr.rule.MaxWait)
-	if !d.ok {
-		return e.refuse(resource, rr, cr, d, cr.reason, st)
+	var d decision
+	if cr.classed {
+		d = lim.(classLimiter).tryAcquireClass(st.now, st.tokens, st.prio, cr.shares[st.prio+1])
+	} else {
+		d = lim.tryAcquire(st.now, st.tokens, cr.rule.MaxWait)
 	}
-	c, _ := lim.(*concurrency)
-	st.take(takenLim{lim: lim, at: st.now + int64(d.wait), conc: c})
+	if !d.ok {
+		reason := cr.reason
+		if d.shed {
+			reason = ReasonPriority
+		}
+		return e.refuse(resource, rr, cr, d, reason, st)
+	}
+	h, _ := lim.(holder)
+	st.take(takenLim{lim: lim, at: st.now + int64(d.wait), held: h})
 	st.note(cr, d.wait, d.remaining, d.reset)
 	return nil
 }
@@ -338,6 +367,9 @@ func blocked(be *BlockError, resource string, rr *resourceRules, cr *compiledRul
 	rr.stats.block(now, cr.rule.Level)
 	*be = BlockError{Resource: resource, Level: cr.rule.Level, RuleID: cr.rule.ID, Reason: reason,
 		RetryAfter: d.retryAfter, Never: d.never, Limit: cr.limit(), Window: cr.rule.Window, Remaining: d.remaining}
+	if d.limit > 0 {
+		be.Limit = d.limit
+	}
 	if d.never {
 		be.RetryAfter = Never
 	}

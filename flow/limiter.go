@@ -22,9 +22,9 @@ type limiter interface {
 	setLimit(now int64, limit float64)
 }
 
-// Only the concurrency cap holds permits past Entry: the engine keeps its
-// *concurrency and calls release on Exit, so release is not part of the
-// interface. Each algorithm also has remaining(now), the permits left at
+// Only the concurrency caps (concurrency, adaptive_concurrency) hold
+// permits past Entry: they are holders, which the engine keeps and
+// releases on Exit, so release is not part of limiter. Each algorithm also has remaining(now), the permits left at
 // now, which the shared test suite checks.
 
 // decision is the outcome of one limiter's tryAcquire: a small value, never
@@ -36,4 +36,12 @@ type decision struct {
 	never      bool          // !ok: this request can never pass (e.g. more tokens than the limit)
 	remaining  float64       // permits left after this decision
 	reset      time.Duration // time until the quota is fully restored / the window resets
+	shed       bool          // !ok: refused for the call's priority (the whole limit had room)
+	limit      float64       // the limiter's own current limit (adaptive); 0: the rule's
+}
+
+// holder is a limiter whose permits stay taken until Exit releases them.
+type holder interface {
+	limiter
+	release(n int)
 }

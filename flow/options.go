@@ -89,6 +89,7 @@ const (
 	optIP
 	optTokens
 	optFallback
+	optPriority
 )
 
 // WithContext gives the context that bounds a MaxWait wait (and is passed to

@@ -12,9 +12,10 @@ import (
 type flowEntryOption = flow.EntryOption
 
 var (
-	withContext = flow.WithContext
-	withUser    = flow.WithUser
-	withIP      = flow.WithIP
+	withContext  = flow.WithContext
+	withUser     = flow.WithUser
+	withIP       = flow.WithIP
+	withPriority = flow.WithPriority
 )
 
 // interceptor holds what every interceptor of one configuration shares.
@@ -40,7 +41,7 @@ func (ic *interceptor) resource(ctx context.Context, method string) string {
 // enter decides with Decide, so the refusal stays on this stack frame
 // until blockedError has turned it into a status.
 func (ic *interceptor) enter(ctx context.Context, method string, server bool) (*flow.Permit, error) {
-	var arr [3]flowEntryOption
+	var arr [4]flowEntryOption
 	d := ic.eng.Decide(ic.resource(ctx, method), ic.cf.entryOptions(ctx, &arr, server)...)
 	if !d.Allowed {
 		return nil, blockedError(ctx, &d.Block)
