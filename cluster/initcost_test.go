@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -21,9 +22,13 @@ func TestImportCost(t *testing.T) {
 		t.Skip("no go command to build the programs with")
 	}
 	type figures struct{ total, heap, mallocs uint64 }
+	var withBin string
 	measure := func(name string) figures {
 		t.Helper()
 		bin := filepath.Join(t.TempDir(), name)
+		if name == "with" {
+			withBin = bin
+		}
 		if out, err := exec.Command(goBin, "build", "-o", bin, "./testdata/initcost/"+name).CombinedOutput(); err != nil {
 			t.Fatalf("go build %s: %v\n%s", name, err, out)
 		}
@@ -42,6 +47,18 @@ func TestImportCost(t *testing.T) {
 	live := int64(with.heap) - int64(without.heap)
 	t.Logf("importing cluster at init: %d bytes allocated (%.2f MB) in %d allocations, %d bytes live",
 		alloc, float64(alloc)/1e6, int64(with.mallocs)-int64(without.mallocs), live)
+	// The package's own init, as the runtime reports it.
+	cmd := exec.Command(withBin)
+	cmd.Env = append(os.Environ(), "GODEBUG=inittrace=1")
+	trace, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("with, GODEBUG=inittrace=1: %v", err)
+	}
+	for _, line := range strings.Split(string(trace), "\n") {
+		if strings.HasPrefix(line, "init github.com/flowgate/flowgate/cluster @") {
+			t.Logf("GODEBUG=inittrace=1: %s", line)
+		}
+	}
 	if alloc >= 1e6 {
 		t.Errorf("importing cluster allocates %d bytes at init, want under 1 MB", alloc)
 	}

@@ -6,7 +6,6 @@ import (
 
 	"github.com/flowgate/flowgate/cluster/internal/guard"
 	"github.com/flowgate/flowgate/flow"
-	"github.com/flowgate/flowgate/metrics"
 )
 
 // stats are the call counters shared with the remote client, and the
@@ -51,11 +50,10 @@ func (s *RedisTokenServer) Stats() Stats {
 // BreakerOpen reports whether calls are failing fast without trying Redis.
 func (s *RedisTokenServer) BreakerOpen() bool { return s.br.Open() }
 
-var _ metrics.ClusterSource = (*RedisTokenServer)(nil)
-
-// ClusterMetrics implements metrics.ClusterSource: round-trip latency and
-// the breaker state, for metrics.WithCluster(ts).
-func (s *RedisTokenServer) ClusterMetrics() metrics.ClusterMetrics {
-	st := s.Stats()
-	return metrics.ClusterMetrics{Duration: st.Latency, DurationSum: st.LatencySum, BreakerOpen: st.BreakerOpen}
+// Latency returns the round-trip histogram (seconds) and the total time of
+// those round trips, as Stats does. With BreakerOpen it is what
+// metrics.WithCluster(ts) exports; both name only flow and standard types,
+// so this package needs no import of the exporter.
+func (s *RedisTokenServer) Latency() (flow.Histogram, time.Duration) {
+	return s.st.Histogram(), s.st.Sum()
 }

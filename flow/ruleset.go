@@ -2,7 +2,6 @@ package flow
 
 import (
 	"errors"
-	"fmt"
 	"math"
 	"sort"
 	"sync"
@@ -34,6 +33,10 @@ type resourceRules struct {
 	// short path (see Engine.entrySingle): global, local, a rate algorithm,
 	// no MaxWait.
 	single *compiledRule
+	// cpuRule is the resource's first rule the CPU controller scales
+	// (Adaptive), nil when none: low calls are shed before it (see
+	// Engine.shedLowForCPU).
+	cpuRule *compiledRule
 }
 
 type levelRules struct {
@@ -54,6 +57,11 @@ type compiledRule struct {
 	keyed   bool
 	cluster bool   // decided by a token server (one is configured)
 	reason  string // BlockError.Reason when this rule refuses
+	// classed: the limiter holds permits in flight and honours priority
+	// (concurrency, adaptive_concurrency): Entry asks it through
+	// classLimiter and Exit releases it.
+	classed bool
+	shares  [numPriorities]float64 // of the limit each class may fill, low first (see Reserve)
 	// gen counts changes of the effective limit; a limiter whose recorded
 	// generation differs is set to limit() before use. One atomic load per
 	// rule on the hot path; the change itself is applied lazily.
@@ -132,6 +140,9 @@ func (cr *compiledRule) limitFor(factor float64, instances int) float64 {
 	if cr.rule.Algorithm == AlgoConcurrency {
 		l = math.Max(1, math.Floor(l)) // a scaled cap stays a whole number >= 1
 	}
+	if cr.rule.Algorithm == AlgoAdaptiveConcurrency {
+		l = float64(cr.rule.InitialLimit) // the limiter owns its limit (see AdaptiveStats)
+	}
 	return l
 }
 
@@ -159,7 +170,11 @@ func (cr *compiledRule) keyCount() int {
 func ruleEqual(a, b *Rule) bool {
 	x, y := *a, *b
 	x.Cluster, y.Cluster = nil, nil
-	if x != y || (a.Cluster == nil) != (b.Cluster == nil) {
+	x.Reserve, y.Reserve = nil, nil
+	if x != y || (a.Cluster == nil) != (b.Cluster == nil) || (a.Reserve == nil) != (b.Reserve == nil) {
+		return false
+	}
+	if a.Reserve != nil && *a.Reserve != *b.Reserve {
 		return false
 	}
 	return a.Cluster == nil || *a.Cluster == *b.Cluster
@@ -188,7 +203,7 @@ func (e *Engine) compile(rules []Rule, old *ruleSet, now int64) (*ruleSet, map[s
 		if cr == nil {
 			var err error
 			if cr, err = e.newCompiled(r, factor, now); err != nil {
-				errs = append(errs, fmt.Errorf("%s%w", rulePrefix(i, r.ID), err))
+				errs = append(errs, &RuleError{Index: i, ID: r.ID, Msg: err.Error(), cause: err})
 				continue
 			}
 		}
@@ -226,6 +241,7 @@ func (e *Engine) compile(rules []Rule, old *ruleSet, now int64) (*ruleSet, map[s
 		if rr.breakers == nil {
 			rr.single = singleRule(rr)
 		}
+		rr.cpuRule = firstAdaptive(rr)
 	}
 	for _, st := range stats {
 		rs.stats = append(rs.stats, st)
@@ -246,7 +262,7 @@ func singleRule(rr *resourceRules) *compiledRule {
 			only = lr.local[0]
 		}
 	}
-	if only == nil || only.keyed || only.rule.Algorithm == AlgoConcurrency || only.rule.MaxWait > 0 {
+	if only == nil || only.keyed || only.classed || only.rule.MaxWait > 0 {
 		return nil
 	}
 	return only
@@ -283,8 +299,10 @@ func (e *Engine) newCompiled(r Rule, factor float64, now int64) (*compiledRule, 
 		reason:  ReasonRateLimited,
 	}
 	switch r.Algorithm {
-	case AlgoConcurrency:
+	case AlgoConcurrency, AlgoAdaptiveConcurrency:
 		cr.reason = ReasonConcurrency
+		cr.classed = !cr.cluster
+		cr.shares = reserveOf(&r).shares()
 	case AlgoCircuitBreaker:
 		cr.reason = ReasonBreakerOpen
 		cr.cluster = false // validation refuses a Cluster spec on a breaker
@@ -319,6 +337,10 @@ func copyRules(rules []Rule) []Rule {
 		if r.Cluster != nil {
 			c := *r.Cluster
 			r.Cluster = &c
+		}
+		if r.Reserve != nil {
+			res := *r.Reserve
+			r.Reserve = &res
 		}
 		out[i] = r
 	}

@@ -15,7 +15,6 @@ import (
 	"github.com/flowgate/flowgate/cluster/internal/wire"
 	"github.com/flowgate/flowgate/cluster/tokenpb"
 	"github.com/flowgate/flowgate/flow"
-	"github.com/flowgate/flowgate/metrics"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/connectivity"
 	"google.golang.org/grpc/credentials"
@@ -90,8 +89,7 @@ func (e *ReplicaError) Error() string {
 }
 
 var (
-	_ flow.TokenServer      = (*TokenServer)(nil)
-	_ metrics.ClusterSource = (*TokenServer)(nil)
+	_ flow.TokenServer = (*TokenServer)(nil)
 
 	errNotReady = errors.New("no replica ready")
 )
@@ -384,10 +382,11 @@ func (s *TokenServer) Stats() Stats {
 		BreakerOpen: s.BreakerOpen(), Instances: s.Instances()}
 }
 
-// ClusterMetrics implements metrics.ClusterSource.
-func (s *TokenServer) ClusterMetrics() metrics.ClusterMetrics {
-	st := s.Stats()
-	return metrics.ClusterMetrics{Duration: st.Latency, DurationSum: st.LatencySum, BreakerOpen: st.BreakerOpen}
+// Latency returns the round-trip histogram (seconds, failed calls included)
+// and the total time of those calls; with BreakerOpen it is what
+// metrics.WithCluster(ts) exports.
+func (s *TokenServer) Latency() (flow.Histogram, time.Duration) {
+	return s.st.Histogram(), s.st.Sum()
 }
 
 // bearer is the per-call credential of WithToken.

@@ -1,0 +1,77 @@
+package flowgate_test
+
+import (
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+// TestArrowsRunOneWay keeps DESIGN.md's dependency rule from regressing: a
+// producer (a token server, the alerter, the CPU controller) never imports
+// its consumer (the metrics exporter), so a program that uses one does not
+// link Prometheus or OpenTelemetry for it; and adaptive and alerting, which
+// own their settings, do not import the rules document. It asks the go command for each
+// package's dependencies (go test puts GOROOT/bin first on PATH).
+func TestArrowsRunOneWay(t *testing.T) {
+	const (
+		metricsPkg = "github.com/flowgate/flowgate/metrics"
+		rulesPkg   = "github.com/flowgate/flowgate/rules"
+		prom       = "github.com/prometheus/"
+		otel       = "go.opentelemetry.io/"
+		grpc       = "google.golang.org/grpc"
+		protobuf   = "google.golang.org/protobuf"
+		redis      = "github.com/redis/"
+		flowPkg    = "github.com/flowgate/flowgate/flow"
+		flowhttp   = "github.com/flowgate/flowgate/flow/flowhttp"
+	)
+	for _, tc := range []struct {
+		pkg       string
+		forbidden []string
+	}{
+		// One package per transport: the Redis token server links no gRPC
+		// or protobuf, the gRPC client no Redis client; neither exports.
+		{"./cluster", []string{metricsPkg, prom, otel, grpc, protobuf}},
+		{"./cluster/remote", []string{metricsPkg, prom, otel, redis}},
+		// The generated wire form knows protobuf and gRPC only.
+		{"./cluster/tokenpb", []string{flowPkg, metricsPkg, redis}},
+		// gRPC interceptors share the forwarding walk with HTTP through an
+		// internal package, not by importing the HTTP middleware.
+		{"./flow/flowgrpc", []string{flowhttp, metricsPkg, prom, otel}},
+		// The gRPC token service exports its own counters with Prometheus,
+		// but reads the Redis side through no exporter of ours.
+		{"./cluster/tokenrpc", []string{metricsPkg, otel}},
+		// The settings' owners do not know the document that carries them:
+		// rules reads the sections into their types, never the other way.
+		{"./alerting", []string{metricsPkg, rulesPkg, prom, otel}},
+		{"./adaptive", []string{metricsPkg, rulesPkg, prom, otel}},
+		{"./rules", []string{metricsPkg, prom, otel}},
+	} {
+		out, err := exec.Command("go", "list", "-deps", tc.pkg).CombinedOutput()
+		if err != nil {
+			t.Fatalf("go list -deps %s: %v\n%s", tc.pkg, err, out)
+		}
+		deps := strings.Fields(string(out))
+		if len(deps) < 2 {
+			t.Fatalf("go list -deps %s listed %d packages; want its dependencies", tc.pkg, len(deps))
+		}
+		for _, d := range deps {
+			for _, f := range tc.forbidden {
+				if d == f || strings.HasPrefix(d, f) {
+					t.Errorf("%s depends on %s (forbidden: %s)", tc.pkg, d, f)
+				}
+			}
+		}
+	}
+
+	// rules reads the engine's problems as values (flow.RuleError with
+	// errors.As), not by matching their text.
+	out, err := exec.Command("go", "list", "-f", `{{join .Imports " "}}`, "./rules").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go list ./rules: %v\n%s", err, out)
+	}
+	for _, imp := range strings.Fields(string(out)) {
+		if imp == "regexp" {
+			t.Errorf("rules imports regexp: problems from flow must be read with errors.As")
+		}
+	}
+}
