@@ -89,7 +89,7 @@ func (s *RedisTokenServer) withTimeout(ctx context.Context) (context.Context, co
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	dl := time.Now().Add(s.cf.timeout)
+	dl := time.Now().Add(s.cf.Timeout)
 	if s.conn.needDone {
 		return context.WithDeadline(ctx, dl)
 	}

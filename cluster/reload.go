@@ -36,7 +36,7 @@ const probeEvery = 100 * time.Millisecond
 // loadBudget bounds one background Redis call (a script load, a probe, a
 // heartbeat): its own budget, not a caller's.
 func (s *RedisTokenServer) loadBudget() time.Duration {
-	return max(10*s.cf.timeout, 250*time.Millisecond)
+	return max(10*s.cf.Timeout, 250*time.Millisecond)
 }
 
 type scriptLoads struct {

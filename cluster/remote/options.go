@@ -14,10 +14,7 @@ import (
 type Option func(*config)
 
 type config struct {
-	timeout   time.Duration
-	failures  int
-	openFor   time.Duration
-	clk       clock.Clock
+	guard.Settings
 	tls       *tls.Config
 	token     string
 	namespace string
@@ -28,42 +25,23 @@ type config struct {
 }
 
 func defaults() config {
-	return config{timeout: guard.DefaultTimeout, failures: guard.DefaultFailures, openFor: guard.DefaultOpenFor, clk: clock.Real(), instances: 1}
+	return config{Settings: guard.Defaults(), instances: 1}
 }
 
 // WithTimeout bounds each call to a replica, failover included.
 // Default 20ms (Sentinel's cluster client default).
-func WithTimeout(d time.Duration) Option {
-	return func(c *config) {
-		if d > 0 {
-			c.timeout = d
-		}
-	}
-}
+func WithTimeout(d time.Duration) Option { return func(c *config) { c.SetTimeout(d) } }
 
 // WithBreaker is cluster.WithBreaker for each replica: after failures
 // consecutive failed calls the replica is skipped for openFor, then probed
 // by one call. Default 5 and 1s.
 func WithBreaker(failures int, openFor time.Duration) Option {
-	return func(c *config) {
-		if failures > 0 {
-			c.failures = failures
-		}
-		if openFor > 0 {
-			c.openFor = openFor
-		}
-	}
+	return func(c *config) { c.SetBreaker(failures, openFor) }
 }
 
 // WithClock is the clock the breakers measure time on. Default
 // clock.Real().
-func WithClock(clk clock.Clock) Option {
-	return func(c *config) {
-		if clk != nil {
-			c.clk = clk
-		}
-	}
-}
+func WithClock(clk clock.Clock) Option { return func(c *config) { c.SetClock(clk) } }
 
 // WithTLS dials the replicas with TLS cfg (add Certificates for
 // client-certificate auth). Default: plaintext.

@@ -125,7 +125,7 @@ func New(addrs []string, opts ...Option) (*TokenServer, error) {
 			continue
 		}
 		r := &replica{addr: a, cc: cc, client: tokenpb.NewTokenServiceClient(cc)}
-		r.br.Init(cf.failures, int64(cf.openFor), 0)
+		r.br.Init(cf.Failures, int64(cf.OpenFor), 0)
 		s.replicas = append(s.replicas, r)
 	}
 	if err := errors.Join(errs...); err != nil {
@@ -143,7 +143,7 @@ func New(addrs []string, opts ...Option) (*TokenServer, error) {
 // Instances is the WithInstances count (>= 1).
 func (s *TokenServer) Instances() int { return s.cf.instances }
 
-func (s *TokenServer) now() int64 { return clock.Nanotime(s.cf.clk) }
+func (s *TokenServer) now() int64 { return clock.Nanotime(s.cf.Clock) }
 
 // Acquire asks one replica to decide every rule of req.
 func (s *TokenServer) Acquire(ctx context.Context, req flow.TokenRequest) (flow.TokenResult, error) {
@@ -246,7 +246,7 @@ func (s *TokenServer) once(ctx context.Context, call func(context.Context, *repl
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	cctx, cancel := context.WithTimeout(ctx, s.cf.timeout)
+	cctx, cancel := context.WithTimeout(ctx, s.cf.Timeout)
 	err := call(cctx, r)
 	cancel()
 	end := s.now()

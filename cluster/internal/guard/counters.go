@@ -7,14 +7,6 @@ import (
 	"github.com/flowgate/flowgate/flow"
 )
 
-// The defaults both clients start from; each documents them on its own
-// options.
-const (
-	DefaultTimeout  = 20 * time.Millisecond // Sentinel's cluster client default
-	DefaultFailures = 5
-	DefaultOpenFor  = time.Second
-)
-
 // latencyBounds are the upper bounds, in seconds, of the round-trip
 // histogram: around the 20ms default timeout.
 var latencyBounds = []float64{0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.02, 0.05, 0.1, 0.5}
