@@ -214,6 +214,9 @@ func (e *Engine) admit(a *entryArgs, resource string, rr *resourceRules, st *ent
 			}
 			d := lim.tryAcquire(st.now, st.tokens, cr.rule.MaxWait)
 			if !d.ok {
+				if key != "" {
+					e.recordRefusal(cr, key, st.now)
+				}
 				return e.refuse(resource, rr, cr, d, cr.reason, st)
 			}
 			st.take(takenLim{lim: lim, at: st.now + int64(d.wait), conc: cr.rule.Algorithm == AlgoConcurrency})

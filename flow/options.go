@@ -19,6 +19,10 @@ type config struct {
 	statsBuckets int
 	rtSampling   int    // as given to WithRTSampling; 0: not given
 	rtMask       uint32 // measure when rand & rtMask == 0
+
+	// WithTopKeys (keys.go): counters (0 default, < 0 off) and window.
+	topKeys   int
+	topWindow time.Duration
 }
 
 // WithRTSampling has Exit measure response time on a random 1 in n calls

@@ -65,6 +65,7 @@ type compiledRule struct {
 	globalGen atomic.Uint64
 	keys      *keyTable // LevelUser, LevelIP
 	proto     atomic.Pointer[bucketProto]
+	top       atomic.Pointer[topKeys] // refused keys, from the first refusal (keys.go)
 }
 
 func (cr *compiledRule) limit() float64 { return math.Float64frombits(cr.limitBits.Load()) }
