@@ -243,6 +243,7 @@ func (e *Engine) refuse(resource string, rr *resourceRules, cr *compiledRule, d 
 // store-to-load forwarding.
 func blocked(resource string, rr *resourceRules, cr *compiledRule, d *decision, reason string, now int64) error {
 	rr.stats.block(now, cr.rule.Level)
+	cr.refused.Add(1)
 	be := &BlockError{Resource: resource, Level: cr.rule.Level, RuleID: cr.rule.ID, Reason: reason,
 		RetryAfter: d.retryAfter, Never: d.never, Limit: cr.limit(), Window: cr.rule.Window, Remaining: d.remaining}
 	if d.never {

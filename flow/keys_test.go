@@ -205,3 +205,16 @@ func topIndexes(counts []uint64, n int) []int {
 	}
 	return top
 }
+
+func TestBlockedByRule(t *testing.T) {
+	e, _ := newTestEngine(t, fw("u", "r", LevelUser, 1, time.Hour), fw("g", "r", LevelGlobal, 3, time.Hour))
+	for _, u := range []string{"a", "a", "b", "c", "d", "d"} {
+		try(t, e, "r", WithUser(u))
+	}
+	// a, b, c pass and use the global 3; a's second is refused by u; both
+	// of d's by g (u's permit is given back each time).
+	got := e.BlockedByRule()
+	if got["u"] != 1 || got["g"] != 2 || len(got) != 2 {
+		t.Fatalf("BlockedByRule: got %v, want u:1 g:2", got)
+	}
+}

@@ -66,6 +66,7 @@ type compiledRule struct {
 	keys      *keyTable // LevelUser, LevelIP
 	proto     atomic.Pointer[bucketProto]
 	top       atomic.Pointer[topKeys] // refused keys, from the first refusal (keys.go)
+	refused   atomic.Uint64           // calls this rule refused (rule_blocks.go)
 }
 
 func (cr *compiledRule) limit() float64 { return math.Float64frombits(cr.limitBits.Load()) }
