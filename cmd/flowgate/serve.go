@@ -98,13 +98,14 @@ func serve(ctx context.Context, cf serveConfig, stdout io.Writer, log *slog.Logg
 	defer ts.Close()
 
 	var byID func(string) (*flow.Rule, bool)
+	var watched *watchedRules
 	if cf.Rules != "" {
-		doc, closeWatch, err := watchRules(ctx, cf.Rules, log)
+		watched, err = watchRules(ctx, cf.Rules, log)
 		if err != nil {
 			return fmt.Errorf("rules: %w", err)
 		}
-		defer closeWatch()
-		byID = func(id string) (*flow.Rule, bool) { r, ok := (*doc.Load())[id]; return r, ok }
+		defer watched.w.Close()
+		byID = func(id string) (*flow.Rule, bool) { r, ok := (*watched.byID.Load())[id]; return r, ok }
 	}
 	srv, err := tokenrpc.NewServer(ts, byID, opts...)
 	if err != nil {
@@ -124,6 +125,11 @@ func serve(ctx context.Context, cf serveConfig, stdout io.Writer, log *slog.Logg
 		reg.MustRegister(srv.Collector())
 		mux := http.NewServeMux()
 		mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+		if err := mountAdmin(mux, cf, watched, log); err != nil {
+			srv.Stop()
+			<-served
+			return fmt.Errorf("admin: %w", err)
+		}
 		ml, err := net.Listen("tcp", cf.MetricsListen)
 		if err != nil {
 			srv.Stop()
@@ -133,6 +139,7 @@ func serve(ctx context.Context, cf serveConfig, stdout io.Writer, log *slog.Logg
 		hs = &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 		go hs.Serve(ml)
 		fmt.Fprintf(stdout, "metrics on %s\n", ml.Addr())
+		fmt.Fprintf(stdout, "admin on http://%s/flowgate/\n", ml.Addr())
 	}
 
 	select {
@@ -151,9 +158,17 @@ func serve(ctx context.Context, cf serveConfig, stdout io.Writer, log *slog.Logg
 	return err
 }
 
+// watchedRules is the served rules document: an id -> rule map for
+// tokenrpc, and the watcher and engine holding it, for the admin API.
+type watchedRules struct {
+	byID *atomic.Pointer[map[string]*flow.Rule]
+	w    *rules.Watcher
+	eng  *flow.Engine
+}
+
 // watchRules keeps an id -> rule map in step with the rules document. The
 // pointers stay the same until the document changes, as tokenrpc needs.
-func watchRules(ctx context.Context, path string, log *slog.Logger) (*atomic.Pointer[map[string]*flow.Rule], func(), error) {
+func watchRules(ctx context.Context, path string, log *slog.Logger) (*watchedRules, error) {
 	var doc atomic.Pointer[map[string]*flow.Rule]
 	publish := func(d *rules.Document) {
 		rs := d.Rules()
@@ -172,10 +187,10 @@ func watchRules(ctx context.Context, path string, log *slog.Logger) (*atomic.Poi
 		}
 	}))
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	publish(w.Document())
-	return &doc, func() { w.Close() }, nil
+	return &watchedRules{byID: &doc, w: w, eng: holder}, nil
 }
 
 func redisClient(rc redisConfig, timeout time.Duration) (redis.UniversalClient, error) {
