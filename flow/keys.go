@@ -97,7 +97,7 @@ func (e *Engine) TopKeys(n int) []RuleTopKeys {
 			s := &t.shards[0]
 			s.mu.Lock()
 			t.rotate(s, now)
-			rt.Span = time.Duration(now - s.start + window)
+			rt.Span = time.Duration(min(now-s.start+window, now-t.created))
 			s.mu.Unlock()
 			rt.Keys = t.top(n, now)
 		}

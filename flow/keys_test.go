@@ -124,8 +124,8 @@ func TestTopKeysWindow(t *testing.T) {
 
 func TestEngineTopKeysInspectReset(t *testing.T) {
 	e, clk := newTestEngine(t,
-		fw("per-user", "r", LevelUser, 2, time.Second),
-		fw("all", "r", LevelGlobal, 1000, time.Second))
+		fw("per-user", "r", LevelUser, 2, time.Minute),
+		fw("all", "r", LevelGlobal, 1000, time.Minute))
 	for range 5 {
 		try(t, e, "r", WithUser("alice"))
 	}
@@ -133,8 +133,9 @@ func TestEngineTopKeysInspectReset(t *testing.T) {
 	try(t, e, "r", WithUser("bob"))
 	try(t, e, "r", WithUser("bob"))
 
+	clk.Advance(3 * time.Second)
 	top := e.TopKeys(10)
-	if len(top) != 1 || top[0].RuleID != "per-user" {
+	if len(top) != 1 || top[0].RuleID != "per-user" || top[0].Span != 3*time.Second {
 		t.Fatalf("TopKeys: got %+v, want one report for per-user", top)
 	}
 	want := []KeyCount{{Key: "alice", Refused: 3}, {Key: "bob", Refused: 1}}
@@ -163,8 +164,6 @@ func TestEngineTopKeysInspectReset(t *testing.T) {
 	if ks, _ := e.InspectKey("per-user", "alice"); ks.Refused != 0 || ks.Remaining != 1 {
 		t.Fatalf("after reset: got %+v, want 0 refused, 1 remaining", ks)
 	}
-	clk.Advance(time.Second)
-
 	if _, err := e.InspectKey("all", "x"); !errors.Is(err, ErrNotKeyed) {
 		t.Errorf("InspectKey(global rule): got %v, want ErrNotKeyed", err)
 	}

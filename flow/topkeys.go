@@ -160,9 +160,10 @@ const topShards = 8
 // swapped when a window ends (no goroutine: the first refusal after the end
 // swaps them).
 type topKeys struct {
-	seed   maphash.Seed
-	window int64
-	shards [topShards]topShard
+	seed    maphash.Seed
+	window  int64
+	created int64 // the first refusal: no history before it
+	shards  [topShards]topShard
 }
 
 type topShard struct {
@@ -173,7 +174,7 @@ type topShard struct {
 }
 
 func newTopKeys(perShard int, window int64, now int64) *topKeys {
-	t := &topKeys{seed: maphash.MakeSeed(), window: window}
+	t := &topKeys{seed: maphash.MakeSeed(), window: window, created: now}
 	for i := range t.shards {
 		s := &t.shards[i]
 		s.start, s.cur, s.old = now, newSpaceSaving(perShard), newSpaceSaving(perShard)
