@@ -30,7 +30,8 @@ import (
 // promRules is the watched rules document of the program Prometheus
 // scrapes: a resource refused most of the time (the rejection alert), a
 // user-level rule (tracked keys), a queue (waits), a cluster rule (the token
-// service over Redis) and adaptive rules; alerting and adaptive sections
+// service over Redis), adaptive rules and a circuit breaker on a dependency
+// that always fails (open, then failing probes); alerting and adaptive sections
 // short enough to act within the test.
 const promRules = `{
   "rules": [
@@ -38,7 +39,9 @@ const promRules = `{
     {"id": "orders-per-user", "resource": "GET /orders", "level": "user", "algorithm": "token_bucket", "limit": 5},
     {"id": "pay-queue", "resource": "POST /pay", "algorithm": "leaky_bucket", "limit": 20, "maxWait": "200ms"},
     {"id": "shared", "resource": "GET /shared", "algorithm": "token_bucket", "limit": 20, "adaptive": true,
-     "cluster": {"threshold": "global", "fallback": "local"}}
+     "cluster": {"threshold": "global", "fallback": "local"}},
+    {"id": "dep-breaker", "resource": "GET /dep", "algorithm": "circuit_breaker", "strategy": "error_ratio",
+     "threshold": 0.5, "openFor": "1s"}
   ],
   "adaptive": {"period": "100ms"},
   "alerting": {"rejectionRatio": 0.3, "window": "2s", "for": "1s", "interval": "250ms", "minRequests": 10}
@@ -145,8 +148,10 @@ func TestPrometheusEvaluatesDashboardAndAlerts(t *testing.T) {
 		wg.Wait()
 	}()
 
-	// Phase 1: Redis up, good rules: the rejection alert fires.
+	// Phase 1: Redis up, good rules: the rejection alert fires, and the
+	// breaker on the failing dependency stays open or probing.
 	waitFiring(t, prom, "FlowgateHighRejectionRatio", 40*time.Second)
+	waitFiring(t, prom, "FlowgateCircuitBreakerOpen", 40*time.Second)
 	// Phase 2: Redis gone (the client falls back to its local limiter) and
 	// the rules file broken (the watcher keeps the last good rules).
 	rdbSrv.Kill()
@@ -231,6 +236,9 @@ func drive(eng *flow.Engine, stop <-chan struct{}, wg *sync.WaitGroup) {
 			}
 			call("GET /hot")
 			call("GET /shared")
+			if p, err := eng.Entry("GET /dep"); err == nil {
+				p.Exit(flow.WithError(context.DeadlineExceeded)) // the dependency is down
+			}
 			if p, err := eng.Entry("GET /orders", flow.WithUser(users[n%len(users)])); err == nil {
 				if n%10 == 0 {
 					p.Exit(flow.WithError(context.DeadlineExceeded))
@@ -315,8 +323,8 @@ func alertExprs(t *testing.T, file string) map[string]string {
 		}
 		out[name] = strings.Join(body, " ")
 	}
-	if len(out) < 3 {
-		t.Fatalf("found %d alert expressions, want every one of the file's 3", len(out))
+	if len(out) < 4 {
+		t.Fatalf("found %d alert expressions, want every one of the file's 4", len(out))
 	}
 	return out
 }

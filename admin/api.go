@@ -98,7 +98,27 @@ type Snapshot struct {
 	InFlight       int64           `json:"inFlight"`
 	Resources      []ResourceStats `json:"resources"`
 	Rules          []RuleStats     `json:"rules"`
+	Breakers       []BreakerStats  `json:"breakers"`
 	Cluster        ClusterStats    `json:"cluster"`
+}
+
+// BreakerStats is one circuit breaker rule (flow.BreakerStats): State is
+// "closed", "open" or "half_open"; Transitions counts changes into each
+// state since the rule was loaded.
+type BreakerStats struct {
+	ID            string            `json:"id"`
+	Resource      string            `json:"resource"`
+	Level         string            `json:"level"`
+	Strategy      string            `json:"strategy"`
+	State         string            `json:"state"`
+	Completed     uint64            `json:"completed"`
+	Bad           uint64            `json:"bad"`
+	Measure       float64           `json:"measure"`
+	Threshold     float64           `json:"threshold"`
+	WindowSeconds float64           `json:"windowSeconds"`
+	OpenKeys      int               `json:"openKeys"`
+	HalfOpenKeys  int               `json:"halfOpenKeys"`
+	Transitions   map[string]uint64 `json:"transitions"`
 }
 
 // ResourceStats is one resource (flow.ResourceStats); counts are totals
@@ -177,6 +197,17 @@ func (h *Handler) snapshot() Snapshot {
 				Errors: rs.Recent.Errors, AvgRTSeconds: avg(rs.Recent.RTSum, rs.Recent.Completed),
 				MinRTSeconds: rs.Recent.MinRT.Seconds(), MaxRTSeconds: rs.Recent.MaxRT.Seconds(), SpanSeconds: rs.Recent.Span.Seconds()},
 		})
+	}
+	out.Breakers = make([]BreakerStats, 0, len(s.Breakers))
+	for _, b := range s.Breakers {
+		tr := map[string]uint64{}
+		for i, n := range b.Transitions {
+			tr[flow.BreakerState(i).String()] = n
+		}
+		out.Breakers = append(out.Breakers, BreakerStats{ID: b.ID, Resource: b.Resource, Level: b.Level.String(),
+			Strategy: b.Strategy.String(), State: b.State.String(), Completed: b.Completed, Bad: b.Bad,
+			Measure: b.Measure, Threshold: b.Threshold, WindowSeconds: b.Window.Seconds(),
+			OpenKeys: b.OpenKeys, HalfOpenKeys: b.HalfOpenKeys, Transitions: tr})
 	}
 	for _, rl := range s.Rules {
 		out.Rules = append(out.Rules, RuleStats{ID: rl.ID, Resource: rl.Resource, Level: rl.Level.String(),

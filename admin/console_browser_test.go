@@ -1,6 +1,7 @@
 package admin_test
 
 import (
+	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -20,8 +21,12 @@ import (
 const consoleDoc = `{"rules": [
   {"id": "orders-per-user", "resource": "GET /orders", "level": "user", "algorithm": "fixed_window", "limit": 20, "window": "1m"},
   {"id": "orders", "resource": "GET /orders", "algorithm": "token_bucket", "limit": 150},
-  {"id": "pay-per-ip", "resource": "POST /pay", "level": "ip", "algorithm": "sliding_window", "limit": 30, "window": "10s"}
+  {"id": "pay-per-ip", "resource": "POST /pay", "level": "ip", "algorithm": "sliding_window", "limit": 30, "window": "10s"},
+  {"id": "pay-breaker", "resource": "POST /pay", "algorithm": "circuit_breaker", "strategy": "error_ratio",
+   "threshold": 0.5, "minRequests": 10, "window": "5s", "openFor": "2s", "probes": 1}
 ]}`
+
+var errPaymentDown = errors.New("payment provider down")
 
 // load drives eng until stop is closed: every 20ms of real time, a batch
 // of calls from a few users and IPs (alice and 10.0.0.66 far above their
@@ -43,7 +48,12 @@ func load(eng *flow.Engine, clk *clock.Fake, stop <-chan struct{}) {
 				p.Exit()
 			}
 			if p, err := eng.Entry("POST /pay", flow.WithIP(ips[j%len(ips)])); err == nil {
-				p.Exit()
+				// Payments fail in bursts: the breaker opens, probes, closes.
+				if (i/40)%2 == 1 {
+					p.Exit(flow.WithError(errPaymentDown))
+				} else {
+					p.Exit()
+				}
 			}
 		}
 		clk.Advance(100 * time.Millisecond)
@@ -130,6 +140,10 @@ func TestConsoleInBrowser(t *testing.T) {
 	if len(checks) != 10 || snap.Resources[0].Passed == 0 || snap.Resources[0].Blocked[flow.LevelUser] == 0 {
 		t.Fatalf("the load did not exercise both resources and levels: %+v", snap.Resources)
 	}
+	if len(snap.Breakers) != 1 || snap.Breakers[0].Transitions[flow.BreakerOpen] == 0 {
+		t.Fatalf("the breaker never opened: %+v", snap.Breakers)
+	}
+	checks = append(checks, fmt.Sprintf(`document.querySelector('tr[data-breaker="pay-breaker"] [data-field="state"]')?.textContent === %q`, snap.Breakers[0].State.String()))
 	numbers := `(() => {
 		const num = (res, field) => Number(document.querySelector('[data-resource="' + res + '"] [data-field="' + field + '"]')?.textContent.replaceAll(",", ""));
 		return ` + strings.Join(checks, " && ") + `;
@@ -164,7 +178,7 @@ func TestConsoleInBrowser(t *testing.T) {
 	if errs := p.ConsoleErrors(); len(errs) > 0 {
 		t.Fatalf("the page reported errors:\n%s", strings.Join(errs, "\n"))
 	}
-	t.Logf("page load %v (loadEventEnd %.0f ms), first data shown after %v; update interval %v (configured %v); checked: 2 charts with >= 5 points each, top keys, %d numbers equal to the snapshot, reset via the form, no console errors",
+	t.Logf("page load %v (loadEventEnd %.0f ms), first data shown after %v; update interval %v (configured %v); checked: 2 charts with >= 5 points each, top keys, %d figures equal to the snapshot (breaker state included), reset via the form, no console errors",
 		loaded.Round(time.Millisecond), navMs, firstData.Round(time.Millisecond), interval.Round(time.Millisecond), poll, len(checks))
 }
 

@@ -38,6 +38,18 @@
 // MaxWait > 0 lets a call of a rate algorithm wait, on the engine's clock and
 // bounded by WithContext's context, for its turn instead of being refused.
 //
+// # Circuit breakers
+//
+// A circuit_breaker rule (breaker.go) counts the outcomes Exit records over
+// its Window — errors, or calls slower than SlowCall — and opens when,
+// with at least MinRequests completed, the ratio is > Threshold
+// (BreakerErrorRatio, BreakerSlowRatio) or the errors are >= Threshold
+// (BreakerErrorCount). Open, it refuses with ReasonBreakerOpen for OpenFor;
+// then exactly Probes calls pass, and all must succeed to close it. Breakers
+// are checked before the levels, so an open one takes no flow permit; at
+// the user and ip levels there is one per key. They are per instance (no
+// Cluster spec). WithBreakerListener reports every state change.
+//
 // # Around the engine
 //
 // Rules come from package rules (JSON, validation, hot reload) through

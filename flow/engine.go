@@ -183,6 +183,9 @@ func (e *Engine) Snapshot() Snapshot {
 		s.Rules = append(s.Rules, RuleStats{ID: r.ID, Resource: r.Resource, Level: r.Level, Algorithm: r.Algorithm,
 			Limit: r.Limit, EffectiveLimit: cr.limit(), Window: r.Window, Keys: cr.keyCount(),
 			Adaptive: r.Adaptive, Cluster: r.Cluster != nil})
+		if r.Algorithm == AlgoCircuitBreaker {
+			s.Breakers = append(s.Breakers, cr.breakerStats(now))
+		}
 	}
 	return s
 }

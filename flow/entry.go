@@ -58,6 +58,9 @@ type entryState struct {
 	wait     time.Duration
 	waitRule *compiledRule
 	quota    quotaNote
+	// brk are the circuit breakers the call passed (see checkBreakers),
+	// in an array for the same reason as taken.
+	brk breakerUses
 }
 
 // quotaNote is the most restrictive rule seen so far; Permit.Quota expands
@@ -160,6 +163,7 @@ func (e *Engine) entry(ctx context.Context, resource string, opts []EntryOption)
 			p.grants = append(p.grants, g)
 		}
 	}
+	p.brk = st.brk.appendTo(p.brk)
 	p.bucket = rr.stats.pass(now, st.wait, p.lane)
 	p.sysCounted = sys > 0 // the guard counts only while on: it costs nothing when off
 	return p, nil
@@ -188,6 +192,11 @@ func (e *Engine) entrySingle(resource string, rr *resourceRules, cr *compiledRul
 // admit takes permits at every level that applies, or gives back what it
 // took and returns the *BlockError of the first rule that refused.
 func (e *Engine) admit(a *entryArgs, resource string, rr *resourceRules, st *entryState) error {
+	if rr.breakers != nil {
+		if err := e.checkBreakers(a, resource, rr, st); err != nil {
+			return err
+		}
+	}
 	for i := range rr.levels {
 		lr := &rr.levels[i]
 		if lr.empty() {
@@ -261,6 +270,7 @@ func (e *Engine) undo(st *entryState) {
 	for _, t := range st.more {
 		t.lim.refund(t.at, st.tokens)
 	}
+	st.brk.cancel()
 	for i := range st.grants {
 		g := &st.grants[i]
 		// A refund: the call never ran, so its rate tokens come back too.

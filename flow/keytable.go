@@ -187,3 +187,16 @@ func (t *keyTable) sweepAll(now int64) {
 		s.mu.Unlock()
 	}
 }
+
+// each calls fn with every tracked key's limiter, one shard locked at a
+// time (for snapshots: fn must be quick).
+func (t *keyTable) each(fn func(limiter)) {
+	for i := range t.shards {
+		s := &t.shards[i]
+		s.mu.Lock()
+		for _, en := range s.m {
+			fn(en.lim)
+		}
+		s.mu.Unlock()
+	}
+}

@@ -149,8 +149,11 @@ func TestMemoryPerKey(t *testing.T) {
 	}
 	for _, a := range Algorithms() {
 		r := Rule{ID: "u", Resource: "r", Level: LevelUser, Algorithm: a, Limit: 10, MaxKeys: n}
-		if a == AlgoWarmUp {
+		switch a {
+		case AlgoWarmUp:
 			r.Warmup = time.Second
+		case AlgoCircuitBreaker:
+			r.Limit, r.Strategy, r.Threshold, r.OpenFor = 0, BreakerErrorRatio, 0.5, time.Second
 		}
 		e, _ := newTestEngine(t, r)
 		before := heapInUse()

@@ -19,6 +19,7 @@ type config struct {
 	statsBuckets int
 	rtSampling   int    // as given to WithRTSampling; 0: not given
 	rtMask       uint32 // measure when rand & rtMask == 0
+	onBreaker    func(BreakerEvent)
 
 	// WithTopKeys (keys.go): counters (0 default, < 0 off) and window.
 	topKeys   int
@@ -80,6 +81,7 @@ type EntryOption struct {
 	s    string
 	n    int
 	ctx  context.Context
+	fb   func(context.Context, *BlockError) error
 }
 
 type entryKind uint8
@@ -90,6 +92,7 @@ const (
 	optUser
 	optIP
 	optTokens
+	optFallback
 )
 
 // WithContext gives the context that bounds a MaxWait wait (and is passed to
@@ -106,6 +109,15 @@ func WithIP(ip string) EntryOption { return EntryOption{kind: optIP, s: ip} }
 
 // WithTokens asks for n permits at every level (default 1; n < 1 counts as 1).
 func WithTokens(n int) EntryOption { return EntryOption{kind: optTokens, n: n} }
+
+// WithFallback gives Guard a function to call instead of fn when the call
+// is refused (an open circuit breaker, a limit): Guard then returns what
+// fallback returns, e.g. a cached answer and nil. It is not called for the
+// outcome of fn, and Entry ignores it. Default: none, Guard returns the
+// *BlockError.
+func WithFallback(fallback func(ctx context.Context, blocked *BlockError) error) EntryOption {
+	return EntryOption{kind: optFallback, fb: fallback}
+}
 
 // ExitOption qualifies Permit.Exit.
 type ExitOption struct {

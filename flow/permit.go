@@ -39,11 +39,12 @@ type Permit struct {
 	sysCounted, unruled bool
 	held                []limiter      // concurrency limiters to release
 	grants              []clusterGrant // token server grants to release
+	brk                 []breakerUse   // circuit breakers to tell the outcome
 	// The size a multiple of 64 B, so the allocator's size class lays
 	// permits on whole cache lines: two permits sharing a line (those of
 	// two Ps, made one after the other) had every Entry and Exit on one
 	// core invalidate the other's. TestPermitSize holds it.
-	_ [40]byte
+	_ [16]byte
 }
 
 const (
@@ -92,6 +93,9 @@ func (p *Permit) Exit(opts ...ExitOption) {
 		failed = failed || opts[i].err != nil
 	}
 	e := p.eng
+	if len(p.brk) > 0 {
+		p.exitBreakers(failed)
+	}
 	for i, l := range p.held {
 		l.release(p.tokens)
 		p.held[i] = nil
@@ -176,11 +180,12 @@ type Quota struct {
 // recording it and fn's latency at Exit. A panicking fn still exits the
 // permit (recorded as a failure) and the panic goes on. ctx bounds any
 // MaxWait wait and is passed to fn; a WithContext option overrides it for
-// the wait only.
+// the wait only. With WithFallback, a refused call runs the fallback
+// instead and Guard returns its error.
 func (e *Engine) Guard(ctx context.Context, resource string, fn func(context.Context) error, opts ...EntryOption) error {
 	p, err := e.entry(ctx, resource, opts)
 	if err != nil {
-		return err
+		return fallback(ctx, err, opts)
 	}
 	done := false
 	defer func() {
@@ -191,6 +196,18 @@ func (e *Engine) Guard(ctx context.Context, resource string, fn func(context.Con
 	err = fn(ctx)
 	done = true
 	p.Exit(WithError(err))
+	return err
+}
+
+// fallback runs the last WithFallback of opts for a refusal (Entry's
+// errors are all *BlockError), or returns err.
+func fallback(ctx context.Context, err error, opts []EntryOption) error {
+	be, ok := err.(*BlockError)
+	for i := len(opts) - 1; i >= 0 && ok; i-- {
+		if o := &opts[i]; o.kind == optFallback && o.fb != nil {
+			return o.fb(ctx, be)
+		}
+	}
 	return err
 }
 

@@ -34,18 +34,20 @@ type Algorithm uint8
 
 // The algorithms; see the package documentation for when to choose which.
 const (
-	AlgoTokenBucket   Algorithm = iota // Guava SmoothBursty
-	AlgoWarmUp                         // Guava SmoothWarmingUp
-	AlgoLeakyBucket                    // constant spacing; with MaxWait it queues (Sentinel's throttling)
-	AlgoFixedWindow                    // one counter per window; admits up to 2x across a boundary
-	AlgoSlidingWindow                  // sub-window counters, previous window weighted by overlap
-	AlgoSlidingLog                     // exact: never more than Limit in any span of Window
-	AlgoConcurrency                    // at most Limit in flight
+	AlgoTokenBucket    Algorithm = iota // Guava SmoothBursty
+	AlgoWarmUp                          // Guava SmoothWarmingUp
+	AlgoLeakyBucket                     // constant spacing; with MaxWait it queues (Sentinel's throttling)
+	AlgoFixedWindow                     // one counter per window; admits up to 2x across a boundary
+	AlgoSlidingWindow                   // sub-window counters, previous window weighted by overlap
+	AlgoSlidingLog                      // exact: never more than Limit in any span of Window
+	AlgoConcurrency                     // at most Limit in flight
+	AlgoCircuitBreaker                  // refuses while a dependency fails (see Strategy); breaker.go
 	numAlgorithms
 )
 
 var algorithmNames = [numAlgorithms]string{
 	"token_bucket", "warm_up", "leaky_bucket", "fixed_window", "sliding_window", "sliding_log", "concurrency",
+	"circuit_breaker",
 }
 
 // String returns the algorithm's JSON name.
@@ -91,7 +93,29 @@ type Rule struct {
 	// Adaptive lets the CPU controller scale this rule's limit.
 	Adaptive bool
 	// Cluster, when set, has the rule decided cluster-wide by the token server.
+	// Not for circuit breakers: they are per instance.
 	Cluster *ClusterSpec
+
+	// The fields below are for AlgoCircuitBreaker only (and an error on any
+	// other algorithm); Window is the breaker's statistics span there.
+
+	// Strategy is what a breaker measures; required for breakers.
+	Strategy BreakerStrategy
+	// Threshold trips the breaker: a ratio in (0, 1] for the ratio
+	// strategies (opens when the ratio is > Threshold), a whole count >= 1
+	// for BreakerErrorCount (opens when errors >= Threshold). Required.
+	Threshold float64
+	// MinRequests is the fewest completed calls in the window before the
+	// breaker may open. Default 5.
+	MinRequests int
+	// OpenFor is how long an open breaker refuses before going half-open. Required.
+	OpenFor time.Duration
+	// Probes is how many calls a half-open breaker lets through; all must
+	// succeed to close it. Default 1.
+	Probes int
+	// SlowCall is the response time above which a call is slow
+	// (BreakerSlowRatio only, and required there).
+	SlowCall time.Duration
 }
 
 // ClusterSpec makes a rule cluster-wide.

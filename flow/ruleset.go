@@ -27,6 +27,9 @@ var checkOrder = [3]Level{LevelIP, LevelUser, LevelGlobal}
 type resourceRules struct {
 	stats  *resourceStats
 	levels [3]levelRules // in checkOrder
+	// breakers are the resource's circuit breakers, checked before the
+	// levels; nil when it has none.
+	breakers *breakerRules
 	// single is the resource's only rule when Entry can decide it on the
 	// short path (see Engine.entrySingle): global, local, a rate algorithm,
 	// no MaxWait.
@@ -67,6 +70,12 @@ type compiledRule struct {
 	proto     atomic.Pointer[bucketProto]
 	top       atomic.Pointer[topKeys] // refused keys, from the first refusal (keys.go)
 	refused   atomic.Uint64           // calls this rule refused (rule_blocks.go)
+
+	// transitions counts a circuit breaker rule's changes into each state.
+	transitions [numBreakerStates]atomic.Uint64
+	// seen is the latest Entry time a circuit breaker rule saw, to
+	// seenStep: its Exits' time when they do not read the clock.
+	seen atomic.Int64
 }
 
 func (cr *compiledRule) limit() float64 { return math.Float64frombits(cr.limitBits.Load()) }
@@ -188,6 +197,10 @@ func (e *Engine) compile(rules []Rule, old *ruleSet, now int64) (*ruleSet, map[s
 			}
 			rs.byResource[r.Resource] = rr
 		}
+		if r.Algorithm == AlgoCircuitBreaker {
+			rr.addBreaker(cr)
+			continue
+		}
 		lr := &rr.levels[levelSlot(r.Level)]
 		if cr.cluster {
 			lr.cluster = append(lr.cluster, cr)
@@ -201,7 +214,9 @@ func (e *Engine) compile(rules []Rule, old *ruleSet, now int64) (*ruleSet, map[s
 		return nil, nil, errors.Join(errs...)
 	}
 	for _, rr := range rs.byResource {
-		rr.single = singleRule(rr)
+		if rr.breakers == nil {
+			rr.single = singleRule(rr)
+		}
 	}
 	for _, st := range stats {
 		rs.stats = append(rs.stats, st)
@@ -258,8 +273,12 @@ func (e *Engine) newCompiled(r Rule, factor float64, now int64) (*compiledRule, 
 		cluster: r.Cluster != nil && e.cf.ts != nil,
 		reason:  ReasonRateLimited,
 	}
-	if r.Algorithm == AlgoConcurrency {
+	switch r.Algorithm {
+	case AlgoConcurrency:
 		cr.reason = ReasonConcurrency
+	case AlgoCircuitBreaker:
+		cr.reason = ReasonBreakerOpen
+		cr.cluster = false // validation refuses a Cluster spec on a breaker
 	}
 	cr.dynamic = r.Adaptive || cr.cluster
 	instances := 1

@@ -12,6 +12,7 @@ type Snapshot struct {
 	AdaptiveFactor float64         // 1 when no controller
 	SystemLimit    int64           // 0 = system guard off
 	Cluster        ClusterStats    // token server outcomes; zero without one
+	Breakers       []BreakerStats  // one per circuit breaker rule, in load order
 }
 
 // ResourceStats are the statistics of one resource that has (or had) rules.

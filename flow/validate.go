@@ -21,11 +21,14 @@ const (
 	// timestamps per key.
 	MaxSlidingLogLimit = 1 << 20
 	maxBuckets         = 3600
+	// DefaultMinRequests and DefaultProbes are a circuit breaker's.
+	DefaultMinRequests = 5
+	DefaultProbes      = 1
 )
 
 // WithDefaults returns a copy of r with the documented defaults filled in:
 // Window 1s; token_bucket Burst = Limit; warm_up ColdFactor 3; sliding_window
-// Buckets 10; user/ip MaxKeys 100000 and IdleTTL 10m; a Cluster spec's
+// Buckets 10; circuit_breaker MinRequests 5 and Probes 1; user/ip MaxKeys 100000 and IdleTTL 10m; a Cluster spec's
 // Threshold "global" and Fallback "local". Fields that do not apply to the
 // rule's algorithm or level stay zero. r is not modified.
 func (r Rule) WithDefaults() Rule {
@@ -44,6 +47,13 @@ func (r Rule) WithDefaults() Rule {
 	case AlgoSlidingWindow:
 		if r.Buckets == 0 {
 			r.Buckets = DefaultBuckets
+		}
+	case AlgoCircuitBreaker:
+		if r.MinRequests == 0 {
+			r.MinRequests = DefaultMinRequests
+		}
+		if r.Probes == 0 {
+			r.Probes = DefaultProbes
 		}
 	}
 	if r.Level == LevelUser || r.Level == LevelIP {
@@ -89,6 +99,10 @@ func (r Rule) Validate() error {
 		bad("algorithm", "unknown %v", r.Algorithm)
 	}
 	switch {
+	case r.Algorithm == AlgoCircuitBreaker:
+		if r.Limit != 0 {
+			bad("limit", "not for circuit_breaker rules (a breaker has threshold, not limit)")
+		}
 	case math.IsNaN(r.Limit) || math.IsInf(r.Limit, 0):
 		bad("limit", "must be a finite number, not %v", r.Limit)
 	case r.Limit <= 0:
@@ -163,6 +177,7 @@ func (r Rule) Validate() error {
 			bad("cluster.fallback", "must be local, allow or deny, not %q", c.Fallback)
 		}
 	}
+	errs = append(errs, r.breakerProblems()...)
 	return errors.Join(errs...)
 }
 

@@ -69,7 +69,8 @@ func alertRules(t *testing.T) map[string]alertRule {
 func TestAlertRulesUseExportedMetrics(t *testing.T) {
 	exp := exported(t)
 	rules := alertRules(t)
-	for _, name := range []string{"FlowgateHighRejectionRatio", "FlowgateClusterFallbackActive", "FlowgateRulesReloadFailing"} {
+	for _, name := range []string{"FlowgateHighRejectionRatio", "FlowgateClusterFallbackActive", "FlowgateRulesReloadFailing",
+		"FlowgateCircuitBreakerOpen"} {
 		r, ok := rules[name]
 		if !ok {
 			t.Errorf("%s: missing", name)

@@ -74,6 +74,7 @@ flowgate_rule_window_seconds{level="user",resource="GET /orders",rule="orders-us
 flowgate_rule_window_seconds{level="global",resource="GET /orders",rule="orders"} 60
 flowgate_rule_window_seconds{level="global",resource="GET /slow",rule="slow"} 1
 flowgate_rule_window_seconds{level="global",resource="idle",rule="idle-tb"} 1
+flowgate_rule_window_seconds{level="global",resource="idle",rule="idle-breaker"} 1
 # HELP flowgate_rule_keys Users or IPs a rule tracks now (0 for global rules).
 # TYPE flowgate_rule_keys gauge
 flowgate_rule_keys{level="ip",resource="GET /orders",rule="orders-ip"} 2
@@ -81,6 +82,7 @@ flowgate_rule_keys{level="user",resource="GET /orders",rule="orders-user"} 1
 flowgate_rule_keys{level="global",resource="GET /orders",rule="orders"} 0
 flowgate_rule_keys{level="global",resource="GET /slow",rule="slow"} 0
 flowgate_rule_keys{level="global",resource="idle",rule="idle-tb"} 0
+flowgate_rule_keys{level="global",resource="idle",rule="idle-breaker"} 0
 # HELP flowgate_rule_info Constant 1 for each rule in force, labelled with its algorithm and modes.
 # TYPE flowgate_rule_info gauge
 flowgate_rule_info{adaptive="false",algorithm="fixed_window",cluster="false",level="ip",resource="GET /orders",rule="orders-ip"} 1
@@ -88,6 +90,7 @@ flowgate_rule_info{adaptive="false",algorithm="fixed_window",cluster="false",lev
 flowgate_rule_info{adaptive="true",algorithm="fixed_window",cluster="false",level="global",resource="GET /orders",rule="orders"} 1
 flowgate_rule_info{adaptive="false",algorithm="leaky_bucket",cluster="false",level="global",resource="GET /slow",rule="slow"} 1
 flowgate_rule_info{adaptive="false",algorithm="token_bucket",cluster="false",level="global",resource="idle",rule="idle-tb"} 1
+flowgate_rule_info{adaptive="false",algorithm="circuit_breaker",cluster="false",level="global",resource="idle",rule="idle-breaker"} 1
 `
 
 // No token server: every cluster series is there, at 0.
@@ -144,7 +147,7 @@ func TestCollectorValues(t *testing.T) {
 	for _, mf := range mfs {
 		names = append(names, mf.GetName())
 	}
-	want := []string{NameAdaptiveFactor, NameClusterFallbacks, NameClusterRequests, NameInFlight, NameRequestErrors,
+	want := []string{NameAdaptiveFactor, NameBreakerState, NameBreakerTransitions, NameClusterFallbacks, NameClusterRequests, NameInFlight, NameRequestErrors,
 		NameRequests, NameResponseTime, NameRuleInfo, NameRuleKeys, NameRuleLimit, NameRuleWindow,
 		NameSystemMaxInFlight, NameWait}
 	slices.Sort(want)

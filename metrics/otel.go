@@ -37,6 +37,7 @@ const (
 	OTelReloadSuccessful  = "flowgate.rules.reload.successful"      // gauge 1
 	OTelReloadLastSuccess = "flowgate.rules.reload.last_success"    // gauge s (Unix time)
 	OTelAlertsFiring      = "flowgate.alerts.firing"                // gauge {alert}: alert, resource
+	// OTelBreakerState and OTelBreakerTransitions: see breakers.go.
 )
 
 // Attribute keys of flowgate's OpenTelemetry instruments.
@@ -101,6 +102,9 @@ func RegisterOTel(eng *flow.Engine, mp metric.MeterProvider, opts ...Option) (un
 	o.fallbacks = i64c(OTelClusterFallbacks, "{request}", "Cluster decisions taken by a rule's fallback policy.")
 	insts := []metric.Observable{o.requests, o.errors, o.active, o.ruleLimit, o.ruleWindow, o.ruleKeys,
 		o.factor, o.systemMax, o.clusterReqs, o.fallbacks}
+	bi, err := o.breakers.register(m)
+	errs = append(errs, err)
+	insts = append(insts, bi...)
 	if o.cfg.cpu != nil {
 		o.cpu = f64g(OTelCPU, "1", "CPU utilisation of the CPU this process may use, as last sampled.")
 		insts = append(insts, o.cpu)
@@ -140,6 +144,7 @@ type otelObserver struct {
 	alertsFiring                             metric.Int64ObservableGauge
 	ruleLimit, ruleWindow, factor, cpu       metric.Float64ObservableGauge
 	reloadTime                               metric.Float64ObservableGauge
+	breakers                                 otelBreakers
 }
 
 func (o *otelObserver) observe(_ context.Context, ob metric.Observer) error {
@@ -166,10 +171,13 @@ func (o *otelObserver) observe(_ context.Context, ob metric.Observer) error {
 	for i := range s.Rules {
 		r := &s.Rules[i]
 		attrs := metric.WithAttributes(AttrResource.String(r.Resource), AttrLevel.String(r.Level.String()), AttrRule.String(ruleLabel(r.ID, i)))
-		ob.ObserveFloat64(o.ruleLimit, r.EffectiveLimit, attrs)
+		if r.Algorithm != flow.AlgoCircuitBreaker { // a breaker has no limit
+			ob.ObserveFloat64(o.ruleLimit, r.EffectiveLimit, attrs)
+		}
 		ob.ObserveFloat64(o.ruleWindow, r.Window.Seconds(), attrs)
 		ob.ObserveInt64(o.ruleKeys, int64(r.Keys), attrs)
 	}
+	o.breakers.observe(ob, &s)
 	ob.ObserveFloat64(o.factor, s.AdaptiveFactor)
 	ob.ObserveInt64(o.systemMax, s.SystemLimit)
 	for _, k := range labelKeys(clusterResults, s.Cluster.Requests) {

@@ -150,7 +150,7 @@ func TestOTelInstruments(t *testing.T) {
 		names = append(names, n)
 	}
 	slices.Sort(names)
-	wantNames := []string{OTelActiveRequests, OTelAdaptiveFactor, OTelAlertsFiring, OTelClusterBreaker, OTelClusterFallbacks,
+	wantNames := []string{OTelActiveRequests, OTelAdaptiveFactor, OTelAlertsFiring, OTelBreakerState, OTelBreakerTransitions, OTelClusterBreaker, OTelClusterFallbacks,
 		OTelClusterDuration, OTelClusterRequests, OTelCPU, OTelRequestErrors, OTelRequestDuration, OTelTimeInQueue,
 		OTelRequests, OTelReloadLastSuccess, OTelReloadSuccessful, OTelRuleKeys, OTelRuleLimit, OTelRuleWindow, OTelSystemLimit}
 	slices.Sort(wantNames)

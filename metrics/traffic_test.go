@@ -21,6 +21,8 @@ func testRules() []flow.Rule {
 		{ID: "orders", Resource: "GET /orders", Level: flow.LevelGlobal, Algorithm: flow.AlgoFixedWindow, Limit: 10, Window: time.Minute, Adaptive: true},
 		{ID: "slow", Resource: "GET /slow", Level: flow.LevelGlobal, Algorithm: flow.AlgoLeakyBucket, Limit: 10, Window: time.Second, MaxWait: time.Second},
 		{ID: "idle-tb", Resource: "idle", Level: flow.LevelGlobal, Algorithm: flow.AlgoTokenBucket, Limit: 5, Window: time.Second},
+		{ID: "idle-breaker", Resource: "idle", Algorithm: flow.AlgoCircuitBreaker, Strategy: flow.BreakerErrorRatio,
+			Threshold: 0.5, OpenFor: 30 * time.Second},
 	}
 }
 

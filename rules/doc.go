@@ -1,7 +1,7 @@
 // Package rules owns flowgate's JSON rule documents: strict parsing with
 // every problem reported at its path, the defaults, the normalised form,
-// and the file watcher that hot-reloads an engine's rules while never
-// giving up the last good ones.
+// and keeping an engine's rules in step with where documents live (a file,
+// an etcd key, any Source) while never giving up the last good ones.
 //
 // A document looks like this (every field is described in the README's
 // "Rule fields" section and in schema.json, a JSON Schema editors can use
@@ -17,5 +17,8 @@
 //	}
 //
 // Parse and LoadFile read a document; Document.Rules feeds
-// flow.Engine.LoadRules; Watch keeps an engine in step with a file.
+// flow.Engine.LoadRules; Watch keeps an engine (any Loader) in step with a
+// file; Sync does the same for several Sources in order of precedence
+// (FileSource, and rules/etcdsource in a package of its own so that this one
+// does not import etcd); Diff lists what a new document would change.
 package rules

@@ -96,7 +96,15 @@ func Parse(data []byte) (*Document, error) {
 
 // ruleKeys are a rule's fields in the document's (and fmt's) order.
 var ruleKeys = []string{"id", "resource", "level", "algorithm", "limit", "window", "burst",
-	"warmup", "coldFactor", "buckets", "maxWait", "maxKeys", "idleTTL", "adaptive", "cluster"}
+	"warmup", "coldFactor", "buckets", "maxWait", "maxKeys", "idleTTL", "adaptive", "cluster",
+	"strategy", "threshold", "minRequests", "openFor", "probes", "slowCall"}
+
+// breakerKeys are the fields only a circuit_breaker rule has; limitKeys
+// those only the other algorithms have.
+var (
+	breakerKeys = []string{"strategy", "threshold", "minRequests", "openFor", "probes", "slowCall"}
+	limitKeys   = []string{"limit", "burst", "warmup", "coldFactor", "buckets", "maxWait", "adaptive", "cluster"}
+)
 
 // maxDuration bounds every duration of a rule: anything longer than a year
 // is a typo (a missing unit prefix), not a limit anyone means.
@@ -186,6 +194,18 @@ func readRule(p *problems, i int, n *node) (r flow.Rule, skip []string) {
 			r.Adaptive, _ = o.boolean(key, v)
 		case "cluster":
 			r.Cluster = readCluster(p, i, o.id, v)
+		case "strategy":
+			r.Strategy, _ = enum(o, key, v, strategyNames, flow.ParseStrategy)
+		case "threshold":
+			r.Threshold, _ = o.number(key, v)
+		case "minRequests":
+			r.MinRequests, _ = o.integer(key, v)
+		case "probes":
+			r.Probes, _ = o.integer(key, v)
+		case "openFor":
+			r.OpenFor, _ = o.span(key, v)
+		case "slowCall":
+			r.SlowCall, _ = o.span(key, v)
 		}
 	})
 	if !ok {
@@ -194,11 +214,22 @@ func readRule(p *problems, i int, n *node) (r flow.Rule, skip []string) {
 	if !o.given["level"] {
 		levelOK = true
 	}
-	o.required("resource", "algorithm", "limit")
+	if algoOK && r.Algorithm == flow.AlgoCircuitBreaker {
+		// Strict both ways: a field of the other kind is an error even when
+		// zero (the engine only sees non-zero values).
+		o.required("resource", "strategy", "threshold", "openFor")
+		skip = append(skip, notFor(o, limitKeys, "not for circuit_breaker rules")...)
+	} else {
+		o.required("resource", "algorithm", "limit")
+		if algoOK {
+			skip = append(skip, notFor(o, breakerKeys, "only for circuit_breaker rules")...)
+		}
+	}
 	// Which fields apply depends on the algorithm and level; when those are
 	// wrong, the engine's "only for ..." checks would only add noise.
 	if !algoOK {
 		skip = append(skip, "limit", "burst", "warmup", "coldFactor", "buckets", "maxWait")
+		skip = append(skip, breakerKeys...)
 	}
 	if !levelOK {
 		skip = append(skip, "maxKeys", "idleTTL")
@@ -215,7 +246,7 @@ func readRule(p *problems, i int, n *node) (r flow.Rule, skip []string) {
 	}
 	// A field explicitly set to zero would silently turn into its default;
 	// say so instead. maxWait "0s" is a real setting (never wait).
-	for _, k := range []string{"window", "burst", "coldFactor", "buckets", "maxKeys", "idleTTL"} {
+	for _, k := range []string{"window", "burst", "coldFactor", "buckets", "maxKeys", "idleTTL", "minRequests", "probes"} {
 		if k == "window" && r.Algorithm == flow.AlgoConcurrency {
 			continue // reported above
 		}
@@ -290,18 +321,28 @@ func (o *object) oneOf(key string, v *node, valid ...string) (string, bool) {
 	})
 }
 
-func levelNames() []string {
-	var out []string
-	for _, l := range flow.Levels() {
-		out = append(out, l.String())
+func levelNames() []string     { return names(flow.Levels()) }
+func strategyNames() []string  { return names(flow.Strategies()) }
+func algorithmNames() []string { return names(flow.Algorithms()) }
+
+// names lists the JSON names of a set of enum values.
+func names[T fmt.Stringer](list []T) []string {
+	out := make([]string, len(list))
+	for i, x := range list {
+		out[i] = x.String()
 	}
 	return out
 }
 
-func algorithmNames() []string {
+// notFor reports each of keys that was given, with msg, and returns them
+// (so the engine's own check of the field is not repeated).
+func notFor(o *object, keys []string, msg string) []string {
 	var out []string
-	for _, a := range flow.Algorithms() {
-		out = append(out, a.String())
+	for _, k := range keys {
+		if o.given[k] {
+			o.fail(k, "%s", msg)
+			out = append(out, k)
+		}
 	}
 	return out
 }

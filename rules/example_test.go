@@ -87,3 +87,29 @@ func ExampleWatch() {
 	// [rules[0]: limit: must be a number, got string "many"]
 	// 1 false true
 }
+
+func ExampleSync() {
+	dir, _ := os.MkdirTemp("", "flowgate-example")
+	defer os.RemoveAll(dir)
+	primary := filepath.Join(dir, "missing.json") // stands for a store that is down
+	fallback := filepath.Join(dir, "rules.json")
+	os.WriteFile(fallback, []byte(`{"rules": [{"id": "api", "resource": "api", "algorithm": "fixed_window", "limit": 2}]}`), 0o644)
+
+	eng := flow.NewEngine()
+	s, err := rules.Sync(context.Background(), eng, []rules.Source{
+		rules.FileSource(primary), rules.FileSource(fallback),
+	})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer s.Close()
+	for _, src := range s.Sources() {
+		fmt.Println(filepath.Base(src.Name), src.OK, src.InForce)
+	}
+	fmt.Println(len(eng.Rules()))
+	// Output:
+	// missing.json false false
+	// rules.json true true
+	// 1
+}

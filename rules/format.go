@@ -26,17 +26,24 @@ type (
 		Resource   string       `json:"resource"`
 		Level      string       `json:"level"`
 		Algorithm  string       `json:"algorithm"`
-		Limit      float64      `json:"limit"`
+		Limit      float64      `json:"limit,omitempty"`  // not for circuit_breaker
 		Window     string       `json:"window,omitempty"` // not for concurrency
 		Burst      float64      `json:"burst,omitempty"`
 		Warmup     string       `json:"warmup,omitempty"`
 		ColdFactor float64      `json:"coldFactor,omitempty"`
 		Buckets    int          `json:"buckets,omitempty"`
-		MaxWait    string       `json:"maxWait,omitempty"` // not for concurrency
+		MaxWait    string       `json:"maxWait,omitempty"` // not for concurrency or circuit_breaker
 		MaxKeys    int          `json:"maxKeys,omitempty"`
 		IdleTTL    string       `json:"idleTTL,omitempty"`
-		Adaptive   bool         `json:"adaptive"`
+		Adaptive   *bool        `json:"adaptive,omitempty"`
 		Cluster    *clusterJSON `json:"cluster,omitempty"`
+		// circuit_breaker only
+		Strategy    string  `json:"strategy,omitempty"`
+		Threshold   float64 `json:"threshold,omitempty"`
+		MinRequests int     `json:"minRequests,omitempty"`
+		OpenFor     string  `json:"openFor,omitempty"`
+		Probes      int     `json:"probes,omitempty"`
+		SlowCall    string  `json:"slowCall,omitempty"`
 	}
 	clusterJSON struct {
 		Threshold string `json:"threshold"`
@@ -91,7 +98,17 @@ func formatRule(r flow.Rule) ruleJSON {
 	j := ruleJSON{
 		ID: r.ID, Resource: r.Resource, Level: r.Level.String(), Algorithm: r.Algorithm.String(),
 		Limit: r.Limit, Window: fmtDuration(r.Window), Burst: r.Burst, ColdFactor: r.ColdFactor,
-		Buckets: r.Buckets, MaxWait: fmtDuration(r.MaxWait), MaxKeys: r.MaxKeys, Adaptive: r.Adaptive,
+		Buckets: r.Buckets, MaxKeys: r.MaxKeys,
+	}
+	if r.Algorithm == flow.AlgoCircuitBreaker {
+		j.Strategy, j.Threshold, j.MinRequests, j.Probes = r.Strategy.String(), r.Threshold, r.MinRequests, r.Probes
+		j.OpenFor = fmtDuration(r.OpenFor)
+		if r.SlowCall != 0 {
+			j.SlowCall = fmtDuration(r.SlowCall)
+		}
+	} else {
+		adaptive := r.Adaptive
+		j.MaxWait, j.Adaptive = fmtDuration(r.MaxWait), &adaptive
 	}
 	if r.Algorithm == flow.AlgoConcurrency {
 		j.Window, j.MaxWait = "", "" // they do not apply; the parser refuses them

@@ -99,7 +99,7 @@ var badDocs = []struct {
 		[]problem{{`rules[0] (id "a"): burst`, "must be a finite number >= 0"}}},
 	// unknown names and fields
 	{"unknown algorithm", `{"rules": [{"id": "a", "resource": "r", "algorithm": "gcra", "limit": 1}]}`,
-		[]problem{{`rules[0] (id "a"): algorithm`, `unknown "gcra" (valid: token_bucket, warm_up, leaky_bucket, fixed_window, sliding_window, sliding_log, concurrency)`}}},
+		[]problem{{`rules[0] (id "a"): algorithm`, `unknown "gcra" (valid: token_bucket, warm_up, leaky_bucket, fixed_window, sliding_window, sliding_log, concurrency, circuit_breaker)`}}},
 	{"unknown level", `{"rules": [{"id": "a", "resource": "r", "level": "tenant", "algorithm": "token_bucket", "limit": 1}]}`,
 		[]problem{{`rules[0] (id "a"): level`, `unknown "tenant" (valid: global, user, ip)`}}},
 	{"system level", `{"rules": [{"id": "a", "resource": "r", "level": "system", "algorithm": "token_bucket", "limit": 1}]}`,
@@ -179,6 +179,26 @@ var badDocs = []struct {
 		[]problem{{"alerting.webhook", "must be an absolute http or https URL"}}},
 	{"alerting for typo", `{"rules": [], "alerting": {"fr": "30s"}}`,
 		[]problem{{"alerting.fr", `unknown field (did you mean "for"?)`}}},
+	// circuit breakers: strict both ways
+	{"breaker with limit", `{"rules": [{"id": "b", "resource": "r", "algorithm": "circuit_breaker", "strategy": "error_ratio", "threshold": 0.5, "openFor": "5s", "limit": 10, "maxWait": "0s", "adaptive": false}]}`,
+		[]problem{{`rules[0] (id "b"): limit`, "not for circuit_breaker rules"}, {`rules[0] (id "b"): maxWait`, "not for circuit_breaker rules"},
+			{`rules[0] (id "b"): adaptive`, "not for circuit_breaker rules"}}},
+	{"breaker with cluster", `{"rules": [{"id": "b", "resource": "r", "algorithm": "circuit_breaker", "strategy": "error_count", "threshold": 3, "openFor": "5s", "cluster": {}}]}`,
+		[]problem{{`rules[0] (id "b"): cluster`, "not for circuit_breaker rules"}}},
+	{"breaker fields on a limit", `{"rules": [{"id": "t", "resource": "r", "algorithm": "token_bucket", "limit": 1, "threshold": 0.5, "probes": 1}]}`,
+		[]problem{{`rules[0] (id "t"): threshold`, "only for circuit_breaker rules"}, {`rules[0] (id "t"): probes`, "only for circuit_breaker rules"}}},
+	{"breaker missing", `{"rules": [{"id": "b", "resource": "r", "algorithm": "circuit_breaker"}]}`,
+		[]problem{{`rules[0] (id "b"): strategy`, "required"}, {`rules[0] (id "b"): threshold`, "required"}, {`rules[0] (id "b"): openFor`, "required"}}},
+	{"breaker unknown strategy", `{"rules": [{"id": "b", "resource": "r", "algorithm": "circuit_breaker", "strategy": "errors", "threshold": 0.5, "openFor": "5s"}]}`,
+		[]problem{{`rules[0] (id "b"): strategy`, `unknown "errors" (valid: error_ratio, error_count, slow_ratio)`}}},
+	{"breaker ratio above 1", `{"rules": [{"id": "b", "resource": "r", "algorithm": "circuit_breaker", "strategy": "slow_ratio", "slowCall": "1s", "threshold": 2, "openFor": "5s"}]}`,
+		[]problem{{`rules[0] (id "b"): threshold`, "must be a ratio in (0, 1]"}}},
+	{"breaker slowCall missing", `{"rules": [{"id": "b", "resource": "r", "algorithm": "circuit_breaker", "strategy": "slow_ratio", "threshold": 0.5, "openFor": "5s"}]}`,
+		[]problem{{`rules[0] (id "b"): slowCall`, "required for slow_ratio"}}},
+	{"breaker slowCall elsewhere", `{"rules": [{"id": "b", "resource": "r", "algorithm": "circuit_breaker", "strategy": "error_count", "threshold": 2, "slowCall": "1s", "openFor": "5s"}]}`,
+		[]problem{{`rules[0] (id "b"): slowCall`, "only for the slow_ratio strategy"}}},
+	{"breaker count fraction", `{"rules": [{"id": "b", "resource": "r", "algorithm": "circuit_breaker", "strategy": "error_count", "threshold": 2.5, "openFor": "5s", "probes": 0}]}`,
+		[]problem{{`rules[0] (id "b"): threshold`, "must be a whole count"}, {`rules[0] (id "b"): probes`, "must be > 0"}}},
 }
 
 func TestParseBadCorpus(t *testing.T) {

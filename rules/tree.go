@@ -219,7 +219,7 @@ func replaced(raw []byte, s string) bool {
 // Built once and never modified.
 var interned = func() map[string]string {
 	m := map[string]string{}
-	for _, list := range [][]string{ruleKeys, adaptiveKeys, alertingKeys, levelNames(), algorithmNames(),
+	for _, list := range [][]string{ruleKeys, adaptiveKeys, alertingKeys, levelNames(), algorithmNames(), strategyNames(),
 		{"rules", "$schema", "adaptive", "alerting", "threshold", "fallback", "global", "per_instance", "local", "allow", "deny"}} {
 		for _, k := range list {
 			m[k] = k

@@ -14,28 +14,30 @@ import (
 	"time"
 
 	"github.com/fsnotify/fsnotify"
-
-	"github.com/flowgate/flowgate/clock"
-	"github.com/flowgate/flowgate/flow"
 )
 
-// Status is what a Watcher knows about its file and the rules in force.
+// Status is what a Watcher or a Syncer knows about its sources and the
+// rules in force.
 type Status struct {
-	// Path is the watched file.
+	// Path is the watched file (a Watcher's; empty for a Syncer).
 	Path string
+	// Source names the source of the document in force (a file's path, or
+	// a Source's Name).
+	Source string
 	// Version is the Version of the document in force.
 	Version string
 	// LastGoodLoad is when a document was last read and accepted.
 	LastGoodLoad time.Time
-	// LastError is why the last refused file was refused; it is kept after
-	// a later good load, for the record.
+	// LastError is why the last refused read was refused (a bad document,
+	// a missing file, an unreachable store); it is kept after a later good
+	// load, for the record.
 	LastError error
 	// LastErrorTime is when LastError happened; zero if never.
 	LastErrorTime time.Time
 	// OK says whether the most recent attempt succeeded.
 	OK bool
 	// Reloads counts loads that changed the engine's rules (the first
-	// included); Failures counts refused files.
+	// included); Failures counts refused reads.
 	Reloads, Failures uint64
 }
 
@@ -43,17 +45,18 @@ type Status struct {
 // Its methods are safe for concurrent use.
 type Watcher struct {
 	path, dir, base string
-	eng             *flow.Engine
 	cfg             watchConfig
-	fsw             *fsnotify.Watcher
+	// deliver takes what a read found: Watch's applies it through a
+	// keeper, a FileSource's hands it to its Syncer.
+	deliver func(data []byte, readErr error, force bool) error
+	keeper  *keeper // Watch's; nil for a FileSource
+	fsw     *fsnotify.Watcher
 	// target is the file path resolves to through symlinks, when its
 	// directory is not dir: that directory is watched too, so editing the
 	// link's target is seen. Only the watcher's goroutine uses it.
 	target string
 
 	mu       sync.Mutex
-	st       Status
-	doc      *Document         // in force
 	lastSeen [sha256.Size]byte // hash of the last bytes (or read error) tried
 
 	reload    chan chan error
@@ -63,7 +66,8 @@ type Watcher struct {
 }
 
 // Watch loads the rules document at path into eng, then keeps eng in step
-// with the file until ctx ends or Close is called.
+// with the file until ctx ends or Close is called. eng is usually a
+// *flow.Engine; LoaderFunc takes the rules anywhere else.
 //
 // It watches the file's directory, not the file: editors save by writing a
 // new file and renaming it over the old one, and Kubernetes ConfigMap
@@ -76,30 +80,21 @@ type Watcher struct {
 // systems without events.
 //
 // If the first load fails, Watch returns its error and watches nothing.
-func Watch(ctx context.Context, path string, eng *flow.Engine, opts ...WatchOption) (*Watcher, error) {
-	cfg := watchConfig{debounce: DefaultDebounce, poll: DefaultPollInterval, clk: clock.Real()}
-	for _, o := range opts {
-		o(&cfg)
-	}
-	if cfg.log == nil {
-		cfg.log = slog.New(slog.DiscardHandler)
-	}
-	abs, err := filepath.Abs(path)
+// Sync does the same for a file among other sources (FileSource).
+func Watch(ctx context.Context, path string, eng Loader, opts ...WatchOption) (*Watcher, error) {
+	cfg := newWatchConfig(opts)
+	w, err := newWatcher(path, cfg)
 	if err != nil {
 		return nil, err
 	}
-	w := &Watcher{
-		path: abs, dir: filepath.Dir(abs), base: filepath.Base(abs), eng: eng, cfg: cfg,
-		reload: make(chan chan error), stop: make(chan struct{}), done: make(chan struct{}),
-	}
-	w.st.Path = abs
-	// Watch before the first read, so no change after it goes unseen.
-	if w.fsw, err = fsnotify.NewWatcher(); err != nil {
-		return nil, err
-	}
-	if err := w.fsw.Add(w.dir); err != nil {
-		w.fsw.Close()
-		return nil, fmt.Errorf("rules: watch %s: %w", w.dir, err)
+	w.keeper = &keeper{target: eng, cfg: cfg}
+	w.keeper.st.Path = w.path
+	w.deliver = func(data []byte, readErr error, force bool) error {
+		doc, err := parse(w.path, data, readErr)
+		if err != nil {
+			return w.keeper.fail(w.path, err)
+		}
+		return w.keeper.apply(w.path, doc, force)
 	}
 	if err := w.check(true); err != nil {
 		w.fsw.Close()
@@ -109,20 +104,34 @@ func Watch(ctx context.Context, path string, eng *flow.Engine, opts ...WatchOpti
 	return w, nil
 }
 
-// Status returns the watcher's state now.
-func (w *Watcher) Status() Status {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.st
+// newWatcher sets up the directory watch for path; the caller reads the
+// file first, then runs loop.
+func newWatcher(path string, cfg watchConfig) (*Watcher, error) {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, err
+	}
+	w := &Watcher{
+		path: abs, dir: filepath.Dir(abs), base: filepath.Base(abs), cfg: cfg,
+		reload: make(chan chan error), stop: make(chan struct{}), done: make(chan struct{}),
+	}
+	// Watch before the first read, so no change after it goes unseen.
+	if w.fsw, err = fsnotify.NewWatcher(); err != nil {
+		return nil, err
+	}
+	if err := w.fsw.Add(w.dir); err != nil {
+		w.fsw.Close()
+		return nil, fmt.Errorf("rules: watch %s: %w", w.dir, err)
+	}
+	return w, nil
 }
+
+// Status returns the watcher's state now.
+func (w *Watcher) Status() Status { return w.keeper.status() }
 
 // Document returns the document in force, for its Adaptive and Alerting
 // sections; WithOnReload reports each new one.
-func (w *Watcher) Document() *Document {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.doc
-}
+func (w *Watcher) Document() *Document { return w.keeper.document() }
 
 // Reload reads the file now and loads it into the engine even if it has
 // not changed, and returns why it was refused (nil when it was applied).
@@ -256,7 +265,7 @@ func (w *Watcher) rewatch() bool {
 	return err == nil
 }
 
-// check reads the file and applies it if it changed since the last
+// check reads the file and delivers it if it changed since the last
 // attempt (or always, when force). It returns why the file was refused.
 func (w *Watcher) check(force bool) error {
 	// Every read, not only the poll's, re-arms the directory watch first, so
@@ -282,58 +291,5 @@ func (w *Watcher) check(force bool) error {
 	if same && !force {
 		return nil
 	}
-	if readErr != nil {
-		return w.fail(fmt.Errorf("rules: %w", readErr))
-	}
-	doc, err := Parse(data)
-	if err != nil {
-		return w.fail(fmt.Errorf("rules: %s: %w", w.path, err))
-	}
-	version := doc.Version()
-	// Equivalent content leaves the engine alone, unless forced (Reload):
-	// then the file is re-asserted, in case the engine's rules were changed
-	// by other means. LoadRules keeps the state of unchanged rules anyway.
-	w.mu.Lock()
-	changed := force || version != w.st.Version
-	w.mu.Unlock()
-	if changed {
-		if err := w.eng.LoadRules(doc.Rules()); err != nil {
-			return w.fail(fmt.Errorf("rules: %s: engine refused the rules: %w", w.path, err))
-		}
-	}
-	now := w.cfg.clk.Now()
-	w.mu.Lock()
-	w.st.Version, w.st.LastGoodLoad, w.st.OK = version, now, true
-	if changed {
-		w.st.Reloads++
-		w.doc = doc
-	}
-	w.mu.Unlock()
-	if changed {
-		w.cfg.log.Info("rules: loaded", slog.String("path", w.path), slog.Int("rules", len(doc.rules)),
-			slog.String("version", version[:12]))
-	}
-	if w.cfg.onReload != nil {
-		w.cfg.onReload(Event{Time: now, Doc: doc, Version: version, Changed: changed})
-	}
-	return nil
-}
-
-// fail records a refused file; the rules in force do not change.
-func (w *Watcher) fail(err error) error {
-	now := w.cfg.clk.Now()
-	w.mu.Lock()
-	w.st.LastError, w.st.LastErrorTime, w.st.OK = err, now, false
-	w.st.Failures++
-	version := w.st.Version
-	w.mu.Unlock()
-	w.cfg.log.Warn("rules: file refused, keeping the rules in force", slog.String("path", w.path),
-		slog.Any("error", err))
-	if w.cfg.onError != nil {
-		w.cfg.onError(err)
-	}
-	if w.cfg.onReload != nil {
-		w.cfg.onReload(Event{Time: now, Err: err, Version: version})
-	}
-	return err
+	return w.deliver(data, readErr, force)
 }

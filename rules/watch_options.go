@@ -7,7 +7,9 @@ import (
 	"github.com/flowgate/flowgate/clock"
 )
 
-// Event reports one attempt of a Watcher to load its file.
+// Event reports one attempt of a Watcher to load its file, or of a Syncer
+// to load what one of its sources read. It is the hook for metrics: count
+// Err and Changed per Source.
 type Event struct {
 	// Time is when the attempt finished (the watcher's clock).
 	Time time.Time
@@ -21,9 +23,13 @@ type Event struct {
 	// Changed reports that the attempt replaced the engine's rules; a file
 	// saved with equivalent content succeeds without touching the engine.
 	Changed bool
+	// Source names where the document was read (a file's path, or a
+	// Source's Name).
+	Source string
 }
 
-// WatchOption configures Watch.
+// WatchOption configures Watch and Sync (and FileSource, which uses the
+// debounce and poll settings).
 type WatchOption func(*watchConfig)
 
 type watchConfig struct {
@@ -33,12 +39,25 @@ type watchConfig struct {
 	clk      clock.Clock
 	onReload func(Event)
 	onError  func(error)
+	startup  time.Duration // Sync only
+}
+
+func newWatchConfig(opts []WatchOption) watchConfig {
+	cfg := watchConfig{debounce: DefaultDebounce, poll: DefaultPollInterval, clk: clock.Real(), startup: DefaultStartTimeout}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	if cfg.log == nil {
+		cfg.log = slog.New(slog.DiscardHandler)
+	}
+	return cfg
 }
 
 // Defaults of the watch options.
 const (
 	DefaultDebounce     = 100 * time.Millisecond
 	DefaultPollInterval = 10 * time.Second
+	DefaultStartTimeout = 10 * time.Second
 )
 
 // WithDebounce sets how long the watcher waits after the last file-system
@@ -80,4 +99,11 @@ func WithOnReload(fn func(Event)) WatchOption {
 // Same constraints as WithOnReload.
 func WithOnError(fn func(error)) WatchOption {
 	return func(c *watchConfig) { c.onError = fn }
+}
+
+// WithStartTimeout bounds how long Sync waits at start-up for a source with
+// precedence over the best one read so far to answer (an etcd that does not
+// answer, say). Default 10s.
+func WithStartTimeout(d time.Duration) WatchOption {
+	return func(c *watchConfig) { c.startup = max(d, 0) }
 }

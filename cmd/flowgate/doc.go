@@ -1,13 +1,21 @@
 // Command flowgate owns flowgate's command line: it validates rule documents
-// (for CI pipelines that ship rule files), prints them normalised, and runs
-// the cluster token service over Redis. Each subcommand lives in its own
-// file.
+// (for CI pipelines that ship rule files), prints them normalised, pushes
+// them to etcd after validating them, and runs the cluster token service
+// over Redis. Each subcommand lives in its own file.
 //
 //	flowgate validate [-q] FILE...   print every problem with its path; exit 1 on any, 2 if a file cannot be read
 //	flowgate fmt [-w] FILE           print the document normalised (or rewrite FILE with -w)
 //	flowgate serve [flags]           run the token service (gRPC) over Redis; -h lists the flags
+//	flowgate rules push [flags] FILE validate FILE, then write it to etcd with a compare-and-swap
+//	flowgate rules get [flags]       print the document in etcd; revision and version on stderr
+//	flowgate rules diff [flags] FILE show what pushing FILE would change, rule by rule
 //
-// FILE "-" reads standard input.
+// FILE "-" reads standard input. The rules subcommands take --etcd
+// (endpoints, default $FLOWGATE_ETCD or 127.0.0.1:2379), --key (default
+// /flowgate/rules) and --timeout; push also --force (no compare-and-swap)
+// and --revision N (swap only if the key is still at N). Exit codes: 0 done,
+// 1 invalid document, 2 bad command line or unreadable file, 3 etcd
+// unreachable, key missing, or changed since it was read.
 //
 // serve puts a cluster.RedisTokenServer behind the gRPC TokenService of
 // package tokenrpc. Its flags (or a JSON file given with -config, which the

@@ -14,13 +14,14 @@ type command struct {
 }
 
 // commands lists the subcommands in the order help shows them.
-var commands = []command{validateCommand, fmtCommand, serveCommand}
+var commands = []command{validateCommand, fmtCommand, serveCommand, rulesCommand}
 
 // Exit codes.
 const (
 	exitOK      = 0
 	exitInvalid = 1 // a document has problems
 	exitUsage   = 2 // bad command line, or a file that cannot be read
+	exitFailed  = 3 // etcd unreachable, a key missing, or changed since it was read
 )
 
 func main() {

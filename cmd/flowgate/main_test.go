@@ -182,3 +182,31 @@ func TestFmtRefusesBadDocument(t *testing.T) {
 		t.Errorf("fmt without a file: exit %d, want 2", code)
 	}
 }
+
+func TestValidateAndFmtBreakers(t *testing.T) {
+	dir := t.TempDir()
+	bad := writeFile(t, dir, "bad.json", `{"rules": [
+		{"id": "cb", "resource": "r", "algorithm": "circuit_breaker", "strategy": "slow_ratio", "threshold": 0.5,
+		 "openFor": "5s", "limit": 10, "cluster": {}},
+		{"id": "tb", "resource": "r", "algorithm": "token_bucket", "limit": 5, "openFor": "5s"}]}`)
+	code, out, _ := runCLI(t, "", "validate", bad)
+	if code != exitInvalid {
+		t.Errorf("exit code = %d, want %d", code, exitInvalid)
+	}
+	for _, want := range []string{
+		bad + `: rules[0] (id "cb"): limit: not for circuit_breaker rules`,
+		bad + `: rules[0] (id "cb"): cluster: not for circuit_breaker rules`,
+		bad + `: rules[0] (id "cb"): slowCall: required for slow_ratio`,
+		bad + `: rules[1] (id "tb"): openFor: only for circuit_breaker rules`,
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("stdout lacks %q:\n%s", want, out)
+		}
+	}
+	code, out, _ = runCLI(t, `{"rules": [{"id": "cb", "resource": "r", "algorithm": "circuit_breaker",
+		"strategy": "error_count", "threshold": 3, "openFor": "1m0s"}]}`, "fmt", "-")
+	if code != 0 || !strings.Contains(out, `"openFor": "1m",`) || !strings.Contains(out, `"minRequests": 5,`) ||
+		strings.Contains(out, `"limit"`) || strings.Contains(out, `"maxWait"`) {
+		t.Errorf("fmt of a breaker (exit %d):\n%s", code, out)
+	}
+}

@@ -167,29 +167,32 @@ type watchedRules struct {
 }
 
 // watchRules keeps an id -> rule map in step with the rules document. The
-// pointers stay the same until the document changes, as tokenrpc needs.
+// pointers stay the same until the document changes, as tokenrpc needs. The
+// watcher hands the validated rules to the map and to an engine that only
+// holds them, for the admin API (no call is ever decided by it).
 func watchRules(ctx context.Context, path string, log *slog.Logger) (*watchedRules, error) {
 	var doc atomic.Pointer[map[string]*flow.Rule]
-	publish := func(d *rules.Document) {
-		rs := d.Rules()
+	holder := flow.NewEngine()
+	publish := rules.LoaderFunc(func(rs []flow.Rule) error {
+		if err := holder.LoadRules(rs); err != nil {
+			return err
+		}
 		m := make(map[string]*flow.Rule, len(rs))
 		for i := range rs {
 			r := rs[i].WithDefaults()
 			m[r.ID] = &r
 		}
 		doc.Store(&m)
-	}
-	holder := flow.NewEngine() // the watcher validates and loads into an engine; we serve its document
-	w, err := rules.Watch(ctx, path, holder, rules.WithLogger(log), rules.WithOnReload(func(ev rules.Event) {
-		if ev.Err == nil && ev.Doc != nil && ev.Changed {
-			publish(ev.Doc)
+		return nil
+	})
+	w, err := rules.Watch(ctx, path, publish, rules.WithLogger(log), rules.WithOnReload(func(ev rules.Event) {
+		if ev.Err == nil && ev.Changed {
 			log.Info("flowgate serve: rules reloaded", slog.String("version", ev.Version))
 		}
 	}))
 	if err != nil {
 		return nil, err
 	}
-	publish(w.Document())
 	return &watchedRules{byID: &doc, w: w, eng: holder}, nil
 }
 

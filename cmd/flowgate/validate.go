@@ -38,11 +38,8 @@ func runValidate(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			code = max(code, exitUsage)
 			continue
 		}
-		doc, err := rules.Parse(data)
-		if err != nil {
-			for _, p := range rules.Problems(err) {
-				fmt.Fprintf(stdout, "%s: %v\n", name, p)
-			}
+		doc, ok := parseReporting(name, data, stdout)
+		if !ok {
 			code = max(code, exitInvalid)
 			continue
 		}
@@ -51,6 +48,19 @@ func runValidate(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		}
 	}
 	return code
+}
+
+// parseReporting parses a document and prints each of its problems as
+// NAME: PATH: MESSAGE, the form validate and rules push share.
+func parseReporting(name string, data []byte, w io.Writer) (*rules.Document, bool) {
+	doc, err := rules.Parse(data)
+	if err != nil {
+		for _, p := range rules.Problems(err) {
+			fmt.Fprintf(w, "%s: %v\n", name, p)
+		}
+		return nil, false
+	}
+	return doc, true
 }
 
 // readInput reads a named file, or standard input for "-".

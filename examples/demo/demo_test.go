@@ -61,6 +61,16 @@ func TestDemo(t *testing.T) {
 	if !regexp.MustCompile(`ALERT FIRING +GET /api/`).MatchString(out) {
 		t.Errorf("output has no alert firing line")
 	}
+	// The carrier outage opened the shipping breaker, and it closed again.
+	opened := strings.Index(out, "BREAKER OPEN   GET /api/shipping")
+	closed := strings.Index(out, "breaker closed GET /api/shipping")
+	if opened < 0 || closed < opened {
+		t.Errorf("output does not show the shipping breaker opening, then closing")
+	}
+	if !regexp.MustCompile(`flowgate_breaker_transitions_total\{resource="GET /api/shipping",rule="shipping-carrier",to="open"\} [1-9]`).MatchString(out) ||
+		!strings.Contains(out, `flowgate_breaker_state{resource="GET /api/shipping",rule="shipping-carrier"} 0`) {
+		t.Errorf("scrape does not show the breaker's opening and its closed state at the end")
+	}
 	if !strings.Contains(out, "warm-up ramp on GET /api/recommendations") {
 		t.Errorf("output has no warm-up ramp")
 	}

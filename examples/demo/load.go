@@ -20,6 +20,7 @@ const (
 	resProducts = "GET /api/products"
 	resOrders   = "POST /api/orders"
 	resRecs     = "GET /api/recommendations"
+	resShipping = "GET /api/shipping"
 )
 
 // An actor is one kind of client in the scenario: its requests are counted
@@ -54,6 +55,10 @@ const (
 	reloadAt   = 0.50
 	spikeFrom  = 0.55
 	spikeUntil = 0.80
+	// The shipping carrier (a dependency of GET /api/shipping) fails in
+	// between: the circuit breaker opens, probes, and closes after.
+	outageFrom  = 0.30
+	outageUntil = 0.50
 )
 
 // Sizes of the crowds. The rates are chosen against rules.json: the crowd fits
@@ -69,6 +74,7 @@ const (
 	spikeRate  = 4.0
 	spikeOrder = 0.4
 	recsRate   = 120.0 // offered to the warm-up resource, above its stable 100/s
+	shipRate   = 40.0  // GET /api/shipping, from the crowd
 )
 
 // scenario holds the actors, in the order the table lists them, and their
@@ -76,6 +82,9 @@ const (
 type scenario struct {
 	actors  []*actor
 	streams []*stream
+	// carrierDown is true during the carrier outage; the load sets it, the
+	// shipping handler reads it.
+	carrierDown atomic.Bool
 }
 
 func newScenario() *scenario {
@@ -84,6 +93,7 @@ func newScenario() *scenario {
 	abuser := &actor{name: "abuser 203.0.113.66"}
 	spike := &actor{name: fmt.Sprintf("flash sale (%d users)", spikeUsers)}
 	cold := &actor{name: "cold start (recommend.)"}
+	ship := &actor{name: "shipping (carrier outage)"}
 
 	always := func(r float64) func(float64) float64 { return func(float64) float64 { return r } }
 	between := func(r, from, until float64) func(float64) float64 {
@@ -109,7 +119,7 @@ func newScenario() *scenario {
 	powerIPs := []string{"198.51.100.7", "198.51.100.8", "198.51.100.9"}
 
 	return &scenario{
-		actors: []*actor{crowd, power, abuser, spike, cold},
+		actors: []*actor{crowd, power, abuser, spike, cold, ship},
 		streams: []*stream{
 			{actor: crowd, rate: always(crowdUsers * crowdRate), next: crowdJob(crowd, http.MethodGet, "/api/products")},
 			{actor: crowd, rate: always(crowdUsers * orderRate), next: crowdJob(crowd, http.MethodPost, "/api/orders")},
@@ -123,6 +133,7 @@ func newScenario() *scenario {
 			{actor: spike, rate: between(spikeUsers*spikeRate, spikeFrom, spikeUntil), next: spikeJob(http.MethodGet, "/api/products")},
 			{actor: spike, rate: between(spikeUsers*spikeOrder, spikeFrom, spikeUntil), next: spikeJob(http.MethodPost, "/api/orders")},
 			{actor: cold, rate: between(recsRate, coldFrom, 1), next: crowdJob(cold, http.MethodGet, "/api/recommendations")},
+			{actor: ship, rate: always(shipRate), next: crowdJob(ship, http.MethodGet, "/api/shipping")},
 		},
 	}
 }
@@ -138,6 +149,9 @@ func phase(f float64) string {
 	}
 	if f >= spikeFrom && f < spikeUntil {
 		s += " + FLASH SALE"
+	}
+	if f >= outageFrom && f < outageUntil {
+		s += " + CARRIER DOWN"
 	}
 	return s
 }
@@ -192,6 +206,7 @@ func (l *load) schedule(ctx context.Context, jobs chan<- job) {
 				return
 			}
 			f := float64(el) / float64(l.d)
+			l.sc.carrierDown.Store(f >= outageFrom && f < outageUntil)
 			for _, s := range l.sc.streams {
 				rate := s.rate(f)
 				if rate <= 0 {
@@ -211,8 +226,8 @@ func (l *load) schedule(ctx context.Context, jobs chan<- job) {
 	}
 }
 
-// send makes one request and counts its outcome; a 429's problem body says
-// which level refused it.
+// send makes one request and counts its outcome; a 429's (or an open
+// breaker's 503) problem body says which level refused it.
 func (l *load) send(ctx context.Context, j job) {
 	req, err := http.NewRequestWithContext(ctx, j.method, l.base+j.path, nil)
 	if err != nil {
@@ -238,7 +253,7 @@ func (l *load) send(ctx context.Context, j job) {
 	case resp.StatusCode < 300:
 		j.actor.ok.Add(1)
 		_, _ = io.Copy(io.Discard, resp.Body)
-	case resp.StatusCode == http.StatusTooManyRequests:
+	case resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusServiceUnavailable:
 		var p struct {
 			Level string `json:"level"`
 		}

@@ -10,10 +10,11 @@
 // middleware, with the rules of examples/demo/rules.json (copied to a
 // temporary directory and hot-reloaded from there): a global, a per-user and
 // a per-IP limit on the product list, a leaky-bucket queue on orders, and a
-// warm-up limit on recommendations. It then sends real HTTP requests at it:
+// warm-up limit on recommendations, a circuit breaker on shipping. It then sends real HTTP requests at it:
 // a crowd of well-behaved users, a power user over the per-user limit, an
 // abusive client hammering from one IP, a flash-sale spike over the global
-// limit, and a cold start on the warm-up resource. Each second it shows what
+// limit, a cold start on the warm-up resource, and an outage of the shipping
+// carrier that opens the breaker until it recovers. Each second it shows what
 // passed, waited and was refused at which level, the warm-up ramp, the
 // rejection ratio and the alert. Halfway it edits the rules file and the
 // watcher applies the change; /metrics is served throughout and scraped at
@@ -101,9 +102,10 @@ func run(ctx context.Context, stop func(), cfg config) (*monitor, error) {
 	}
 	defer cleanup()
 
-	eng := flow.NewEngine()
+	var mon *monitor // the breaker listener needs it; built just below
+	eng := flow.NewEngine(flow.WithBreakerListener(func(ev flow.BreakerEvent) { mon.onBreaker(ev) }))
 	sc := newScenario()
-	mon := newMonitor(eng, sc, cfg.duration)
+	mon = newMonitor(eng, sc, cfg.duration)
 	w, err := rules.Watch(ctx, path, eng, rules.WithOnReload(mon.onReload))
 	if err != nil {
 		return nil, err
@@ -140,7 +142,7 @@ func run(ctx context.Context, stop func(), cfg config) (*monitor, error) {
 	)); err != nil {
 		return nil, err
 	}
-	shop, err := newService(eng, reg)
+	shop, err := newService(eng, reg, sc)
 	if err != nil {
 		return nil, err
 	}

@@ -34,6 +34,7 @@ type monitor struct {
 	versions []string // every version applied, the first included
 	editedAt time.Time
 	reloadOK bool // the edit was applied by the watcher
+	reopened int  // failed probe rounds since the breaker opened
 }
 
 type event struct {
@@ -112,6 +113,25 @@ func (m *monitor) edit(path string) {
 		reloadRule, old["limit"], reloadLimit, old["burst"], reloadBurst)
 }
 
+// onBreaker is the engine's breaker listener: it notes the opening and
+// the recovery, and counts the probes that failed in between.
+func (m *monitor) onBreaker(ev flow.BreakerEvent) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	at := m.since(ev.Time)
+	switch {
+	case ev.From == flow.BreakerClosed && ev.To == flow.BreakerOpen:
+		m.reopened = 0
+		m.addEvent(at, "BREAKER OPEN   %s: %.0f%% of %d calls failed, refusing with 503",
+			ev.Resource, 100*ev.Measure, ev.Completed)
+	case ev.To == flow.BreakerOpen:
+		m.reopened++
+	case ev.To == flow.BreakerClosed:
+		m.addEvent(at, "breaker closed %s: probes succeeded, the dependency is back (%d failed probe rounds before)",
+			ev.Resource, m.reopened)
+	}
+}
+
 // onAlert is the alerter's sink.
 func (m *monitor) onAlert(a alerting.Alert) {
 	m.mu.Lock()
@@ -162,7 +182,7 @@ type actorRow struct {
 }
 
 // resources lists the shop's resources in the table's order.
-var resources = []string{resProducts, resOrders, resRecs}
+var resources = []string{resProducts, resOrders, resRecs, resShipping}
 
 // sample reads the engine and the clients once and builds a frame; ramp
 // says to record the second in the warm-up ramp.

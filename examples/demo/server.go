@@ -17,10 +17,11 @@ import (
 	"github.com/flowgate/flowgate/flow/flowhttp"
 )
 
-// newService builds the demo shop: three guarded routes, and /metrics beside
+// newService builds the demo shop: four guarded routes (shipping calls a
+// carrier that fails while sc says it is down), and /metrics beside
 // them, unguarded. Every client connects from loopback, which is trusted as a
 // proxy, so X-Forwarded-For names the client IP the per-IP rules count.
-func newService(eng *flow.Engine, reg *prometheus.Registry) (http.Handler, error) {
+func newService(eng *flow.Engine, reg *prometheus.Registry, sc *scenario) (http.Handler, error) {
 	proxies, err := flowhttp.ParseTrustedProxies("127.0.0.1/32", "::1/128")
 	if err != nil {
 		return nil, err
@@ -43,6 +44,16 @@ func newService(eng *flow.Engine, reg *prometheus.Registry) (http.Handler, error
 		work(3 * time.Millisecond)
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = io.WriteString(w, `[{"id":7,"because":"you bought a teapot"}]`+"\n")
+	})
+	mux.HandleFunc(resShipping, func(w http.ResponseWriter, r *http.Request) {
+		if sc.carrierDown.Load() { // the carrier times out: 502 after a while
+			work(20 * time.Millisecond)
+			http.Error(w, "shipping carrier unreachable", http.StatusBadGateway)
+			return
+		}
+		work(3 * time.Millisecond)
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, `{"carrier":"acme","days":2}`+"\n")
 	})
 	mux.ServeMux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 	return mux, nil

@@ -27,7 +27,8 @@ func scrape(c *http.Client, url string) (string, error) {
 }
 
 // pickMetrics keeps a few telling flowgate_ lines of a scrape: the refusals
-// by level, the queued orders, the reloaded limit, reload status and alerts.
+// by level, the queued orders, the reloaded limit, the breaker's state and
+// transitions, reload status and alerts.
 func pickMetrics(text string) []string {
 	var out []string
 	sc := bufio.NewScanner(strings.NewReader(text))
@@ -43,8 +44,10 @@ func pickMetrics(text string) []string {
 				!strings.HasSuffix(l, " 0") && !strings.Contains(l, `level="system"`)
 		case strings.HasPrefix(l, "flowgate_rule_limit"):
 			keep = strings.Contains(l, reloadRule)
+		case strings.HasPrefix(l, "flowgate_breaker_transitions_total"):
+			keep = !strings.HasSuffix(l, " 0")
 		case strings.HasPrefix(l, "flowgate_rules_last_reload_successful"),
-			strings.HasPrefix(l, "flowgate_alerts_firing"):
+			strings.HasPrefix(l, "flowgate_alerts_firing"), strings.HasPrefix(l, "flowgate_breaker_state"):
 			keep = true
 		}
 		if keep {
@@ -163,6 +166,9 @@ func printIntro(w io.Writer, rs []flow.Rule, d time.Duration) {
 			what += fmt.Sprintf(", burst %g", r.Burst)
 		case flow.AlgoWarmUp:
 			what += fmt.Sprintf(", cold %.0f/s, warm-up %s", r.Limit/r.ColdFactor/r.Window.Seconds(), r.Warmup)
+		case flow.AlgoCircuitBreaker:
+			what = fmt.Sprintf("%v > %g over %s (min %d), open %s, %d probes",
+				r.Strategy, r.Threshold, r.Window, r.MinRequests, r.OpenFor, r.Probes)
 		}
 		if r.MaxWait > 0 {
 			what += fmt.Sprintf(", queue %s", r.MaxWait)
@@ -172,6 +178,6 @@ func printIntro(w io.Writer, rs []flow.Rule, d time.Duration) {
 	at := func(f float64) string { return (time.Duration(f * float64(d))).Round(100 * time.Millisecond).String() }
 	fmt.Fprintf(w, "timeline: 0s crowd of %d users + power user u-4711 | %s abuser | %s cold start on recommendations\n",
 		crowdUsers, at(abuseFrom), at(coldFrom))
-	fmt.Fprintf(w, "          %s rules file edited | %s-%s flash sale (%d more users) | %s end\n\n",
-		at(reloadAt), at(spikeFrom), at(spikeUntil), spikeUsers, d)
+	fmt.Fprintf(w, "          %s-%s shipping carrier down | %s rules file edited | %s-%s flash sale (%d more users) | %s end\n\n",
+		at(outageFrom), at(outageUntil), at(reloadAt), at(spikeFrom), at(spikeUntil), spikeUsers, d)
 }

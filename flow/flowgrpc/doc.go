@@ -3,7 +3,8 @@
 // protection, with a flow.Engine.
 //
 // The resource is the full method name ("/pkg.Service/Method"). A refused
-// call fails with codes.ResourceExhausted carrying a google.rpc.RetryInfo
+// call fails with codes.ResourceExhausted (codes.Unavailable, ErrorInfo
+// reason CIRCUIT_OPEN, when a circuit breaker is open) carrying a google.rpc.RetryInfo
 // detail (when the wait is known) and a google.rpc.ErrorInfo naming the
 // rule. On the server the client IP is the peer's address; the
 // x-forwarded-for metadata is believed only from peers listed by

@@ -63,7 +63,8 @@ func WithTrustedProxies(prefixes ...netip.Prefix) Option {
 }
 
 // WithFailure decides which call errors are recorded as failures on the
-// permit. Default ServerFault.
+// permit: what error_ratio and error_count circuit breakers count. Default
+// ServerFault.
 func WithFailure(f func(err error) bool) Option {
 	return func(cf *config) {
 		if f != nil {

@@ -56,8 +56,9 @@ func (ic *interceptor) exit(p *flow.Permit, err error) {
 }
 
 // UnaryServerInterceptor guards unary methods with eng (flow.Default() when
-// nil). A refused call fails with ResourceExhausted and never reaches the
-// handler; the permit exits when the handler returns or panics.
+// nil). A refused call fails with ResourceExhausted (Unavailable for an open
+// circuit breaker) and never reaches the handler; the permit exits when the
+// handler returns or panics.
 func UnaryServerInterceptor(eng *flow.Engine, opts ...Option) grpc.UnaryServerInterceptor {
 	ic := newInterceptor(eng, opts)
 	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (resp any, err error) {

@@ -16,19 +16,25 @@ import (
 // ErrorInfo's reason and domain for a refused call.
 const (
 	ReasonRateLimited = "RATE_LIMITED"
+	ReasonCircuitOpen = "CIRCUIT_OPEN"
 	Domain            = "flowgate"
 )
 
 // ErrPanicked is recorded on the permit of a handler that panicked.
 var ErrPanicked = errors.New("flowgrpc: handler panicked")
 
-// BlockedStatus is the status of a refused call: ResourceExhausted with a
-// RetryInfo detail carrying be.RetryAfter (absent when the wait is unknown or
-// the call can never pass) and an ErrorInfo whose metadata names the
-// resource, level and rule.
+// BlockedStatus is the status of a refused call: ResourceExhausted (or
+// Unavailable, ErrorInfo reason CIRCUIT_OPEN, when an open circuit breaker
+// refused) with a RetryInfo detail carrying be.RetryAfter (absent when the
+// wait is unknown or the call can never pass) and an ErrorInfo whose
+// metadata names the resource, level and rule.
 func BlockedStatus(be *flow.BlockError) *status.Status {
-	st := status.New(codes.ResourceExhausted, be.Error())
-	info := &errdetails.ErrorInfo{Reason: ReasonRateLimited, Domain: Domain, Metadata: map[string]string{
+	code, reason := codes.ResourceExhausted, ReasonRateLimited
+	if be.Reason == flow.ReasonBreakerOpen {
+		code, reason = codes.Unavailable, ReasonCircuitOpen
+	}
+	st := status.New(code, be.Error())
+	info := &errdetails.ErrorInfo{Reason: reason, Domain: Domain, Metadata: map[string]string{
 		"resource": be.Resource, "level": be.Level.String(), "rule": be.RuleID,
 	}}
 	var err error
@@ -38,7 +44,7 @@ func BlockedStatus(be *flow.BlockError) *status.Status {
 		st, err = st.WithDetails(info)
 	}
 	if err != nil { // only if the details cannot be marshalled
-		return status.New(codes.ResourceExhausted, be.Error())
+		return status.New(code, be.Error())
 	}
 	return st
 }

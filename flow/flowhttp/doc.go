@@ -1,8 +1,8 @@
 // Package flowhttp owns flowgate's net/http adapter: a middleware that guards
 // handlers with a flow.Engine, names resources by route pattern, resolves the
-// client IP without trusting spoofable headers, and answers refusals with 429,
-// Retry-After, the IETF RateLimit-Policy/RateLimit fields and an RFC 9457
-// problem body.
+// client IP without trusting spoofable headers, and answers refusals with 429
+// (503 when a circuit breaker is open), Retry-After, the IETF
+// RateLimit-Policy/RateLimit fields and an RFC 9457 problem body.
 //
 // Wrap each route so the middleware sees its pattern:
 //

@@ -30,8 +30,9 @@ func (e StatusError) Error() string {
 // enters the resource named by its route pattern with the user and client IP
 // the options resolve, waits if a rule allows queueing (giving up when the
 // client hangs up), and is refused with 429 and rate-limit headers
-// otherwise. The permit exits when the handler returns, panics included; a
-// panic or a 5xx is recorded as an error.
+// otherwise, or 503 and Retry-After when a circuit breaker is open. The
+// permit exits when the handler returns, panics included; a panic or a 5xx
+// (see WithErrorStatus) is recorded as an error.
 //
 // r.Pattern is set by http.ServeMux only once it has routed, so wrap each
 // route's handler (mux.Handle("GET /orders/{id}", mw(h))) or use ServeMux;
@@ -100,7 +101,10 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}()
 	h.next.ServeHTTP(sw, r)
 	returned = true
-	if sw.status >= 500 {
+	if sw.status == 0 {
+		sw.status = http.StatusOK // what net/http sends for a handler that wrote nothing
+	}
+	if h.cf.isError(sw.status) {
 		p.Exit(flow.WithError(StatusError(sw.status)))
 		return
 	}

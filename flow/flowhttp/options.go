@@ -18,10 +18,11 @@ type config struct {
 	quotaHeaders bool
 	noIdentity   bool // WithIdentityContext(false)
 	v6Bits       int
+	isError      func(status int) bool
 }
 
 func newConfig(opts []Option) *config {
-	cf := &config{blocked: WriteProblem}
+	cf := &config{blocked: WriteProblem, isError: ServerError}
 	for _, o := range opts {
 		o(cf)
 	}
@@ -72,11 +73,26 @@ func WithProxyHeaders(names ...string) Option {
 }
 
 // WithBlockedHandler replaces the response to a refused request. Default
-// WriteProblem (429 with an RFC 9457 problem body).
+// WriteProblem (429, or 503 for an open circuit breaker, with an RFC 9457
+// problem body).
 func WithBlockedHandler(h BlockedHandler) Option {
 	return func(cf *config) {
 		if h != nil {
 			cf.blocked = h
+		}
+	}
+}
+
+// ServerError is the default error predicate of WithErrorStatus: 5xx.
+func ServerError(status int) bool { return status >= 500 }
+
+// WithErrorStatus sets which response statuses the permit records as
+// errors (what error_ratio and error_count circuit breakers count).
+// Default ServerError: 5xx. A panic is always an error.
+func WithErrorStatus(isError func(status int) bool) Option {
+	return func(cf *config) {
+		if isError != nil {
+			cf.isError = isError
 		}
 	}
 }

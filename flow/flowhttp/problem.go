@@ -19,20 +19,32 @@ type BlockedHandler func(w http.ResponseWriter, r *http.Request, be *flow.BlockE
 type Problem struct {
 	Type       string `json:"type"`                 // a URI naming the problem; "about:blank" from NewProblem
 	Title      string `json:"title"`                // short summary; the status phrase for "about:blank"
-	Status     int    `json:"status"`               // the HTTP status code, 429 from NewProblem
+	Status     int    `json:"status"`               // the HTTP status code: 429, or 503 for an open breaker
 	Detail     string `json:"detail,omitempty"`     // this refusal in words: reason, level and rule
 	RetryAfter int64  `json:"retryAfter,omitempty"` // whole seconds, rounded up; 0 (absent) when unknown
 	Level      string `json:"level"`                // the refusing level: "global", "user", "ip" or "system"
 	Rule       string `json:"rule,omitempty"`       // the refusing rule's ID
 }
 
-// NewProblem describes be as a problem document with status 429. The type is
-// "about:blank", so the title is the status phrase, as RFC 9457 asks.
+// Status is the HTTP status of a refusal: 503 Service Unavailable when a
+// circuit breaker refused (the dependency is failing, not the client
+// sending too much), 429 Too Many Requests otherwise.
+func Status(be *flow.BlockError) int {
+	if be.Reason == flow.ReasonBreakerOpen {
+		return http.StatusServiceUnavailable
+	}
+	return http.StatusTooManyRequests
+}
+
+// NewProblem describes be as a problem document with its Status (429, or
+// 503 for an open circuit breaker). The type is "about:blank", so the
+// title is the status phrase, as RFC 9457 asks.
 func NewProblem(be *flow.BlockError) Problem {
+	status := Status(be)
 	p := Problem{
 		Type:   "about:blank",
-		Title:  http.StatusText(http.StatusTooManyRequests),
-		Status: http.StatusTooManyRequests,
+		Title:  http.StatusText(status),
+		Status: status,
 		Level:  be.Level.String(),
 		Rule:   be.RuleID,
 	}
@@ -122,8 +134,9 @@ var (
 	noSniff            = []string{"nosniff"}
 )
 
-// WriteProblem is the default BlockedHandler: status 429 and the Problem of
-// be as application/problem+json.
+// WriteProblem is the default BlockedHandler: status 429 (503 for an open
+// circuit breaker, see Status) and the Problem of be as
+// application/problem+json.
 func WriteProblem(w http.ResponseWriter, r *http.Request, be *flow.BlockError) {
 	p := NewProblem(be)
 	h := w.Header()

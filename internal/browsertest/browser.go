@@ -84,7 +84,13 @@ func Start(t testing.TB) *Browser {
 	case path == "":
 		t.Skip(reason)
 	}
-	args := append(append([]string{}, Flags...), "--user-data-dir="+t.TempDir(),
+	// The profile is removed by the cleanup below once every chromium
+	// process is gone (t.TempDir's cleanup could race their last writes).
+	profile, err := os.MkdirTemp("", "flowgate-chromium-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	args := append(append([]string{}, Flags...), "--user-data-dir="+profile,
 		"--remote-debugging-address=127.0.0.1", "--remote-debugging-port=0", "--window-size=1280,1000", "about:blank")
 	cmd := exec.Command(path, args...)
 	cmd.SysProcAttr = sysProcAttr()
@@ -119,9 +125,13 @@ func Start(t testing.TB) *Browser {
 		_, _ = io.Copy(io.Discard, stderr)
 	}()
 	stop := func() {
-		_ = cmd.Process.Kill()
+		killGroup(cmd)
 		_ = cmd.Wait()
 		<-drained
+		// Killed children may still be exiting: retry briefly.
+		for i := 0; i < 50 && os.RemoveAll(profile) != nil; i++ {
+			time.Sleep(20 * time.Millisecond)
+		}
 	}
 	var wsURL string
 	select {

@@ -2,6 +2,11 @@
 
 package browsertest
 
-import "syscall"
+import (
+	"os/exec"
+	"syscall"
+)
 
 func sysProcAttr() *syscall.SysProcAttr { return nil }
+
+func killGroup(cmd *exec.Cmd) { _ = cmd.Process.Kill() }

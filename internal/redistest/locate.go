@@ -5,44 +5,27 @@ import (
 	"os/exec"
 	"path/filepath"
 	"testing"
+
+	"github.com/flowgate/flowgate/internal/testbin"
 )
 
 // missingMessage is what a test says when redis-server cannot be found.
 const missingMessage = "redis-server not found; install it (apt-get install redis-server) or run make test"
 
+// redisServer is how tests find redis-server.
+var redisServer = testbin.Binary{Override: "REDIS_SERVER", Names: []string{"redis-server"},
+	Require: "FLOWGATE_REQUIRE_REDIS", Missing: missingMessage}
+
 // requireServer returns the redis-server path, or skips t (fails it when
 // FLOWGATE_REQUIRE_REDIS=1 or REDIS_SERVER names a missing file).
 func requireServer(t testing.TB) string {
 	t.Helper()
-	path, reason, fatal := locate(os.Getenv, exec.LookPath)
-	switch {
-	case path != "":
-		return path
-	case fatal:
-		t.Fatal(reason)
-	default:
-		t.Skip(reason)
-	}
-	return ""
+	return redisServer.Find(t)
 }
 
-// locate decides where redis-server is, or why a test cannot run and whether
-// that must fail it rather than skip it. Environment and PATH lookup are
-// arguments so the decision is testable without uninstalling Redis.
+// locate decides where redis-server is; see testbin.Binary.Locate.
 func locate(getenv func(string) string, lookPath func(string) (string, error)) (path, reason string, fatal bool) {
-	if p := getenv("REDIS_SERVER"); p != "" {
-		found, err := lookPath(p)
-		if err != nil {
-			// An explicit path that is wrong is a broken setup, never a skip.
-			return "", "REDIS_SERVER=" + p + ": " + err.Error(), true
-		}
-		return found, "", false
-	}
-	found, err := lookPath("redis-server")
-	if err != nil {
-		return "", missingMessage, getenv("FLOWGATE_REQUIRE_REDIS") == "1"
-	}
-	return found, "", false
+	return redisServer.Locate(getenv, lookPath)
 }
 
 // cliPath finds redis-cli: REDIS_CLI if set, else beside the redis-server in

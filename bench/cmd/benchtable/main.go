@@ -33,7 +33,7 @@ const ratioCol = "÷ flowgate"
 // workloads from the simplest up, then Redis; groups not named here follow
 // in run order.
 var groupOrder = []string{"PeersPass", "PeersBlock", "PeersPassParallel", "PeersBlockParallel",
-	"PeersKeys", "PeersKeysParallel", "PeersRedis", "Cluster", "ClusterRatio"}
+	"PeersKeys", "PeersKeysParallel", "PeersBreaker", "PeersRedis", "Cluster", "ClusterRatio"}
 
 const (
 	startMarker = "<!-- benchtable:start -->"

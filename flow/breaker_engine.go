@@ -1,0 +1,245 @@
+package flow
+
+import (
+	"log/slog"
+	"strconv"
+	"time"
+)
+
+// ReasonBreakerOpen is BlockError.Reason when an open (or half-open, with
+// every probe out) circuit breaker refused the call.
+const ReasonBreakerOpen = "circuit breaker open"
+
+// BreakerEvent is one state change of a circuit breaker, given to the
+// listener of WithBreakerListener.
+type BreakerEvent struct {
+	Time     time.Time // on the engine's clock
+	Resource string
+	RuleID   string
+	Level    Level
+	// Key is the user or IP of a per-key breaker; "" at the global level.
+	Key      string
+	From, To BreakerState
+	// Completed and Bad are the window's figures when it opened from
+	// closed (for a failed probe: 1 and 1; on closing: the probes, 0).
+	Completed, Bad uint64
+	// Measure is what tripped it: the ratio for the ratio strategies, the
+	// error count for error_count.
+	Measure float64
+}
+
+// WithBreakerListener calls fn at every circuit breaker state change,
+// synchronously on the goroutine whose Entry or Exit made it: fn must be
+// quick and must not call the engine. Default: none. Changes are also
+// logged at Info through WithLogger's logger.
+func WithBreakerListener(fn func(BreakerEvent)) Option {
+	return func(cf *config) { cf.onBreaker = fn }
+}
+
+// breakerUse is one breaker a call passed: its Exit records the outcome.
+type breakerUse struct {
+	b   *breaker
+	cr  *compiledRule
+	key string
+	v   breakerVerdict
+}
+
+// breakerRules are the breakers of one resource: checked before any flow
+// level, so a call an open breaker refuses takes no flow permit.
+type breakerRules struct {
+	global []*compiledRule
+	keyed  []*compiledRule // user and ip
+}
+
+// checkBreakers asks every breaker of rr that applies to the call; the
+// first that refuses gives the *BlockError, and the probes taken so far are
+// given back. The admitted uses go to st, for undo and the Permit.
+func (e *Engine) checkBreakers(a *entryArgs, resource string, rr *resourceRules, st *entryState) error {
+	for _, list := range [2][]*compiledRule{rr.breakers.keyed, rr.breakers.global} {
+		for _, cr := range list {
+			key := ""
+			switch cr.rule.Level {
+			case LevelUser:
+				key = a.user
+			case LevelIP:
+				key = a.ip
+			}
+			if key == "" && cr.keyed {
+				continue
+			}
+			lim, err := cr.limiterFor(key, st.now)
+			b, _ := lim.(*breaker)
+			if err != nil || b == nil {
+				e.logError("flow: building breaker", err, cr)
+				continue
+			}
+			if st.now-cr.seen.Load() >= seenStep {
+				cr.seen.Store(st.now)
+			}
+			v := b.check(&cr.rule, st.now)
+			if v.moved {
+				e.breakerMoved(cr, key, breakerMove{from: BreakerOpen, to: BreakerHalfOpen}, st.now)
+			}
+			if !v.ok {
+				e.undo(st)
+				rr.stats.block(st.now, cr.rule.Level)
+				return &BlockError{Resource: resource, Level: cr.rule.Level, RuleID: cr.rule.ID,
+					Reason: ReasonBreakerOpen, RetryAfter: v.retryAfter, Window: cr.rule.Window}
+			}
+			st.brk.add(breakerUse{b: b, cr: cr, key: key, v: v})
+		}
+	}
+	return nil
+}
+
+// seenStep is how stale compiledRule.seen may be: Entry stores its time
+// there when it moved on by this much.
+const seenStep = int64(time.Millisecond)
+
+// exitBreakers records the call's outcome at every breaker it passed, at
+// the time it ended. A slow_ratio breaker needs the response time, so the
+// clock is read for it. An error breaker needs only which window bucket
+// the outcome falls in, and a clock read costs as much as the rest of an
+// Exit: on the real clock (when WithRTSampling samples) it takes the latest
+// Entry time its rule saw, to the millisecond (compiledRule.seen). So a
+// call that outlives the window still counts, as long as calls go on
+// entering; when none do, its outcome counts at the last one's time.
+func (p *Permit) exitBreakers(failed bool) {
+	e := p.eng
+	var now int64
+	exact := e.cf.rtMask == 0
+	for i := range p.brk {
+		u := &p.brk[i]
+		at := max(p.start, u.cr.seen.Load())
+		if exact || u.cr.rule.Strategy == BreakerSlowRatio {
+			if now == 0 {
+				now = e.now()
+			}
+			at = now
+		}
+		if m, ok := u.b.record(&u.cr.rule, u.v, at, time.Duration(at-p.start), failed); ok {
+			e.breakerMoved(u.cr, u.key, m, at)
+		}
+		*u = breakerUse{}
+	}
+	p.brk = p.brk[:0]
+}
+
+// breakerMoved counts, logs and reports one transition.
+func (e *Engine) breakerMoved(cr *compiledRule, key string, m breakerMove, now int64) {
+	cr.transitions[m.to].Add(1)
+	if e.cf.log == nil && e.cf.onBreaker == nil {
+		return
+	}
+	ev := BreakerEvent{Time: e.cf.clk.Now(), Resource: cr.rule.Resource, RuleID: cr.rule.ID, Level: cr.rule.Level,
+		Key: key, From: m.from, To: m.to, Completed: m.completed, Bad: m.bad, Measure: m.measure}
+	if e.cf.log != nil {
+		e.cf.log.Info("flow: circuit breaker "+m.to.String(), slog.String("resource", ev.Resource),
+			slog.String("rule", ev.RuleID), slog.String("level", ev.Level.String()), slog.String("key", key),
+			slog.String("from", m.from.String()), slog.Uint64("completed", m.completed),
+			slog.Uint64("bad", m.bad), slog.String("measure", strconv.FormatFloat(m.measure, 'g', 4, 64)))
+	}
+	if e.cf.onBreaker != nil {
+		e.cf.onBreaker(ev)
+	}
+}
+
+// BreakerStats describes one circuit breaker rule.
+type BreakerStats struct {
+	ID, Resource string
+	Level        Level
+	Strategy     BreakerStrategy
+	// State is the global breaker's state; for a user or ip rule, open
+	// when any key's breaker is open, else half-open when any is, else
+	// closed. An open breaker whose OpenFor is up reads as half-open: the
+	// next call moves it there.
+	State BreakerState
+	// Completed and Bad are the global breaker's window figures now (bad:
+	// errors, or slow calls for slow_ratio), and Measure the ratio or count
+	// its strategy compares with Threshold; zero for user and ip rules.
+	Completed, Bad uint64
+	Measure        float64
+	Threshold      float64
+	Window         time.Duration
+	// OpenKeys and HalfOpenKeys count the keys of a user or ip rule in
+	// those states.
+	OpenKeys, HalfOpenKeys int
+	// Transitions counts the changes into each state since the rule was
+	// loaded (all keys together), indexed by BreakerState.
+	Transitions [numBreakerStates]uint64
+}
+
+// breakerStats reads one breaker rule at now.
+func (cr *compiledRule) breakerStats(now int64) BreakerStats {
+	r := &cr.rule
+	s := BreakerStats{ID: r.ID, Resource: r.Resource, Level: r.Level, Strategy: r.Strategy,
+		Threshold: r.Threshold, Window: r.Window}
+	for i := range s.Transitions {
+		s.Transitions[i] = cr.transitions[i].Load()
+	}
+	if cr.keys == nil {
+		b := cr.global.(*breaker)
+		s.State = b.state(now)
+		s.Completed, s.Bad = b.win.sum(now)
+		s.Measure, _ = trips(r, s.Completed, s.Bad)
+		return s
+	}
+	cr.keys.each(func(l limiter) {
+		switch l.(*breaker).state(now) {
+		case BreakerOpen:
+			s.OpenKeys++
+		case BreakerHalfOpen:
+			s.HalfOpenKeys++
+		}
+	})
+	switch {
+	case s.OpenKeys > 0:
+		s.State = BreakerOpen
+	case s.HalfOpenKeys > 0:
+		s.State = BreakerHalfOpen
+	}
+	return s
+}
+
+// breakerUses holds an Entry's breakerUse values on the stack: two in an
+// array (a slice over a local array would escape), more spill to the heap.
+type breakerUses struct {
+	n    int
+	arr  [2]breakerUse
+	more []breakerUse
+}
+
+func (u *breakerUses) add(x breakerUse) {
+	if u.n < len(u.arr) {
+		u.arr[u.n] = x
+		u.n++
+		return
+	}
+	u.more = append(u.more, x)
+}
+
+// cancel gives back the probes of a call refused after its breakers passed.
+func (u *breakerUses) cancel() {
+	for i := range u.arr[:u.n] {
+		u.arr[i].b.cancel(u.arr[i].v)
+	}
+	for i := range u.more {
+		u.more[i].b.cancel(u.more[i].v)
+	}
+}
+
+func (u *breakerUses) appendTo(dst []breakerUse) []breakerUse {
+	dst = append(dst, u.arr[:u.n]...)
+	return append(dst, u.more...)
+}
+
+func (rr *resourceRules) addBreaker(cr *compiledRule) {
+	if rr.breakers == nil {
+		rr.breakers = &breakerRules{}
+	}
+	if cr.keyed {
+		rr.breakers.keyed = append(rr.breakers.keyed, cr)
+	} else {
+		rr.breakers.global = append(rr.breakers.global, cr)
+	}
+}
