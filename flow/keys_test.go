@@ -47,12 +47,12 @@ func TestSpaceSavingTakeover(t *testing.T) {
 }
 
 // TestTopKeysZipfAccuracy is the accuracy claim of the admin API's top
-// keys: 1 000 000 distinct keys, each refused at least once, plus 4 000 000
+// keys: 1 000 000 distinct keys, each refused at least once, plus 2 000 000
 // refusals drawn from a Zipf law (s = 1.2) over the same keys; the 10 most
 // refused keys must be reported, in order, with counts within 5% of the
 // truth, by a summary of DefaultTopKeyCounters counters per window.
 func TestTopKeysZipfAccuracy(t *testing.T) {
-	const keys, draws, heavy = 1_000_000, 4_000_000, 10
+	const keys, draws, heavy = 1_000_000, 2_000_000, 10
 	rng := rand.New(rand.NewSource(20))
 	zipf := rand.NewZipf(rng, 1.2, 1, keys-1)
 	stream := make([]int32, 0, keys+draws)
@@ -215,5 +215,21 @@ func TestBlockedByRule(t *testing.T) {
 	got := e.BlockedByRule()
 	if got["u"] != 1 || got["g"] != 2 || len(got) != 2 {
 		t.Fatalf("BlockedByRule: got %v, want u:1 g:2", got)
+	}
+}
+
+func TestBlockedByRuleBreaker(t *testing.T) {
+	e, _ := newTestEngine(t, Rule{ID: "b", Resource: "r", Algorithm: AlgoCircuitBreaker, Strategy: BreakerErrorCount,
+		Threshold: 1, MinRequests: 1, Window: time.Minute, OpenFor: time.Hour, Probes: 1})
+	p, err := e.Entry("r")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Exit(WithError(errors.New("down")))
+	for range 3 {
+		try(t, e, "r")
+	}
+	if got := e.BlockedByRule()["b"]; got != 3 {
+		t.Fatalf("BlockedByRule[b] after 3 refusals by an open breaker: got %d, want 3", got)
 	}
 }
