@@ -11,7 +11,7 @@ export FLOWGATE_REQUIRE_BROWSER ?=
 # Modules of their own beside the core, tested by make test (scripts/modules.sh).
 MODULES ?= contrib/gin contrib/echo
 
-.PHONY: all demo test test-modules bench bench-peers lint deps vet fmt examples
+.PHONY: all demo test test-modules soak bench bench-peers lint deps vet fmt examples
 
 all: lint test
 
@@ -32,6 +32,11 @@ test: deps
 ## test-modules: vet and race-enabled tests of each module of its own (contrib/gin, contrib/echo).
 test-modules:
 	@GO=$(GO) sh scripts/modules.sh $(MODULES)
+
+## soak: the cluster chaos soak, 60 s per policy x algorithm (6 min), with its figures
+## (make test runs a 4 s version of each, race-enabled; this one is not, so latencies are real).
+soak: deps
+	FLOWGATE_REQUIRE_REDIS=1 FLOWGATE_SOAK=$${FLOWGATE_SOAK:-60s} $(GO) test -count=1 -timeout 30m -run '^TestChaosSoak$$' -v ./cluster/
 
 ## examples: build every example and run each short-lived one with a time limit.
 examples:

@@ -247,3 +247,26 @@ func TestResetKey(t *testing.T) {
 		t.Errorf("reset of an unknown rule: got %d, want 404", code)
 	}
 }
+
+func TestSnapshotAdaptiveConcurrency(t *testing.T) {
+	eng := flow.NewEngine(flow.WithClock(clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))))
+	d, err := rules.Parse([]byte(`{"rules": [{"id": "auto", "resource": "r", "algorithm": "adaptive_concurrency", "initialLimit": 20, "minLimit": 1, "maxLimit": 100}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := eng.LoadRules(d.Rules()); err != nil {
+		t.Fatal(err)
+	}
+	p, err := eng.Entry("r")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Exit()
+	srv := httptest.NewServer(admin.New(eng))
+	defer srv.Close()
+	_, b := call(t, "GET", srv.URL+"/api/snapshot", "", "")
+	ac := decode[admin.Snapshot](t, b).Rules[0].AdaptiveConcurrency
+	if ac == nil || ac.Limit != 20 || ac.InFlight != 1 {
+		t.Fatalf("adaptiveConcurrency: got %+v, want limit 20 with 1 in flight (%s)", ac, b)
+	}
+}

@@ -165,6 +165,17 @@ type RuleStats struct {
 	Adaptive       bool    `json:"adaptive"`
 	Cluster        bool    `json:"cluster"`
 	Blocked        uint64  `json:"blocked"`
+	// AdaptiveConcurrency is a global adaptive_concurrency rule's limiter
+	// now; absent for other rules.
+	AdaptiveConcurrency *AdaptiveConcurrency `json:"adaptiveConcurrency,omitempty"`
+}
+
+// AdaptiveConcurrency is flow.AdaptiveStats.
+type AdaptiveConcurrency struct {
+	Limit           int64   `json:"limit"`
+	InFlight        int64   `json:"inFlight"`
+	ShortRTTSeconds float64 `json:"shortRTTSeconds"`
+	LongRTTSeconds  float64 `json:"longRTTSeconds"`
 }
 
 // ClusterStats is flow.ClusterStats.
@@ -210,9 +221,14 @@ func (h *Handler) snapshot() Snapshot {
 			OpenKeys: b.OpenKeys, HalfOpenKeys: b.HalfOpenKeys, Transitions: tr})
 	}
 	for _, rl := range s.Rules {
-		out.Rules = append(out.Rules, RuleStats{ID: rl.ID, Resource: rl.Resource, Level: rl.Level.String(),
+		rs := RuleStats{ID: rl.ID, Resource: rl.Resource, Level: rl.Level.String(),
 			Algorithm: rl.Algorithm.String(), Limit: rl.Limit, EffectiveLimit: rl.EffectiveLimit,
-			WindowSeconds: rl.Window.Seconds(), Keys: rl.Keys, Adaptive: rl.Adaptive, Cluster: rl.Cluster, Blocked: byRule[rl.ID]})
+			WindowSeconds: rl.Window.Seconds(), Keys: rl.Keys, Adaptive: rl.Adaptive, Cluster: rl.Cluster, Blocked: byRule[rl.ID]}
+		if a := rl.AdaptiveConcurrency; a != nil {
+			rs.AdaptiveConcurrency = &AdaptiveConcurrency{Limit: a.Limit, InFlight: a.InFlight,
+				ShortRTTSeconds: a.ShortRTT.Seconds(), LongRTTSeconds: a.LongRTT.Seconds()}
+		}
+		out.Rules = append(out.Rules, rs)
 	}
 	return out
 }

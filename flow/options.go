@@ -93,6 +93,7 @@ const (
 	optIP
 	optTokens
 	optFallback
+	optPriority
 )
 
 // WithContext gives the context that bounds a MaxWait wait (and is passed to
@@ -133,6 +134,7 @@ type entryArgs struct {
 	user   string
 	ip     string
 	tokens int
+	prio   Priority
 }
 
 func parseEntry(ctx context.Context, opts []EntryOption) entryArgs {
@@ -152,6 +154,8 @@ func parseEntry(ctx context.Context, opts []EntryOption) entryArgs {
 			if o.n > 1 {
 				a.tokens = o.n
 			}
+		case optPriority:
+			a.prio = Priority(o.n)
 		}
 	}
 	return a
