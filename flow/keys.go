@@ -116,8 +116,9 @@ type KeyState struct {
 	// with a full quota.
 	Tracked bool
 	Limit   float64 // the rule's effective limit
-	// Remaining is the permits the key could take now (Limit when not
-	// tracked, as a fresh limiter would allow).
+	// Remaining is the permits the key could take now (as a fresh
+	// limiter would allow when not tracked); -1 for algorithms that do not
+	// count permits left (concurrency, adaptive_concurrency, breakers).
 	Remaining float64
 	// Refused is the key's count in the TopKeys summary (0 when it is not
 	// among the keys the summary holds).
@@ -133,10 +134,16 @@ func (e *Engine) InspectKey(ruleID, key string) (KeyState, error) {
 	}
 	now := e.now()
 	ks := KeyState{RuleID: cr.rule.ID, Resource: cr.rule.Resource, Level: cr.rule.Level, Key: key, Limit: cr.limit()}
+	ks.Remaining = -1
 	if lim := cr.keys.peek(cr, key, now); lim != nil {
-		ks.Tracked, ks.Remaining = true, lim.remaining(now)
+		ks.Tracked = true
+		if r, ok := lim.(remainer); ok {
+			ks.Remaining = r.remaining(now)
+		}
 	} else if fresh, err := cr.newLimiter(now); err == nil {
-		ks.Remaining = fresh.remaining(now)
+		if r, ok := fresh.(remainer); ok {
+			ks.Remaining = r.remaining(now)
+		}
 	}
 	if t := cr.top.Load(); t != nil {
 		ks.Refused = t.refusedOf(key, now)
@@ -159,6 +166,10 @@ func (e *Engine) ResetKey(ruleID, key string) (bool, error) {
 	}
 	return cr.keys.forget(key), nil
 }
+
+// remainer is a limiter that reports the permits left at now (the rate
+// and window algorithms; see limiter).
+type remainer interface{ remaining(now int64) float64 }
 
 func (e *Engine) keyedRule(ruleID string) (*compiledRule, error) {
 	for _, cr := range e.rules.Load().compiled {

@@ -18,9 +18,11 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/flowgate/flowgate/clock"
 	"github.com/flowgate/flowgate/cluster"
 	"github.com/flowgate/flowgate/cluster/tokenrpc"
 	"github.com/flowgate/flowgate/flow"
+	"github.com/flowgate/flowgate/metrics"
 	"github.com/flowgate/flowgate/rules"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -98,17 +100,37 @@ func serve(ctx context.Context, cf serveConfig, stdout io.Writer, log *slog.Logg
 
 	var byID func(string) (*flow.Rule, bool)
 	var watched *watchedRules
+	var watcher *rules.Watcher
+	var alerts atomic.Pointer[serveAlerts] // set once the server exists
 	if cf.Rules != "" {
-		watched, err = watchRules(ctx, cf.Rules, log)
+		wr, err := watchRules(ctx, cf.Rules, log, func(d *rules.Document) {
+			if sa := alerts.Load(); sa != nil {
+				sa.apply(d)
+			}
+		})
 		if err != nil {
 			return fmt.Errorf("rules: %w", err)
 		}
-		defer watched.w.Close()
-		byID = func(id string) (*flow.Rule, bool) { r, ok := (*watched.byID.Load())[id]; return r, ok }
+		defer wr.w.Close()
+		watched, watcher = wr, wr.w
+		byID = func(id string) (*flow.Rule, bool) { r, ok := (*wr.byID.Load())[id]; return r, ok }
 	}
 	srv, err := tokenrpc.NewServer(ts, byID, opts...)
 	if err != nil {
 		return err
+	}
+	if watcher != nil {
+		first := watcher.Document()
+		sa, err := newServeAlerts(first, srv.Snapshot, clock.Real(), log)
+		if err != nil {
+			return fmt.Errorf("alerting: %w", err)
+		}
+		defer sa.Close()
+		alerts.Store(sa)
+		if d := watcher.Document(); d != first { // reloaded meanwhile
+			sa.apply(d)
+		}
+		sa.Start()
 	}
 	lis, err := net.Listen("tcp", cf.Listen)
 	if err != nil {
@@ -121,7 +143,7 @@ func serve(ctx context.Context, cf serveConfig, stdout io.Writer, log *slog.Logg
 	var hs *http.Server
 	if cf.MetricsListen != "" {
 		reg := prometheus.NewRegistry()
-		reg.MustRegister(srv.Collector())
+		reg.MustRegister(srv.Collector(), metrics.NewClusterCollector(ts))
 		mux := http.NewServeMux()
 		mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 		if err := mountAdmin(mux, cf, watched, log); err != nil {
@@ -168,8 +190,10 @@ type watchedRules struct {
 // watchRules keeps an id -> rule map in step with the rules document. The
 // pointers stay the same until the document changes, as tokenrpc needs. The
 // watcher hands the validated rules to the map and to an engine that only
-// holds them, for the admin API (no call is ever decided by it).
-func watchRules(ctx context.Context, path string, log *slog.Logger) (*watchedRules, error) {
+// holds them, for the admin API (no call is ever decided by it). onChange
+// sees each document loaded (the first one too, from Watch itself), right
+// after its rules.
+func watchRules(ctx context.Context, path string, log *slog.Logger, onChange func(*rules.Document)) (*watchedRules, error) {
 	var doc atomic.Pointer[map[string]*flow.Rule]
 	holder := flow.NewEngine()
 	publish := rules.LoaderFunc(func(rs []flow.Rule) error {
@@ -186,6 +210,9 @@ func watchRules(ctx context.Context, path string, log *slog.Logger) (*watchedRul
 	})
 	w, err := rules.Watch(ctx, path, publish, rules.WithLogger(log), rules.WithOnReload(func(ev rules.Event) {
 		if ev.Err == nil && ev.Changed {
+			if ev.Doc != nil {
+				onChange(ev.Doc)
+			}
 			log.Info("flowgate serve: rules reloaded", slog.String("version", ev.Version))
 		}
 	}))
