@@ -286,7 +286,8 @@ func (h *Handler) getTopKeys(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, out)
 }
 
-// KeyState is GET /api/key (flow.KeyState).
+// KeyState is GET /api/key (flow.KeyState): Remaining is -1 for
+// algorithms that do not count permits left.
 type KeyState struct {
 	Rule      string  `json:"rule"`
 	Resource  string  `json:"resource"`
