@@ -165,6 +165,9 @@ func (e *Engine) entry(ctx context.Context, resource string, opts []EntryOption)
 	}
 	p.brk = st.brk.appendTo(p.brk)
 	p.bucket = rr.stats.pass(now, st.wait, p.lane)
+	if rr.observers != nil {
+		feedObservers(rr, now, st.tokens)
+	}
 	p.sysCounted = sys > 0 // the guard counts only while on: it costs nothing when off
 	return p, nil
 }
@@ -192,6 +195,16 @@ func (e *Engine) entrySingle(resource string, rr *resourceRules, cr *compiledRul
 // admit takes permits at every level that applies, or gives back what it
 // took and returns the *BlockError of the first rule that refused.
 func (e *Engine) admit(a *entryArgs, resource string, rr *resourceRules, st *entryState) error {
+	if rr.lists != nil {
+		if err := e.checkLists(a, resource, rr, st.now); err != nil {
+			return err
+		}
+	}
+	if rr.refs != nil {
+		if err := e.checkRefs(resource, rr, st.now); err != nil {
+			return err
+		}
+	}
 	if rr.breakers != nil {
 		if err := e.checkBreakers(a, resource, rr, st); err != nil {
 			return err
@@ -212,28 +225,48 @@ func (e *Engine) admit(a *entryArgs, resource string, rr *resourceRules, st *ent
 			if key = a.user; key == "" {
 				continue
 			}
+		case LevelParam: // a key per rule: its parameter's value
+			if err := e.admitParams(a, resource, rr, lr, st); err != nil {
+				return err
+			}
+			continue
 		}
 		for _, cr := range lr.local {
-			lim, err := cr.limiterFor(key, st.now)
-			if err != nil {
-				// Unreachable for validated rules (LoadRules built one);
-				// fail open rather than refuse every call.
-				e.logError("flow: building limiter", err, cr)
-				continue
+			if err := e.takeLocal(resource, rr, cr.forKey(key), key, st); err != nil {
+				return err
 			}
-			d := lim.tryAcquire(st.now, st.tokens, cr.rule.MaxWait)
-			if !d.ok {
-				return e.refuse(resource, rr, cr, d, cr.reason, st)
-			}
-			st.take(takenLim{lim: lim, at: st.now + int64(d.wait), conc: cr.rule.Algorithm == AlgoConcurrency})
-			st.note(cr, d.wait, d.remaining, d.reset)
 		}
-		if len(lr.cluster) > 0 {
+		if lr.clusterSolo {
+			for _, cr := range lr.cluster {
+				if err := e.clusterLevel(a, resource, rr, cr.forKey(key).solo, key, st); err != nil {
+					return err
+				}
+			}
+		} else if len(lr.cluster) > 0 {
 			if err := e.clusterLevel(a, resource, rr, lr, key, st); err != nil {
 				return err
 			}
 		}
 	}
+	return nil
+}
+
+// takeLocal takes the call's permits from cr's limiter for key, or gives
+// back everything st took and returns the refusal.
+func (e *Engine) takeLocal(resource string, rr *resourceRules, cr *compiledRule, key string, st *entryState) error {
+	lim, err := cr.limiterFor(key, st.now)
+	if err != nil {
+		// Unreachable for validated rules (LoadRules built one);
+		// fail open rather than refuse every call.
+		e.logError("flow: building limiter", err, cr)
+		return nil
+	}
+	d := lim.tryAcquire(st.now, st.tokens, cr.rule.MaxWait)
+	if !d.ok {
+		return e.refuse(resource, rr, cr, d, cr.reason, st)
+	}
+	st.take(takenLim{lim: lim, at: st.now + int64(d.wait), conc: cr.rule.Algorithm == AlgoConcurrency})
+	st.note(cr, d.wait, d.remaining, d.reset)
 	return nil
 }
 

@@ -25,6 +25,9 @@ type ResourceStats struct {
 	Passed    uint64            // admitted without waiting
 	Waited    uint64            // admitted after queueing (MaxWait)
 	Blocked   [NumLevels]uint64 // indexed by Level
+	// Denied and NotAllowed count the Blocked calls refused by deny and
+	// allow rules, by level.
+	Denied, NotAllowed [NumLevels]uint64
 	Completed uint64            // Exit calls
 	Errors    uint64            // Exit(WithError(err)) with err != nil, Guard fn errors
 	InFlight  int64             // entered and not yet exited, now
