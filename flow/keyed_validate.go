@@ -2,6 +2,7 @@ package flow
 
 import (
 	"fmt"
+	"maps"
 	"net/netip"
 	"slices"
 	"sort"
@@ -189,18 +190,15 @@ func quoteShort(s string) string {
 	return fmt.Sprintf("%q", s)
 }
 
-// clone copies r deeply: its cluster spec, items and values.
-func (r Rule) clone() Rule {
+// Clone returns a deep copy of r: its Cluster spec, Items and Values are
+// new, so changing them does not change r.
+func (r Rule) Clone() Rule {
 	if r.Cluster != nil {
 		c := *r.Cluster
 		r.Cluster = &c
 	}
 	if r.Items != nil {
-		items := make(map[string]float64, len(r.Items))
-		for k, v := range r.Items {
-			items[k] = v
-		}
-		r.Items = items
+		r.Items = maps.Clone(r.Items)
 	}
 	r.Values = slices.Clone(r.Values)
 	return r

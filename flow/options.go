@@ -111,7 +111,9 @@ func WithIP(ip string) EntryOption { return EntryOption{kind: optIP, s: ip} }
 // given twice the last wins. Up to four per call allocate nothing. Without it (or with value ""), the rules of
 // that parameter do not apply to the call, except allow lists (see
 // AlgoAllow).
-func WithParam(name, value string) EntryOption { return EntryOption{kind: optParam, name: name, s: value} }
+func WithParam(name, value string) EntryOption {
+	return EntryOption{kind: optParam, name: name, s: value}
+}
 
 // WithTokens asks for n permits at every level (default 1; n < 1 counts as 1).
 func WithTokens(n int) EntryOption { return EntryOption{kind: optTokens, n: n} }

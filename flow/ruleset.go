@@ -340,7 +340,7 @@ func (e *Engine) newCompiled(r Rule, factor float64, now int64) (*compiledRule, 
 func copyRules(rules []Rule) []Rule {
 	out := make([]Rule, len(rules))
 	for i, r := range rules {
-		out[i] = r.clone()
+		out[i] = r.Clone()
 	}
 	return out
 }

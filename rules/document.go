@@ -24,15 +24,12 @@ type Document struct {
 }
 
 // Rules returns the document's rules, defaults filled, ready for
-// flow.Engine.LoadRules. The slice and its ClusterSpecs are the caller's.
+// flow.Engine.LoadRules. The slice, its ClusterSpecs, Items and Values are
+// the caller's.
 func (d *Document) Rules() []flow.Rule {
 	out := make([]flow.Rule, len(d.rules))
-	copy(out, d.rules)
-	for i := range out {
-		if c := out[i].Cluster; c != nil {
-			cc := *c
-			out[i].Cluster = &cc
-		}
+	for i := range d.rules {
+		out[i] = d.rules[i].Clone()
 	}
 	return out
 }
@@ -95,8 +92,8 @@ func Parse(data []byte) (*Document, error) {
 }
 
 // ruleKeys are a rule's fields in the document's (and fmt's) order.
-var ruleKeys = []string{"id", "resource", "level", "algorithm", "limit", "window", "burst",
-	"warmup", "coldFactor", "buckets", "maxWait", "maxKeys", "idleTTL", "adaptive", "cluster",
+var ruleKeys = []string{"id", "resource", "refResource", "level", "param", "algorithm", "values", "limit", "items",
+	"window", "burst", "warmup", "coldFactor", "buckets", "maxWait", "maxKeys", "idleTTL", "adaptive", "cluster",
 	"strategy", "threshold", "minRequests", "openFor", "probes", "slowCall"}
 
 // breakerKeys are the fields only a circuit_breaker rule has; limitKeys
@@ -138,7 +135,8 @@ func readRules(p *problems, arr *node) []flow.Rule {
 	}
 	for _, e := range Problems(flow.ValidateRules(out)) {
 		fe := fromFlow(e)
-		if reported[at{fe.Index, fe.Field}] || reported[at{fe.Index, ""}] {
+		base, _, _ := strings.Cut(fe.Field, "[") // items["vip"] was reported as items
+		if reported[at{fe.Index, fe.Field}] || reported[at{fe.Index, base}] || reported[at{fe.Index, ""}] {
 			continue
 		}
 		p.add(fe)
@@ -206,6 +204,17 @@ func readRule(p *problems, i int, n *node) (r flow.Rule, skip []string) {
 			r.OpenFor, _ = o.span(key, v)
 		case "slowCall":
 			r.SlowCall, _ = o.span(key, v)
+		case "param", "refResource":
+			s, _ := o.str(key, v)
+			if key == "param" {
+				r.Param = s
+			} else {
+				r.RefResource = s
+			}
+		case "items":
+			r.Items = o.items(key, v)
+		case "values":
+			r.Values = o.values(key, v)
 		}
 	})
 	if !ok {
@@ -214,11 +223,16 @@ func readRule(p *problems, i int, n *node) (r flow.Rule, skip []string) {
 	if !o.given["level"] {
 		levelOK = true
 	}
+	skip = append(skip, keyedFieldProblems(o, &r, algoOK, levelOK)...)
 	if algoOK && r.Algorithm == flow.AlgoCircuitBreaker {
 		// Strict both ways: a field of the other kind is an error even when
 		// zero (the engine only sees non-zero values).
 		o.required("resource", "strategy", "threshold", "openFor")
 		skip = append(skip, notFor(o, limitKeys, "not for circuit_breaker rules")...)
+	} else if algoOK && isList(r.Algorithm) {
+		o.required("resource", "values")
+		skip = append(skip, notFor(o, listForbidden, "not for allow and deny rules (a list has values, no limit)")...)
+		skip = append(skip, notFor(o, breakerKeys, "only for circuit_breaker rules")...)
 	} else {
 		o.required("resource", "algorithm", "limit")
 		if algoOK {

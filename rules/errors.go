@@ -113,7 +113,7 @@ func (p *problems) err() error {
 
 // flowPrefix matches the prefix flow.ValidateRules puts on each problem:
 // `rules[3] (id "orders"): ` or `rules[0]: `, then `field: message`.
-var flowPrefix = regexp.MustCompile(`^rules\[(\d+)\](?: \(id ("(?:[^"\\]|\\.)*")\))?: (?:([A-Za-z][A-Za-z.]*): )?`)
+var flowPrefix = regexp.MustCompile(`^rules\[(\d+)\](?: \(id ("(?:[^"\\]|\\.)*")\))?: (?:([A-Za-z][A-Za-z.]*(?:\[(?:\d+|"(?:[^"\\]|\\.)*")\])?): )?`)
 
 // fromFlow turns one problem reported by flow.ValidateRules into a FieldError,
 // so that the engine's own checks and the file's read the same way. A message
