@@ -19,10 +19,12 @@ type config struct {
 	trusted  []netip.Prefix
 	failed   func(err error) bool
 	v6Bits   int
+	params   []MetadataParam
+	paramMax int
 }
 
 func newConfig(opts []Option) *config {
-	cf := &config{failed: ServerFault}
+	cf := &config{failed: ServerFault, paramMax: DefaultParamMaxLen}
 	for _, o := range opts {
 		o(cf)
 	}

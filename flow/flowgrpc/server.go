@@ -38,7 +38,7 @@ func (ic *interceptor) resource(ctx context.Context, method string) string {
 }
 
 func (ic *interceptor) enter(ctx context.Context, method string, server bool) (*flow.Permit, error) {
-	var arr [3]flowEntryOption
+	var arr [8]flowEntryOption // context, user, ip and five params without allocating
 	p, err := ic.eng.Entry(ic.resource(ctx, method), ic.cf.entryOptions(ctx, &arr, server)...)
 	if err != nil {
 		return nil, entryError(ctx, err)
