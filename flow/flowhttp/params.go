@@ -37,10 +37,14 @@ func ParamFromQuery(name, key string) Param { return Param{name: name, key: key,
 
 // ParamFromPath reads param name from the wildcard of the ServeMux pattern
 // that matched (r.PathValue(wildcard), e.g. "tenant" in "GET /t/{tenant}/orders").
-func ParamFromPath(name, wildcard string) Param { return Param{name: name, key: wildcard, from: fromPath} }
+func ParamFromPath(name, wildcard string) Param {
+	return Param{name: name, key: wildcard, from: fromPath}
+}
 
 // ParamFromCookie reads param name from the cookie of that name.
-func ParamFromCookie(name, cookie string) Param { return Param{name: name, key: cookie, from: fromCookie} }
+func ParamFromCookie(name, cookie string) Param {
+	return Param{name: name, key: cookie, from: fromCookie}
+}
 
 // WithParams has every request carry these call parameters, for param-level
 // rules and lists. A request without a value (or with "") does not carry
