@@ -31,7 +31,8 @@ import (
 // scrapes: a resource refused most of the time (the rejection alert), a
 // user-level rule (tracked keys), a queue (waits), a cluster rule (the token
 // service over Redis), adaptive rules and a circuit breaker on a dependency
-// that always fails (open, then failing probes); alerting and adaptive sections
+// that always fails (open, then failing probes), a deny list refusing one
+// call in five of its resource; alerting and adaptive sections
 // short enough to act within the test.
 const promRules = `{
   "rules": [
@@ -41,7 +42,9 @@ const promRules = `{
     {"id": "shared", "resource": "GET /shared", "algorithm": "token_bucket", "limit": 20, "adaptive": true,
      "cluster": {"threshold": "global", "fallback": "local"}},
     {"id": "dep-breaker", "resource": "GET /dep", "algorithm": "circuit_breaker", "strategy": "error_ratio",
-     "threshold": 0.5, "openFor": "1s"}
+     "threshold": 0.5, "openFor": "1s"},
+    {"id": "blocked-origins", "resource": "GET /lists", "level": "param", "param": "origin", "algorithm": "deny",
+     "values": ["scraper"]}
   ],
   "adaptive": {"period": "100ms"},
   "alerting": {"rejectionRatio": 0.3, "window": "2s", "for": "1s", "interval": "250ms", "minRequests": 10}
@@ -236,6 +239,11 @@ func drive(eng *flow.Engine, stop <-chan struct{}, wg *sync.WaitGroup) {
 			}
 			call("GET /hot")
 			call("GET /shared")
+			if n%5 == 0 {
+				call("GET /lists", flow.WithParam("origin", "scraper"))
+			} else {
+				call("GET /lists", flow.WithParam("origin", "web"))
+			}
 			if p, err := eng.Entry("GET /dep"); err == nil {
 				p.Exit(flow.WithError(context.DeadlineExceeded)) // the dependency is down
 			}
