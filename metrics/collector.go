@@ -148,7 +148,7 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		r := &s.Rules[i]
 		lv, id := r.Level.String(), ruleLabel(r.ID, i)
 		list := r.Algorithm == flow.AlgoAllow || r.Algorithm == flow.AlgoDeny // no limit, no window
-		if r.Algorithm != flow.AlgoCircuitBreaker && !list { // a breaker has no limit
+		if r.Algorithm != flow.AlgoCircuitBreaker && !list {                  // a breaker has no limit
 			ch <- constMetric(d.ruleLimit, prometheus.GaugeValue, r.EffectiveLimit, r.Resource, lv, id)
 		}
 		if !list {

@@ -172,7 +172,7 @@ func (o *otelObserver) observe(_ context.Context, ob metric.Observer) error {
 		r := &s.Rules[i]
 		attrs := metric.WithAttributes(AttrResource.String(r.Resource), AttrLevel.String(r.Level.String()), AttrRule.String(ruleLabel(r.ID, i)))
 		list := r.Algorithm == flow.AlgoAllow || r.Algorithm == flow.AlgoDeny // no limit, no window
-		if r.Algorithm != flow.AlgoCircuitBreaker && !list { // a breaker has no limit
+		if r.Algorithm != flow.AlgoCircuitBreaker && !list {                  // a breaker has no limit
 			ob.ObserveFloat64(o.ruleLimit, r.EffectiveLimit, attrs)
 		}
 		if !list {
