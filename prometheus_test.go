@@ -30,9 +30,9 @@ import (
 // promRules is the watched rules document of the program Prometheus
 // scrapes: a resource refused most of the time (the rejection alert), a
 // user-level rule (tracked keys), a queue (waits), a cluster rule (the token
-// service over Redis), adaptive rules and a circuit breaker on a dependency
-// that always fails (open, then failing probes), a deny list refusing one
-// call in five of its resource; alerting and adaptive sections
+// service over Redis), adaptive rules, an adaptive_concurrency rule, a
+// circuit breaker on a dependency that always fails (open, then failing
+// probes), a deny list refusing one call in five of its resource; alerting and adaptive sections
 // short enough to act within the test.
 const promRules = `{
   "rules": [
@@ -43,6 +43,7 @@ const promRules = `{
      "cluster": {"threshold": "global", "fallback": "local"}},
     {"id": "dep-breaker", "resource": "GET /dep", "algorithm": "circuit_breaker", "strategy": "error_ratio",
      "threshold": 0.5, "openFor": "1s"},
+    {"id": "auto", "resource": "GET /auto", "algorithm": "adaptive_concurrency"},
     {"id": "blocked-origins", "resource": "GET /lists", "level": "param", "param": "origin", "algorithm": "deny",
      "values": ["scraper"]}
   ],
@@ -105,14 +106,14 @@ func TestPrometheusEvaluatesDashboardAndAlerts(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer w.Close()
-	alertOpts, err := alerting.FromSection(w.Document().Alerting)
+	alertOpts, err := w.Document().AlertingSection().Options()
 	if err != nil {
 		t.Fatal(err)
 	}
 	al := alerting.New(eng, alertOpts...)
 	al.Start()
 	defer al.Close()
-	ctl := adaptive.NewController(eng, adaptive.WithConfig(adaptive.FromSection(w.Document().Adaptive)),
+	ctl := adaptive.NewController(eng, adaptive.WithConfig(w.Document().AdaptiveConfig()),
 		adaptive.WithSystemGuard(0.99))
 	if err := ctl.Err(); err != nil {
 		t.Fatal(err)
@@ -239,6 +240,7 @@ func drive(eng *flow.Engine, stop <-chan struct{}, wg *sync.WaitGroup) {
 			}
 			call("GET /hot")
 			call("GET /shared")
+			call("GET /auto")
 			if n%5 == 0 {
 				call("GET /lists", flow.WithParam("origin", "scraper"))
 			} else {

@@ -13,7 +13,6 @@ import (
 	"github.com/flowgate/flowgate/clock"
 	"github.com/flowgate/flowgate/cluster/tokenpb"
 	"github.com/flowgate/flowgate/flow"
-	"github.com/flowgate/flowgate/metrics"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/connectivity"
 	"google.golang.org/grpc/credentials"
@@ -88,8 +87,7 @@ func (e *RemoteError) Error() string {
 }
 
 var (
-	_ flow.TokenServer      = (*RemoteTokenServer)(nil)
-	_ metrics.ClusterSource = (*RemoteTokenServer)(nil)
+	_ flow.TokenServer = (*RemoteTokenServer)(nil)
 
 	errRemoteNotReady = errors.New("no replica ready")
 )
@@ -125,7 +123,7 @@ func NewRemoteTokenServer(addrs []string, opts ...RemoteOption) (*RemoteTokenSer
 			continue
 		}
 		r := &remoteReplica{addr: a, cc: cc, client: tokenpb.NewTokenServiceClient(cc)}
-		r.br.init(cf.failures, int64(cf.openFor))
+		r.br.init(cf.failures, int64(cf.openFor), 0)
 		s.replicas = append(s.replicas, r)
 	}
 	if err := errors.Join(errs...); err != nil {
@@ -230,7 +228,7 @@ func (s *RemoteTokenServer) answerError(r *remoteReplica, st tokenpb.Status, msg
 	re := &RemoteError{Addr: r.addr, Status: st, Message: msg}
 	switch st {
 	case tokenpb.Status_STATUS_FAIL:
-		r.br.failure(s.now())
+		r.br.failure(s.now(), false)
 		return fmt.Errorf("%w: %w", flow.ErrTokenServerUnavailable, re)
 	case tokenpb.Status_STATUS_TOO_MANY_REQUEST:
 		r.br.success()
@@ -268,7 +266,7 @@ func (s *RemoteTokenServer) once(ctx context.Context, call func(context.Context,
 			return r, err // answered: answerError saw to the breaker
 		}
 		s.st.errors.Add(1)
-		r.br.failure(end)
+		r.br.failure(end, false)
 		// Prefer another replica from now on; this call is not replayed.
 		s.pref.CompareAndSwap(uint32(i), uint32((i+1)%len(s.replicas)))
 		return r, fmt.Errorf("cluster: remote %s: %w: %w", r.addr, flow.ErrTokenServerUnavailable, err)
@@ -371,17 +369,15 @@ func (s *RemoteTokenServer) Stats() Stats {
 	st := Stats{Passed: s.st.passed.Load(), Blocked: s.st.blocked.Load(), Errors: s.st.errors.Load(),
 		BreakerRejected: s.st.breakerRejected.Load(), LatencySum: time.Duration(s.st.sumNs.Load()),
 		BreakerOpen: s.BreakerOpen(), Instances: s.Instances()}
-	st.Latency = flow.Histogram{Bounds: latencyBounds, Counts: make([]uint64, len(s.st.hist))}
-	for i := range s.st.hist {
-		st.Latency.Counts[i] = s.st.hist[i].Load()
-	}
+	st.Latency = s.st.histogram()
 	return st
 }
 
-// ClusterMetrics implements metrics.ClusterSource.
-func (s *RemoteTokenServer) ClusterMetrics() metrics.ClusterMetrics {
-	st := s.Stats()
-	return metrics.ClusterMetrics{Duration: st.Latency, DurationSum: st.LatencySum, BreakerOpen: st.BreakerOpen}
+// Latency returns the round-trip histogram (seconds, failed calls included)
+// and the total time of those calls; with BreakerOpen it is what
+// metrics.WithCluster(ts) exports.
+func (s *RemoteTokenServer) Latency() (flow.Histogram, time.Duration) {
+	return s.st.histogram(), time.Duration(s.st.sumNs.Load())
 }
 
 // bearer is the per-call credential of WithRemoteToken.

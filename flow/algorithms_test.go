@@ -34,6 +34,7 @@ func algoCases() []algoCase {
 		{AlgoSlidingWindow, 10, 11, true},
 		{AlgoSlidingLog, 10, 11, true},
 		{AlgoConcurrency, 10, 11, false},
+		{AlgoAdaptiveConcurrency, 10, 11, false}, // initialLimit 10 (see testRule)
 	}
 }
 
@@ -41,6 +42,9 @@ func testRule(a Algorithm) Rule {
 	r := Rule{ID: a.String(), Resource: "r", Algorithm: a, Limit: 10}
 	if a == AlgoWarmUp {
 		r.Warmup = time.Second
+	}
+	if a == AlgoAdaptiveConcurrency {
+		r.Limit, r.InitialLimit = 0, 10 // it finds its own limit; starts at 10
 	}
 	return r.WithDefaults()
 }
@@ -111,8 +115,8 @@ func TestAlgorithmsRecoverAfterIdle(t *testing.T) {
 			r := testRule(c.algo)
 			l, clk := newTestLimiter(t, r, 10)
 			drain(t, l, clk.Nanotime())
-			if c.algo == AlgoConcurrency {
-				l.release(c.burst)
+			if !c.rate { // concurrency, adaptive_concurrency
+				testRelease(l, c.burst)
 			}
 			clk.Advance(2*r.Window + r.Warmup)
 			if got, _ := drain(t, l, clk.Nanotime()); got != c.burst {
@@ -176,8 +180,8 @@ func throughput(t *testing.T, c algoCase, limit float64) int {
 	for i := 0; i < 800; i++ {
 		if d := l.tryAcquire(clk.Nanotime(), 1, 0); d.ok {
 			n++
-			if c.algo == AlgoConcurrency {
-				l.release(1) // calls finish at once: never more than one in flight
+			if !c.rate { // concurrency, adaptive_concurrency
+				testRelease(l, 1) // calls finish at once: never more than one in flight
 			}
 		}
 		clk.Advance(step)
@@ -187,8 +191,8 @@ func throughput(t *testing.T, c algoCase, limit float64) int {
 
 func TestAlgorithmsSetLimitScalesAdmission(t *testing.T) {
 	for _, c := range algoCases() {
-		if c.algo == AlgoConcurrency {
-			continue // see TestConcurrencySetLimit
+		if !c.rate { // concurrency, adaptive_concurrency
+			continue // see TestConcurrencySetLimit; adaptive_concurrency owns its limit
 		}
 		t.Run(c.algo.String(), func(t *testing.T) {
 			base := throughput(t, c, 10)
@@ -220,7 +224,7 @@ func TestAlgorithmsConcurrentExactAtOneInstant(t *testing.T) {
 						if l.tryAcquire(now, 1, 0).ok {
 							admitted[w]++
 						}
-						_ = l.remaining(now)
+						_ = testRemaining(l, now)
 					}
 				}()
 			}
@@ -256,7 +260,7 @@ func TestAlgorithmsConcurrentMixed(t *testing.T) {
 							if i%5 == 0 {
 								l.refund(now+int64(d.wait), 1+i%2)
 							} else {
-								l.release(1 + i%2)
+								testRelease(l, 1+i%2)
 							}
 						}
 						if w == 0 {
@@ -265,7 +269,7 @@ func TestAlgorithmsConcurrentMixed(t *testing.T) {
 						if w == 1 && i%50 == 0 {
 							l.setLimit(now, float64(5+i%20))
 						}
-						if rem := l.remaining(now); rem < 0 || math.IsNaN(rem) {
+						if rem := testRemaining(l, now); rem < 0 || math.IsNaN(rem) {
 							t.Errorf("remaining %v", rem)
 						}
 					}
@@ -300,4 +304,18 @@ func TestNewLimiterRejectsBadInput(t *testing.T) {
 			t.Errorf("%s: newLimiter = %T, want an error", tc.name, l)
 		}
 	}
+}
+
+// testRelease ends n in-flight permits as Exit does: only the concurrency
+// caps (holders) hold permits past Entry.
+func testRelease(l limiter, n int) {
+	if h, ok := l.(holder); ok {
+		h.release(n)
+	}
+}
+
+// testRemaining is the permits l reports left at now (every algorithm has
+// remaining; the engine does not call it through limiter).
+func testRemaining(l limiter, now int64) float64 {
+	return l.(interface{ remaining(int64) float64 }).remaining(now)
 }

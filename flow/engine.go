@@ -37,6 +37,7 @@ type Engine struct {
 type clusterCounters struct {
 	passed, blocked, errors  atomic.Uint64
 	fbLocal, fbAllow, fbDeny atomic.Uint64
+	outage                   outageLog
 }
 
 // NewEngine returns an engine with no rules: every call passes until
@@ -139,15 +140,6 @@ func (e *Engine) InFlight() int64 {
 	return n
 }
 
-// now reads the engine's clock: once per Entry, and at the Exits that
-// measure response time (see WithRTSampling).
-func (e *Engine) now() int64 {
-	if e.mono != nil {
-		return e.mono.Nanotime()
-	}
-	return clock.Nanotime(e.cf.clk)
-}
-
 // Sweep forgets, now, every user and IP idle past its rule's IdleTTL. Entry
 // does this lazily; Sweep is for callers who want memory back sooner.
 func (e *Engine) Sweep() {
@@ -185,6 +177,11 @@ func (e *Engine) Snapshot() Snapshot {
 			Adaptive: r.Adaptive, Cluster: r.Cluster != nil})
 		if r.Algorithm == AlgoCircuitBreaker {
 			s.Breakers = append(s.Breakers, cr.breakerStats(now))
+		}
+		if a, ok := cr.global.(*adaptiveConcurrency); ok {
+			as := a.stats()
+			s.Rules[len(s.Rules)-1].AdaptiveConcurrency = &as
+			s.Rules[len(s.Rules)-1].EffectiveLimit = float64(as.Limit)
 		}
 	}
 	return s

@@ -23,6 +23,9 @@ const (
 	ReasonClusterLimited     = "cluster limit reached"
 	ReasonClusterUnavailable = "cluster unavailable"
 	ReasonWaitCancelled      = "wait cancelled"
+	// ReasonPriority: the limit had room, but not the part of it the call's
+	// priority class may use (see Reserve, WithPriority).
+	ReasonPriority = "shed for priority"
 )
 
 // BlockError says why a call was refused. Entry returns it as *BlockError; it
@@ -76,3 +79,9 @@ func (e *BlockError) Is(target error) bool { return target == ErrBlocked }
 
 // Unwrap returns the context error of a cancelled wait, or nil.
 func (e *BlockError) Unwrap() error { return e.Err }
+
+// onHeap copies a refusal built on the stack to the heap, for Entry's error.
+func (be *BlockError) onHeap() error {
+	c := *be
+	return &c
+}

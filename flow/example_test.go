@@ -36,6 +36,28 @@ func ExampleEngine_Entry() {
 	// call 3: blocked by orders-per-user at user level, retry after 1m0s
 }
 
+func ExampleEngine_Decide() {
+	eng := flow.NewEngine(flow.WithClock(clock.NewFake(time.Unix(0, 0))))
+	err := eng.LoadRules([]flow.Rule{{
+		ID: "search", Resource: "GET /search", Algorithm: flow.AlgoFixedWindow, Limit: 1, Window: time.Second,
+	}})
+	if err != nil {
+		panic(err)
+	}
+	for i := 1; i <= 2; i++ {
+		d := eng.Decide("GET /search")
+		if !d.Allowed { // d.Block is the refusal, by value: nothing allocated
+			fmt.Printf("call %d: %s by %s, retry after %v\n", i, d.Block.Reason, d.Block.RuleID, d.Block.RetryAfter)
+			continue
+		}
+		fmt.Printf("call %d: passed\n", i)
+		d.Permit.Exit()
+	}
+	// Output:
+	// call 1: passed
+	// call 2: rate limited by search, retry after 1s
+}
+
 func ExampleEngine_Guard() {
 	eng := flow.NewEngine(flow.WithClock(clock.NewFake(time.Unix(0, 0))))
 	if err := eng.LoadRules([]flow.Rule{{ID: "db", Resource: "db", Algorithm: flow.AlgoConcurrency, Limit: 1}}); err != nil {
@@ -68,4 +90,30 @@ func ExampleEngine_LoadRules() {
 	// rules[1] (id "bad"): limit: must be > 0, not 0
 	// rules[1] (id "bad"): buckets: must be in [1, 3600], not -1
 	// rules in force: 0
+}
+
+// A concurrency limit of 4 with the default reserve: low-priority calls may
+// fill half of it, so a critical call still gets in when low work piles up.
+func ExampleWithPriority() {
+	eng := flow.NewEngine(flow.WithClock(clock.NewFake(time.Unix(0, 0))))
+	if err := eng.LoadRules([]flow.Rule{{ID: "db", Resource: "query", Algorithm: flow.AlgoConcurrency, Limit: 4}}); err != nil {
+		panic(err)
+	}
+	for i := 1; i <= 3; i++ {
+		if _, err := eng.Entry("query", flow.WithPriority(flow.PriorityLow)); err != nil {
+			var be *flow.BlockError
+			errors.As(err, &be)
+			fmt.Printf("low %d: %s\n", i, be.Reason)
+			continue
+		}
+		fmt.Printf("low %d: passed\n", i)
+	}
+	if _, err := eng.Entry("query", flow.WithPriority(flow.PriorityCritical)); err == nil {
+		fmt.Println("critical: passed")
+	}
+	// Output:
+	// low 1: passed
+	// low 2: passed
+	// low 3: shed for priority
+	// critical: passed
 }

@@ -26,7 +26,7 @@ const (
 func (r *Rule) keyedProblems() []error {
 	var errs []error
 	bad := func(field, format string, args ...any) {
-		errs = append(errs, fmt.Errorf("%s: "+format, append([]any{field}, args...)...))
+		errs = append(errs, fieldProblem(field, format, args...))
 	}
 	switch {
 	case r.Level == LevelParam && r.Param == "":
@@ -86,17 +86,17 @@ func (r *Rule) itemProblems() []error {
 	for _, k := range keys {
 		field := "items[" + quoteShort(k) + "]"
 		if k == "" || !utf8.ValidString(k) {
-			errs = append(errs, fmt.Errorf("%s: the value must be a non-empty UTF-8 string", field))
+			errs = append(errs, fieldProblem(field, "the value must be a non-empty UTF-8 string"))
 			continue
 		}
 		if r.Level == LevelIP {
 			if a, err := netip.ParseAddr(k); err != nil || a.String() != k {
-				errs = append(errs, fmt.Errorf("%s: must be an IP address in canonical form (items match one address exactly; use a separate rule for a network)", field))
+				errs = append(errs, fieldProblem(field, "must be an IP address in canonical form (items match one address exactly; use a separate rule for a network)"))
 				continue
 			}
 		}
 		if msg := r.limitProblem(r.Items[k]); msg != "" {
-			errs = append(errs, fmt.Errorf("%s: %s", field, msg))
+			errs = append(errs, fieldProblem(field, "%s", msg))
 		}
 	}
 	return errs
@@ -107,7 +107,7 @@ func (r *Rule) itemProblems() []error {
 func (r *Rule) listProblems() []error {
 	var errs []error
 	bad := func(field, format string, args ...any) {
-		errs = append(errs, fmt.Errorf("%s: "+format, append([]any{field}, args...)...))
+		errs = append(errs, fieldProblem(field, format, args...))
 	}
 	if !r.Level.keyed() {
 		bad("level", "%v rules need an identity: user, ip or param level, not %v", r.Algorithm, r.Level)
@@ -137,16 +137,16 @@ func (r *Rule) listProblems() []error {
 		if r.Level == LevelIP {
 			p, err := parseListPrefix(v)
 			if err != nil {
-				errs = append(errs, fmt.Errorf("%s: %q: %v", field, v, err))
+				errs = append(errs, fieldProblem(field, "%q: %v", v, err))
 				continue
 			}
 			norm = p.String()
 		} else if v == "" || !utf8.ValidString(v) {
-			errs = append(errs, fmt.Errorf("%s: must be a non-empty UTF-8 string, not %q", field, v))
+			errs = append(errs, fieldProblem(field, "must be a non-empty UTF-8 string, not %q", v))
 			continue
 		}
 		if j, dup := seen[norm]; dup {
-			errs = append(errs, fmt.Errorf("%s: %q: duplicate of values[%d]", field, v, j))
+			errs = append(errs, fieldProblem(field, "%q: duplicate of values[%d]", v, j))
 			continue
 		}
 		seen[norm] = i
@@ -190,12 +190,16 @@ func quoteShort(s string) string {
 	return fmt.Sprintf("%q", s)
 }
 
-// Clone returns a deep copy of r: its Cluster spec, Items and Values are
-// new, so changing them does not change r.
+// Clone returns a deep copy of r: its Cluster spec, Reserve, Items and
+// Values are new, so changing them does not change r.
 func (r Rule) Clone() Rule {
 	if r.Cluster != nil {
 		c := *r.Cluster
 		r.Cluster = &c
+	}
+	if r.Reserve != nil {
+		res := *r.Reserve
+		r.Reserve = &res
 	}
 	if r.Items != nil {
 		r.Items = maps.Clone(r.Items)

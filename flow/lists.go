@@ -153,14 +153,14 @@ func (l *valueList) has(key string) bool {
 // A call without the rule's identity (no WithIP, WithUser or WithParam of
 // the rule's name, or "") passes a deny rule and is refused by an allow
 // rule: an allow list admits only callers known to be on it.
-func (e *Engine) checkLists(a *entryArgs, resource string, rr *resourceRules, now int64) error {
+func (e *Engine) checkLists(a *entryArgs, resource string, rr *resourceRules, st *entryState) error {
 	for _, cr := range rr.lists {
 		key := a.keyFor(&cr.rule)
 		on := key != "" && cr.list.has(key)
 		if on == (cr.rule.Algorithm == AlgoDeny) {
 			deny := cr.rule.Algorithm == AlgoDeny
 			rr.stats.listRefusal(cr.rule.Level, deny)
-			return blocked(resource, rr, cr, &decision{}, cr.reason, now)
+			return e.refuse(resource, rr, cr, decision{}, cr.reason, st) // nothing taken yet
 		}
 	}
 	return nil

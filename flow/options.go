@@ -90,6 +90,7 @@ const (
 	optIP
 	optTokens
 	optFallback
+	optPriority
 	optParam
 )
 
@@ -135,22 +136,7 @@ type ExitOption struct {
 // WithError records that the guarded call failed with err (nil: success).
 func WithError(err error) ExitOption { return ExitOption{err: err} }
 
-// entryArgs is the parsed form of the EntryOptions of one call.
-type entryArgs struct {
-	ctx    context.Context
-	user   string
-	ip     string
-	tokens int
-	// params are the call's WithParam values, in order: the first ones in
-	// an array (the options slice itself must not be kept: entryArgs'
-	// contents reach the heap through the token server and Sleep calls,
-	// and would take the caller's variadic array with them), more in a
-	// slice. A scan of a few costs less than building a map.
-	params  [4]paramArg
-	nParams int
-	more    []paramArg
-}
-
+// paramArg is one WithParam of a call (see entryArgs.params).
 type paramArg struct{ name, value string }
 
 // param returns the call's value of the parameter name (the last one given),
@@ -167,33 +153,4 @@ func (a *entryArgs) param(name string) string {
 		}
 	}
 	return ""
-}
-
-func parseEntry(ctx context.Context, opts []EntryOption) entryArgs {
-	a := entryArgs{ctx: ctx, tokens: 1}
-	for i := range opts {
-		o := &opts[i]
-		switch o.kind {
-		case optContext:
-			if o.ctx != nil {
-				a.ctx = o.ctx
-			}
-		case optUser:
-			a.user = o.s
-		case optIP:
-			a.ip = o.s
-		case optTokens:
-			if o.n > 1 {
-				a.tokens = o.n
-			}
-		case optParam:
-			if a.nParams < len(a.params) {
-				a.params[a.nParams] = paramArg{o.name, o.s}
-				a.nParams++
-			} else {
-				a.more = append(a.more, paramArg{o.name, o.s})
-			}
-		}
-	}
-	return a
 }

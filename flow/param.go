@@ -20,7 +20,8 @@ func (e *Engine) compileItems(cr *compiledRule, factor float64, instances int, n
 			r.Burst = cr.rule.Burst * limit / cr.rule.Limit
 		}
 		r.Limit = limit
-		it := &compiledRule{rule: r, clk: cr.clk, cluster: cr.cluster, reason: cr.reason, dynamic: cr.dynamic}
+		it := &compiledRule{rule: r, clk: cr.clk, cluster: cr.cluster, reason: cr.reason, dynamic: cr.dynamic,
+			classed: cr.classed, shares: cr.shares}
 		it.limitBits.Store(math.Float64bits(math.NaN())) // so recompute always sets it
 		it.recompute(factor, instances)
 		it.gen.Store(0)

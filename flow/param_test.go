@@ -126,7 +126,7 @@ func TestRefundsAcrossAllLevels(t *testing.T) {
 	}{{LevelIP, "10.0.0.1", 7}, {LevelUser, "u", 7}, {LevelParam, "c", 2}, {LevelParam, "a", 0}} {
 		cr := rr.levels[levelSlot(c.lvl)].local[0]
 		lim, _ := cr.limiterFor(c.key, e.now())
-		if r := lim.remaining(e.now()); r != c.want {
+		if r := testRemaining(lim, e.now()); r != c.want {
 			t.Errorf("%v %q remaining: got %v, want %v", c.lvl, c.key, r, c.want)
 		}
 	}

@@ -6,7 +6,8 @@ import (
 	"math/rand/v2"
 	"sync/atomic"
 	"time"
-	"unsafe"
+
+	"github.com/flowgate/flowgate/internal/hotpath"
 )
 
 // Permit is a call admitted by Entry. Call Exit exactly when the call ends.
@@ -37,12 +38,12 @@ type Permit struct {
 	quota  quotaNote
 	// sysCounted: counted in Engine.sysInFlight; unruled: in Engine.unruled.
 	sysCounted, unruled bool
-	held                []limiter      // concurrency limiters to release
+	held                []holder       // concurrency caps to release
 	grants              []clusterGrant // token server grants to release
 	brk                 []breakerUse   // circuit breakers to tell the outcome
-	// The size a multiple of 64 B, so the allocator's size class lays
-	// permits on whole cache lines: two permits sharing a line (those of
-	// two Ps, made one after the other) had every Entry and Exit on one
+	// The size a multiple of hotpath.CacheLine, so the allocator's size
+	// class lays permits on whole lines: two permits sharing a line (those
+	// of two Ps, made one after the other) had every Entry and Exit on one
 	// core invalidate the other's. TestPermitSize holds it.
 	_ [16]byte
 }
@@ -68,13 +69,11 @@ func (e *Engine) getPermit(start int64) *Permit {
 		p = &Permit{eng: e, rng: rand.Uint64(), lane: e.permitSeq.Add(1)}
 	}
 	p.start = start
-	// A plain store, not an atomic one (an XCHG, a full fence, on amd64:
-	// about a sixth of a pass's time): between the pool's Get and Entry's
-	// return the permit is ours alone, and whoever calls Exit later got it
-	// from us through something that orders memory (the pool's Put and Get
-	// do too). A stale pointer's Exit racing this is the misuse Permit's doc
-	// forbids.
-	*(*uint32)(unsafe.Pointer(&p.state)) = permitActive
+	// Between the pool's Get and Entry's return the permit is ours alone,
+	// and whoever calls Exit later got it from us through something that
+	// orders memory (the pool's Put and Get do too). A stale pointer's Exit
+	// racing this is the misuse Permit's doc forbids.
+	hotpath.StoreUnpublished32(&p.state, permitActive)
 	return p
 }
 
@@ -96,8 +95,21 @@ func (p *Permit) Exit(opts ...ExitOption) {
 	if len(p.brk) > 0 {
 		p.exitBreakers(failed)
 	}
+	// Response time is measured on a random 1 in rtMask+1 of Exits, each
+	// standing for rtMask+1 calls: the clock read is most of an Exit's
+	// cost. See WithRTSampling. Adaptive limits learn from the same sample.
+	measured := p.stats != nil && (e.cf.rtMask == 0 || p.sample()&e.cf.rtMask == 0)
+	var now int64
+	if measured {
+		now = e.now()
+	}
 	for i, l := range p.held {
 		l.release(p.tokens)
+		if measured {
+			if o, ok := l.(rttObserver); ok {
+				o.observe(now, now-p.start)
+			}
+		}
 		p.held[i] = nil
 	}
 	for i := range p.grants {
@@ -110,11 +122,7 @@ func (p *Permit) Exit(opts ...ExitOption) {
 		*g = clusterGrant{}
 	}
 	if p.stats != nil {
-		// Response time is measured on a random 1 in rtMask+1 of Exits, each
-		// standing for rtMask+1 calls: the clock read is most of an Exit's
-		// cost. See WithRTSampling.
-		if e.cf.rtMask == 0 || p.sample()&e.cf.rtMask == 0 {
-			now := e.now()
+		if measured {
 			p.stats.exit(now, now-p.start, uint64(e.cf.rtMask)+1, failed, p.lane)
 		} else {
 			p.stats.exitUnmeasured(p.bucket, failed)

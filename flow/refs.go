@@ -19,12 +19,13 @@ import "time"
 
 // checkRefs refuses the call when one of rr's RefResource rules has no
 // permit left. It runs before anything is taken.
-func (e *Engine) checkRefs(resource string, rr *resourceRules, now int64) error {
+func (e *Engine) checkRefs(resource string, rr *resourceRules, st *entryState) error {
+	now := st.now
 	for _, cr := range rr.refs {
 		lim, _ := cr.limiterFor("", now) // global: never fails
 		d := lim.tryAcquire(now, 1, 0)
 		if !d.ok {
-			return blocked(resource, rr, cr, &d, ReasonRefResourceHot, now)
+			return e.refuse(resource, rr, cr, d, ReasonRefResourceHot, st) // nothing taken yet
 		}
 		lim.refund(now, 1)
 	}

@@ -2,7 +2,6 @@ package flow
 
 import (
 	"errors"
-	"fmt"
 	"math"
 	"reflect"
 	"sort"
@@ -40,6 +39,10 @@ type resourceRules struct {
 	// short path (see Engine.entrySingle): global, local, a rate algorithm,
 	// no MaxWait.
 	single *compiledRule
+	// cpuRule is the resource's first rule the CPU controller scales
+	// (Adaptive), nil when none: low calls are shed before it (see
+	// Engine.shedLowForCPU).
+	cpuRule *compiledRule
 }
 
 type levelRules struct {
@@ -64,6 +67,11 @@ type compiledRule struct {
 	keyed   bool
 	cluster bool   // decided by a token server (one is configured)
 	reason  string // BlockError.Reason when this rule refuses
+	// classed: the limiter holds permits in flight and honours priority
+	// (concurrency, adaptive_concurrency): Entry asks it through
+	// classLimiter and Exit releases it.
+	classed bool
+	shares  [numPriorities]float64 // of the limit each class may fill, low first (see Reserve)
 	// gen counts changes of the effective limit; a limiter whose recorded
 	// generation differs is set to limit() before use. One atomic load per
 	// rule on the hot path; the change itself is applied lazily.
@@ -121,14 +129,33 @@ type bucketProto struct {
 
 // recompute sets the effective limit from the factor and the instance count.
 func (cr *compiledRule) recompute(factor float64, instances int) {
+	// The local cluster fallback calls this per call: when the limit
+	// would not change, return without the lock.
+	if instances > 0 && math.Float64bits(cr.limitFor(factor, instances)) == cr.limitBits.Load() {
+		return
+	}
 	cr.mu.Lock()
 	defer cr.mu.Unlock()
 	if instances > 0 {
 		cr.instances = instances
 	}
+	l := cr.limitFor(factor, cr.instances)
+	if math.Float64bits(l) != cr.limitBits.Load() {
+		cr.limitBits.Store(math.Float64bits(l))
+		cr.gen.Add(1)
+	}
+	// Items scale as their rule does: when the rule's limit is unchanged
+	// (the early return above), so are theirs.
+	for _, it := range cr.items {
+		it.recompute(factor, instances)
+	}
+}
+
+// limitFor is the effective limit at factor and an instance count.
+func (cr *compiledRule) limitFor(factor float64, instances int) float64 {
 	l := cr.rule.Limit
-	if cr.cluster && cr.rule.Cluster.Threshold == "global" && cr.instances > 1 {
-		l /= float64(cr.instances)
+	if cr.cluster && cr.rule.Cluster.Threshold == "global" && instances > 1 {
+		l /= float64(instances)
 	}
 	if cr.rule.Adaptive {
 		l *= factor
@@ -136,13 +163,10 @@ func (cr *compiledRule) recompute(factor float64, instances int) {
 	if cr.rule.Algorithm == AlgoConcurrency {
 		l = math.Max(1, math.Floor(l)) // a scaled cap stays a whole number >= 1
 	}
-	if math.Float64bits(l) != cr.limitBits.Load() {
-		cr.limitBits.Store(math.Float64bits(l))
-		cr.gen.Add(1)
+	if cr.rule.Algorithm == AlgoAdaptiveConcurrency {
+		l = float64(cr.rule.InitialLimit) // the limiter owns its limit (see AdaptiveStats)
 	}
-	for _, it := range cr.items {
-		it.recompute(factor, instances)
-	}
+	return l
 }
 
 // limiterFor returns the limiter for key ("" at the global level).
@@ -193,7 +217,7 @@ func (e *Engine) compile(rules []Rule, old *ruleSet, now int64) (*ruleSet, map[s
 		if cr == nil {
 			var err error
 			if cr, err = e.newCompiled(r, factor, now); err != nil {
-				errs = append(errs, fmt.Errorf("%s%w", rulePrefix(i, r.ID), err))
+				errs = append(errs, &RuleError{Index: i, ID: r.ID, Msg: err.Error(), cause: err})
 				continue
 			}
 		}
@@ -242,6 +266,7 @@ func (e *Engine) compile(rules []Rule, old *ruleSet, now int64) (*ruleSet, map[s
 		if rr.breakers == nil && rr.lists == nil && rr.refs == nil && rr.observers == nil {
 			rr.single = singleRule(rr)
 		}
+		rr.cpuRule = firstAdaptive(rr)
 	}
 	for _, st := range stats {
 		rs.stats = append(rs.stats, st)
@@ -262,7 +287,7 @@ func singleRule(rr *resourceRules) *compiledRule {
 			only = lr.local[0]
 		}
 	}
-	if only == nil || only.keyed || only.rule.Algorithm == AlgoConcurrency || only.rule.MaxWait > 0 {
+	if only == nil || only.keyed || only.classed || only.rule.MaxWait > 0 {
 		return nil
 	}
 	return only
@@ -299,8 +324,10 @@ func (e *Engine) newCompiled(r Rule, factor float64, now int64) (*compiledRule, 
 		reason:  ReasonRateLimited,
 	}
 	switch r.Algorithm {
-	case AlgoConcurrency:
+	case AlgoConcurrency, AlgoAdaptiveConcurrency:
 		cr.reason = ReasonConcurrency
+		cr.classed = !cr.cluster
+		cr.shares = reserveOf(&r).shares()
 	case AlgoCircuitBreaker:
 		cr.reason = ReasonBreakerOpen
 		cr.cluster = false // validation refuses a Cluster spec on a breaker

@@ -38,6 +38,7 @@ type descs struct {
 	requests, errors, inFlight, responseTime, wait         *prometheus.Desc
 	ruleLimit, ruleWindow, ruleKeys, ruleInfo              *prometheus.Desc
 	factor, systemMax, cpu, cpuSource                      *prometheus.Desc
+	adaptiveLimit, adaptiveRTT                             *prometheus.Desc
 	clusterRequests, clusterFallbacks, clusterDur, breaker *prometheus.Desc
 	reloadOK, reloadTime, alertsFiring                     *prometheus.Desc
 	breakerState, breakerMoves                             *prometheus.Desc
@@ -72,6 +73,12 @@ func newDescs() descs {
 			[]string{"resource", "level", "rule", "algorithm", "adaptive", "cluster"}, nil),
 		factor: prometheus.NewDesc(NameAdaptiveFactor,
 			"Scale applied to the limits of adaptive rules, in (0,1]; 1 when no controller runs.", nil, nil),
+		adaptiveLimit: prometheus.NewDesc(NameAdaptiveLimit,
+			"Current concurrency limit of an adaptive_concurrency rule (global level), found from response times.",
+			[]string{"resource", "rule"}, nil),
+		adaptiveRTT: prometheus.NewDesc(NameAdaptiveRTT,
+			"Response-time estimates of an adaptive_concurrency rule: short (last window's mean) and long (no-queue).",
+			[]string{"resource", "rule", "estimate"}, nil),
 		systemMax: prometheus.NewDesc(NameSystemMaxInFlight,
 			"In-flight calls above which the system guard blocks every call; 0 when it is off.", nil, nil),
 		cpu: prometheus.NewDesc(NameCPU,
@@ -103,7 +110,8 @@ func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 	d := &c.d
 	for _, x := range []*prometheus.Desc{
 		d.requests, d.errors, d.inFlight, d.ruleLimit, d.ruleWindow, d.ruleKeys, d.ruleInfo,
-		d.factor, d.systemMax, d.clusterRequests, d.clusterFallbacks, d.breakerState, d.breakerMoves, d.listRefusals,
+		d.factor, d.systemMax, d.clusterRequests, d.clusterFallbacks, d.breakerState, d.breakerMoves, d.adaptiveLimit, d.adaptiveRTT,
+		d.listRefusals,
 	} {
 		ch <- x
 	}
@@ -157,6 +165,11 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		ch <- constMetric(d.ruleKeys, prometheus.GaugeValue, float64(r.Keys), r.Resource, lv, id)
 		ch <- constMetric(d.ruleInfo, prometheus.GaugeValue, 1,
 			r.Resource, lv, id, r.Algorithm.String(), boolLabel(r.Adaptive), boolLabel(r.Cluster))
+		if a := r.AdaptiveConcurrency; a != nil {
+			ch <- constMetric(d.adaptiveLimit, prometheus.GaugeValue, float64(a.Limit), r.Resource, id)
+			ch <- constMetric(d.adaptiveRTT, prometheus.GaugeValue, a.ShortRTT.Seconds(), r.Resource, id, EstimateShort)
+			ch <- constMetric(d.adaptiveRTT, prometheus.GaugeValue, a.LongRTT.Seconds(), r.Resource, id, EstimateLong)
+		}
 	}
 
 	c.collectBreakers(ch, &s)
@@ -180,10 +193,7 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		ch <- constMetric(d.cpuSource, prometheus.GaugeValue, 1, c.cfg.cpuSource)
 	}
 	if c.cfg.cluster != nil {
-		m := c.cfg.cluster.ClusterMetrics()
-		count, buckets := cumulative(m.Duration)
-		ch <- constHistogram(d.clusterDur, count, m.DurationSum.Seconds(), buckets)
-		ch <- constMetric(d.breaker, prometheus.GaugeValue, boolValue(m.BreakerOpen))
+		collectCluster(ch, d, c.cfg.cluster())
 	}
 	if c.cfg.reload != nil {
 		st := c.cfg.reload.ReloadStatus()
@@ -195,6 +205,13 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 			ch <- constMetric(d.alertsFiring, prometheus.GaugeValue, boolValue(firing), a.Alert, a.Resource)
 		}
 	}
+}
+
+// collectCluster sends a token server's latency histogram and breaker state.
+func collectCluster(ch chan<- prometheus.Metric, d *descs, m ClusterMetrics) {
+	count, buckets := cumulative(m.Duration)
+	ch <- constHistogram(d.clusterDur, count, m.DurationSum.Seconds(), buckets)
+	ch <- constMetric(d.breaker, prometheus.GaugeValue, boolValue(m.BreakerOpen))
 }
 
 func (c *collector) collectResource(ch chan<- prometheus.Metric, r *flow.ResourceStats) {

@@ -10,7 +10,8 @@ import (
 // listForbidden are the fields an allow or deny rule must not have: it
 // admits or refuses by identity, with no limit, window or state.
 var listForbidden = []string{"limit", "items", "window", "burst", "warmup", "coldFactor", "buckets",
-	"maxWait", "maxKeys", "idleTTL", "adaptive", "cluster", "refResource"}
+	"maxWait", "maxKeys", "idleTTL", "adaptive", "cluster", "refResource",
+	"initialLimit", "minLimit", "maxLimit", "tolerance", "smoothing", "reserve"}
 
 func isList(a flow.Algorithm) bool { return a == flow.AlgoAllow || a == flow.AlgoDeny }
 

@@ -29,9 +29,9 @@ type (
 		Param       string             `json:"param,omitempty"`
 		Algorithm   string             `json:"algorithm"`
 		Values      []string           `json:"values,omitempty"` // allow and deny only
-		Limit       float64            `json:"limit,omitempty"`  // not for circuit_breaker, allow, deny
+		Limit       float64            `json:"limit,omitempty"`  // not for circuit_breaker, adaptive_concurrency, allow, deny
 		Items       map[string]float64 `json:"items,omitempty"`  // encoding/json sorts the keys
-		Window      string             `json:"window,omitempty"` // not for concurrency
+		Window      string             `json:"window,omitempty"` // not for concurrency, adaptive_concurrency, allow, deny
 		Burst       float64            `json:"burst,omitempty"`
 		Warmup      string             `json:"warmup,omitempty"`
 		ColdFactor  float64            `json:"coldFactor,omitempty"`
@@ -48,6 +48,19 @@ type (
 		OpenFor     string  `json:"openFor,omitempty"`
 		Probes      int     `json:"probes,omitempty"`
 		SlowCall    string  `json:"slowCall,omitempty"`
+		// adaptive_concurrency
+		InitialLimit int     `json:"initialLimit,omitempty"`
+		MinLimit     int     `json:"minLimit,omitempty"`
+		MaxLimit     int     `json:"maxLimit,omitempty"`
+		Tolerance    float64 `json:"tolerance,omitempty"`
+		Smoothing    float64 `json:"smoothing,omitempty"`
+		// concurrency and adaptive_concurrency
+		Reserve *reserveJSON `json:"reserve,omitempty"`
+	}
+	reserveJSON struct {
+		Critical float64 `json:"critical"`
+		High     float64 `json:"high"`
+		Normal   float64 `json:"normal"`
 	}
 	clusterJSON struct {
 		Threshold string `json:"threshold"`
@@ -82,11 +95,12 @@ func (d *Document) Format() []byte {
 		out.Rules = append(out.Rules, formatRule(r))
 	}
 	if a := d.Adaptive; a != nil {
-		out.Adaptive = &adaptiveJSON{a.CPUTarget, a.BandLow, a.BandHigh, a.MinFactor, fmtDuration(a.Period), a.CPUSource}
+		out.Adaptive = &adaptiveJSON{a.CPUTarget, a.BandLow, a.BandHigh, a.MinFactor, fmtDuration(a.Period), string(a.CPUSource)}
 	}
-	if a := d.Alerting; a != nil {
+	if s := d.Alerting; s != nil {
+		a := s.Config
 		out.Alerting = &alertingJSON{a.RejectionRatio, a.ResolveRatio, fmtDuration(a.Window), fmtDuration(a.For),
-			fmtDuration(a.Interval), fmtDuration(a.RepeatInterval), a.MinRequests, a.Webhook}
+			fmtDuration(a.Interval), fmtDuration(a.RepeatInterval), a.MinRequests, s.Webhook}
 	}
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
@@ -102,8 +116,10 @@ func formatRule(r flow.Rule) ruleJSON {
 	j := ruleJSON{
 		ID: r.ID, Resource: r.Resource, RefResource: r.RefResource, Level: r.Level.String(), Param: r.Param,
 		Algorithm: r.Algorithm.String(), Values: r.Values, Items: r.Items,
-		Limit: r.Limit, Window: fmtDuration(r.Window), Burst: r.Burst, ColdFactor: r.ColdFactor,
+		Limit: r.Limit, Burst: r.Burst, ColdFactor: r.ColdFactor,
 		Buckets: r.Buckets, MaxKeys: r.MaxKeys,
+		InitialLimit: r.InitialLimit, MinLimit: r.MinLimit, MaxLimit: r.MaxLimit,
+		Tolerance: r.Tolerance, Smoothing: r.Smoothing,
 	}
 	if isList(r.Algorithm) {
 		j.Window = "" // a list has no window, limit or wait; the parser refuses them
@@ -119,7 +135,13 @@ func formatRule(r flow.Rule) ruleJSON {
 		adaptive := r.Adaptive
 		j.MaxWait, j.Adaptive = fmtDuration(r.MaxWait), &adaptive
 	}
-	if r.Algorithm == flow.AlgoConcurrency {
+	if r.Window != 0 {
+		j.Window = fmtDuration(r.Window)
+	}
+	if res := r.Reserve; res != nil {
+		j.Reserve = &reserveJSON{res.Critical, res.High, res.Normal}
+	}
+	if r.Algorithm == flow.AlgoConcurrency || r.Algorithm == flow.AlgoAdaptiveConcurrency {
 		j.Window, j.MaxWait = "", "" // they do not apply; the parser refuses them
 	}
 	if r.RefResource != "" {

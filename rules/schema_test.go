@@ -16,8 +16,9 @@ import (
 
 // This file holds a small JSON Schema validator for the subset schema.json
 // uses (draft 2020-12: type, enum, const, properties, required,
-// additionalProperties, items, minimum, maximum, exclusiveMinimum,
-// minLength, maxLength, minItems, maxItems, minProperties, maxProperties, pattern, $ref to #/$defs, allOf, not, if/then/else, boolean
+// additionalProperties, items, minimum, maximum, exclusiveMinimum, exclusiveMaximum,
+// minLength, maxLength, minItems, maxItems, minProperties, maxProperties, pattern, $ref to #/$defs,
+// allOf, not, if/then/else, boolean
 // schemas), so the schema can be tested against the parser without a
 // third-party library. Patterns are written to mean the same in RE2 and
 // ECMA-262.
@@ -27,7 +28,7 @@ type schemaValidator struct{ root map[string]any }
 var schemaKeywords = map[string]bool{
 	"type": true, "enum": true, "const": true, "properties": true, "required": true,
 	"additionalProperties": true, "items": true, "minimum": true, "maximum": true,
-	"exclusiveMinimum": true, "minLength": true, "pattern": true, "$ref": true, "allOf": true,
+	"exclusiveMinimum": true, "exclusiveMaximum": true, "minLength": true, "pattern": true, "$ref": true, "allOf": true,
 	"not": true, "if": true, "then": true, "else": true,
 	"maxLength": true, "minItems": true, "maxItems": true, "minProperties": true, "maxProperties": true,
 	// annotations
@@ -118,6 +119,9 @@ func (v *schemaValidator) validate(s any, inst any, at string) []string {
 			}
 			if m, ok := s["exclusiveMinimum"].(float64); ok && f <= m {
 				fail("not above %v", m)
+			}
+			if m, ok := s["exclusiveMaximum"].(float64); ok && f >= m {
+				fail("not below %v", m)
 			}
 		}
 		if str, ok := inst.(string); ok {
@@ -250,6 +254,8 @@ var beyondSchema = map[string]string{
 	"adaptive band inverted":      "a comparison between two fields",
 	"alerting resolve above fire": "a comparison between two fields",
 	"alerting window too short":   "the magnitude of a duration string",
+	"adaptive min above max":      "a comparison between two fields",
+	"reserve adds up to 1":        "a sum of fields",
 	"resource invalid UTF-8":      "the encoding of a string",
 	"ip list bad values":          "IP address syntax, and uniqueness within an array",
 	"resource lone surrogate":     "the encoding of a string",

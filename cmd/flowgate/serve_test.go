@@ -15,14 +15,17 @@ import (
 	"github.com/flowgate/flowgate/cluster"
 	"github.com/flowgate/flowgate/flow"
 	"github.com/flowgate/flowgate/internal/redistest"
+	"github.com/redis/go-redis/v9"
 )
 
 const serveRules = `{"rules": [{"id": "orders", "resource": "GET /orders", "algorithm": "fixed_window",
-  "limit": 3, "window": "1h", "cluster": {"threshold": "global", "fallback": "deny"}}]}`
+  "limit": 3, "window": "1h", "cluster": {"threshold": "global", "fallback": "deny"}}],
+  "alerting": {"rejectionRatio": 0.3, "minRequests": 1}}`
 
 // TestServe runs `flowgate serve` in-process on Redis with a rules
 // document and a token: a client naming the rule by id gets the served
-// limit, a change to the document applies, /metrics counts the calls, and cancelling drains and exits 0.
+// limit, a change to the document (rules and alerting section) applies,
+// /metrics counts the calls, and cancelling drains and exits 0.
 func TestServe(t *testing.T) {
 	srv := redistest.Start(t)
 	dir := t.TempDir()
@@ -80,7 +83,9 @@ func TestServe(t *testing.T) {
 	}
 	// Hot reload: the served limit goes up to 5; the document's change,
 	// not the client's copy, lets more through.
-	if err := os.WriteFile(rulesPath, []byte(strings.Replace(serveRules, `"limit": 3`, `"limit": 5`, 1)), 0o600); err != nil {
+	// The alerting section changes with it.
+	reloaded := strings.NewReplacer(`"limit": 3`, `"limit": 5`, `"rejectionRatio": 0.3`, `"rejectionRatio": 0.9`).Replace(serveRules)
+	if err := os.WriteFile(rulesPath, []byte(reloaded), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	for deadline := time.Now().Add(5 * time.Second); ; {
@@ -113,6 +118,13 @@ func TestServe(t *testing.T) {
 	if strings.Contains(stderr.String(), "s3cret") {
 		t.Fatalf("the token was logged:\n%s", stderr.String())
 	}
+	// The alerter took the document's section at start and on the reload
+	// (applied by the watcher's goroutine, which serve's exit waits for).
+	for _, want := range []string{`alerting section applied" rejectionRatio=0.3 `, `alerting section applied" rejectionRatio=0.9 `} {
+		if !strings.Contains(stderr.String(), want) {
+			t.Errorf("log lacks %q:\n%s", want, stderr.String())
+		}
+	}
 }
 
 func TestServeConfig(t *testing.T) {
@@ -134,6 +146,34 @@ func TestServeConfig(t *testing.T) {
 	if got := serveUntil(context.Background(), []string{"-tls-cert", "x.pem"}, io.Discard, &stderr); got != exitUsage ||
 		!strings.Contains(stderr.String(), "cert and key go together") {
 		t.Fatalf("cert without key: exit %d, %q", got, stderr.String())
+	}
+}
+
+// TestServeRedisClientNeverResends: the client serve builds never re-sends
+// a command (a decision may have counted) and dials once per call.
+func TestServeRedisClientNeverResends(t *testing.T) {
+	for _, rc := range []redisConfig{{Addrs: []string{"127.0.0.1:1"}}, {Addrs: []string{"127.0.0.1:1", "127.0.0.1:2"}}} {
+		rdb, err := redisClient(rc, 20*time.Millisecond)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var retries, dials int
+		var ctxTimeout bool
+		switch c := rdb.(type) {
+		case *redis.Client:
+			o := c.Options()
+			retries, dials, ctxTimeout = o.MaxRetries, o.DialerRetries, o.ContextTimeoutEnabled
+		case *redis.ClusterClient:
+			o := c.Options()
+			retries, dials, ctxTimeout = o.MaxRetries, o.DialerRetries, o.ContextTimeoutEnabled
+		default:
+			t.Fatalf("%v: got %T", rc.Addrs, rdb)
+		}
+		// go-redis normalises MaxRetries -1 (none) to 0 and 0 (default) to 3.
+		if retries > 0 || dials != 1 || !ctxTimeout {
+			t.Errorf("%v: MaxRetries %d, DialerRetries %d, ContextTimeoutEnabled %v; want none, 1, true", rc.Addrs, retries, dials, ctxTimeout)
+		}
+		rdb.Close()
 	}
 }
 

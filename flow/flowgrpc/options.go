@@ -19,12 +19,14 @@ type config struct {
 	trusted  []netip.Prefix
 	failed   func(err error) bool
 	v6Bits   int
+	prioKey  string // "" turns priorities off
+	prioAll  bool
 	params   []MetadataParam
 	paramMax int
 }
 
 func newConfig(opts []Option) *config {
-	cf := &config{failed: ServerFault, paramMax: DefaultParamMaxLen}
+	cf := &config{failed: ServerFault, prioKey: DefaultPriorityMetadata, paramMax: DefaultParamMaxLen}
 	for _, o := range opts {
 		o(cf)
 	}

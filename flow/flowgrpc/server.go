@@ -12,9 +12,10 @@ import (
 type flowEntryOption = flow.EntryOption
 
 var (
-	withContext = flow.WithContext
-	withUser    = flow.WithUser
-	withIP      = flow.WithIP
+	withContext  = flow.WithContext
+	withUser     = flow.WithUser
+	withIP       = flow.WithIP
+	withPriority = flow.WithPriority
 )
 
 // interceptor holds what every interceptor of one configuration shares.
@@ -37,13 +38,15 @@ func (ic *interceptor) resource(ctx context.Context, method string) string {
 	return method
 }
 
+// enter decides with Decide, so the refusal stays on this stack frame
+// until blockedError has turned it into a status.
 func (ic *interceptor) enter(ctx context.Context, method string, server bool) (*flow.Permit, error) {
-	var arr [8]flowEntryOption // context, user, ip and five params without allocating
-	p, err := ic.eng.Entry(ic.resource(ctx, method), ic.cf.entryOptions(ctx, &arr, server)...)
-	if err != nil {
-		return nil, entryError(ctx, err)
+	var arr [9]flowEntryOption // context, user, ip, priority and five params without allocating
+	d := ic.eng.Decide(ic.resource(ctx, method), ic.cf.entryOptions(ctx, &arr, server)...)
+	if !d.Allowed {
+		return nil, blockedError(ctx, &d.Block)
 	}
-	return p, nil
+	return d.Permit, nil
 }
 
 // exit ends p, recording err when the configuration counts it a failure.

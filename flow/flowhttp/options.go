@@ -15,16 +15,21 @@ type config struct {
 	trusted      []netip.Prefix
 	proxyHeaders []string
 	blocked      BlockedHandler
-	quotaHeaders bool
-	noIdentity   bool // WithIdentityContext(false)
-	v6Bits       int
-	isError      func(status int) bool
-	params       []Param
-	paramMax     int
+	// customBlocked: blocked was set by WithBlockedHandler (not WriteProblem,
+	// which the middleware calls directly so the refusal stays on its stack).
+	customBlocked bool
+	quotaHeaders  bool
+	noIdentity    bool // WithIdentityContext(false)
+	v6Bits        int
+	isError       func(status int) bool
+	prioHeader    string // "" turns priorities off
+	prioTrustAll  bool
+	params        []Param
+	paramMax      int
 }
 
 func newConfig(opts []Option) *config {
-	cf := &config{blocked: WriteProblem, isError: ServerError, paramMax: DefaultParamMaxLen}
+	cf := &config{blocked: WriteProblem, isError: ServerError, prioHeader: DefaultPriorityHeader, paramMax: DefaultParamMaxLen}
 	for _, o := range opts {
 		o(cf)
 	}
@@ -64,7 +69,7 @@ func WithTrustedProxies(prefixes ...netip.Prefix) Option {
 }
 
 // WithProxyHeaders sets which forwarding headers a trusted peer may use, in
-// order of preference. Default DefaultProxyHeaders.
+// order of preference. Default DefaultProxyHeaders().
 func WithProxyHeaders(names ...string) Option {
 	return func(cf *config) {
 		cf.proxyHeaders = make([]string, len(names))
@@ -80,7 +85,7 @@ func WithProxyHeaders(names ...string) Option {
 func WithBlockedHandler(h BlockedHandler) Option {
 	return func(cf *config) {
 		if h != nil {
-			cf.blocked = h
+			cf.blocked, cf.customBlocked = h, true
 		}
 	}
 }
