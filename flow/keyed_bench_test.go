@@ -101,3 +101,31 @@ func BenchmarkEntryExitDenyList100kCIDRs(b *testing.B) {
 		}
 	}
 }
+
+// Decide through a param rule with items and an ip deny list allocates
+// nothing, admitted or refused by the list.
+func TestDecideParamsAndListsAllocateNothing(t *testing.T) {
+	e, _ := newTestEngine(t,
+		Rule{ID: "nets", Resource: "r", Level: LevelIP, Algorithm: AlgoDeny, Values: []string{"10.0.0.0/8", "2001:db8::/32"}},
+		Rule{ID: "p", Resource: "r", Level: LevelParam, Param: "tenant", Algorithm: AlgoTokenBucket, Limit: 1e9,
+			Items: map[string]float64{"vip": 2e9}})
+	pass := func() {
+		if d := e.Decide("r", WithIP("192.0.2.1"), WithParam("tenant", "vip"), WithParam("origin", "web")); !d.Allowed {
+			t.Fatal("refused")
+		} else {
+			d.Permit.Exit()
+		}
+	}
+	deny := func() {
+		if d := e.Decide("r", WithIP("10.1.1.1"), WithParam("tenant", "vip")); d.Allowed || d.Block.Reason != ReasonDenied {
+			t.Fatalf("got %+v, want a deny", d.Block)
+		}
+	}
+	pass()
+	if n := testing.AllocsPerRun(500, pass); n != 0 {
+		t.Errorf("pass: %v allocs, want 0", n)
+	}
+	if n := testing.AllocsPerRun(500, deny); n != 0 {
+		t.Errorf("deny: %v allocs, want 0", n)
+	}
+}
