@@ -155,3 +155,24 @@ func TestParamKeysBounded(t *testing.T) {
 		t.Fatalf("c after idleTTL: refused by %q, want a fresh start", got)
 	}
 }
+
+// A circuit breaker at the param level keeps one breaker per value.
+func TestParamLevelBreaker(t *testing.T) {
+	r := Rule{ID: "b", Resource: "r", Level: LevelParam, Param: "host", Algorithm: AlgoCircuitBreaker,
+		Strategy: BreakerErrorCount, Threshold: 2, MinRequests: 2, Window: 10 * time.Second, OpenFor: 5 * time.Second}
+	e, _ := newTestEngine(t, r)
+	host := func(h string) EntryOption { return WithParam("host", h) }
+	for range 2 {
+		p, err := e.Entry("r", host("down"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		p.Exit(WithError(errors.New("failed")))
+	}
+	if got := try(t, e, "r", host("down")); got != "b" {
+		t.Fatalf("host down after 2 errors: %q, want refused by b", got)
+	}
+	if got := try(t, e, "r", host("up")); got != "" {
+		t.Fatalf("another host: refused by %q", got)
+	}
+}
