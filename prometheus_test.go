@@ -31,9 +31,9 @@ import (
 // promRules is the watched rules document of the program Prometheus
 // scrapes: a resource refused most of the time (the rejection alert), a
 // user-level rule (tracked keys), a queue (waits), a cluster rule (the token
-// service over Redis), adaptive rules, an adaptive_concurrency rule and a
+// service over Redis), adaptive rules, an adaptive_concurrency rule, a
 // circuit breaker on a dependency that always fails (open, then failing
-// probes); alerting and adaptive sections
+// probes), a deny list refusing one call in five of its resource; alerting and adaptive sections
 // short enough to act within the test.
 const promRules = `{
   "rules": [
@@ -44,7 +44,9 @@ const promRules = `{
      "cluster": {"threshold": "global", "fallback": "local"}},
     {"id": "dep-breaker", "resource": "GET /dep", "algorithm": "circuit_breaker", "strategy": "error_ratio",
      "threshold": 0.5, "openFor": "1s"},
-    {"id": "auto", "resource": "GET /auto", "algorithm": "adaptive_concurrency"}
+    {"id": "auto", "resource": "GET /auto", "algorithm": "adaptive_concurrency"},
+    {"id": "blocked-origins", "resource": "GET /lists", "level": "param", "param": "origin", "algorithm": "deny",
+     "values": ["scraper"]}
   ],
   "adaptive": {"period": "100ms"},
   "alerting": {"rejectionRatio": 0.3, "window": "2s", "for": "1s", "interval": "250ms", "minRequests": 10}
@@ -240,6 +242,11 @@ func drive(eng *flow.Engine, stop <-chan struct{}, wg *sync.WaitGroup) {
 			call("GET /hot")
 			call("GET /shared")
 			call("GET /auto")
+			if n%5 == 0 {
+				call("GET /lists", flow.WithParam("origin", "scraper"))
+			} else {
+				call("GET /lists", flow.WithParam("origin", "web"))
+			}
 			if p, err := eng.Entry("GET /dep"); err == nil {
 				p.Exit(flow.WithError(context.DeadlineExceeded)) // the dependency is down
 			}

@@ -35,6 +35,7 @@ type plan struct {
 	prefix   string
 	resource string
 	level    flow.Level
+	tag      string // the level in keys: "global", "user", "ip", or "param:<name>"
 }
 
 func (p *plan) matches(req *flow.TokenRequest, instances int) bool {
@@ -48,6 +49,13 @@ func newPlan(prefix string, req *flow.TokenRequest, instances int, concTTL int64
 	p := &plan{first: req.Rules[0], n: len(req.Rules), factor: req.Factor, instances: instances,
 		resource: req.Resource, level: req.Level, leasable: true, prefix: prefix}
 	p.numkeys = strconv.Itoa(p.n)
+	p.tag = p.level.String()
+	if p.level == flow.LevelParam {
+		// The engine asks for a param rule alone (its values are its own
+		// keys); the parameter's name keeps two params' values apart even
+		// when their rules have no id.
+		p.tag += ":" + req.Rules[0].Param
+	}
 	var errs []error
 	for i, r := range req.Rules {
 		code, ok := codeOf(r.Algorithm)
@@ -95,7 +103,8 @@ func newPlan(prefix string, req *flow.TokenRequest, instances int, concTTL int64
 	return p, nil
 }
 
-// keys builds the state key of every rule: prefix{resource|level|key}:id.
+// keys builds the state key of every rule: prefix{resource|level|key}:id,
+// one per user, IP or param value (level "param:<name>").
 func (p *plan) keys(key string) []string {
 	ks := make([]string, 0, p.n)
 	p.eachKey(key, func(_ int, k string) { ks = append(ks, k) })
@@ -106,7 +115,7 @@ func (p *plan) keys(key string) []string {
 // Redis Cluster takes them in one call; they are slices of one string, one
 // allocation for all.
 func (p *plan) eachKey(key string, f func(i int, k string)) {
-	lvl := p.level.String()
+	lvl := p.tag
 	one := len(p.prefix) + len(p.resource) + len(lvl) + len(key) + 4
 	size := 0
 	for _, s := range p.suffixes {

@@ -153,6 +153,12 @@ func (s *TokenServer) Acquire(ctx context.Context, req flow.TokenRequest) (flow.
 	if req.Tokens <= 0 {
 		return flow.TokenResult{}, fmt.Errorf("cluster: tokens: %d must be > 0", req.Tokens)
 	}
+	if req.Level == flow.LevelParam {
+		// The wire format has no param level yet: sent as another level, the
+		// server would count the values on the wrong keys. Failing makes the
+		// engine apply the rule's fallback (by default local) instead.
+		return flow.TokenResult{}, fmt.Errorf("%w: param rules are not supported through a remote token server (flowgate serve) yet", flow.ErrTokenServerUnavailable)
+	}
 	in := s.request(&req)
 	var out *tokenpb.AcquireResponse
 	_, err := s.once(ctx, func(ctx context.Context, r *replica) (err error) {

@@ -52,7 +52,7 @@ func peerAddr(addr net.Addr) netip.Addr {
 }
 
 // entryOptions builds the Entry options of a call into arr.
-func (cf *config) entryOptions(ctx context.Context, arr *[4]flowEntryOption, server bool) []flowEntryOption {
+func (cf *config) entryOptions(ctx context.Context, arr *[9]flowEntryOption, server bool) []flowEntryOption {
 	opts := append(arr[:0], withContext(ctx))
 	if cf.user != nil {
 		if u := cf.user(ctx); u != "" {
@@ -78,6 +78,9 @@ func (cf *config) entryOptions(ctx context.Context, arr *[4]flowEntryOption, ser
 		if p, ok := cf.priority(ctx); ok {
 			opts = append(opts, withPriority(p))
 		}
+	}
+	if cf.params != nil {
+		opts = cf.appendParams(ctx, opts)
 	}
 	return opts
 }

@@ -21,10 +21,12 @@ type config struct {
 	v6Bits   int
 	prioKey  string // "" turns priorities off
 	prioAll  bool
+	params   []MetadataParam
+	paramMax int
 }
 
 func newConfig(opts []Option) *config {
-	cf := &config{failed: ServerFault, prioKey: DefaultPriorityMetadata}
+	cf := &config{failed: ServerFault, prioKey: DefaultPriorityMetadata, paramMax: DefaultParamMaxLen}
 	for _, o := range opts {
 		o(cf)
 	}

@@ -26,10 +26,12 @@ type config struct {
 	isError       func(status int) bool
 	prioHeader    string // "" turns priorities off
 	prioTrustAll  bool
+	params        []Param
+	paramMax      int
 }
 
 func newConfig(opts []Option) *config {
-	cf := &config{blocked: WriteProblem, isError: ServerError, prioHeader: DefaultPriorityHeader}
+	cf := &config{blocked: WriteProblem, isError: ServerError, prioHeader: DefaultPriorityHeader, paramMax: DefaultParamMaxLen}
 	for _, o := range opts {
 		o(cf)
 	}
