@@ -13,7 +13,9 @@ import (
 // of a slow call is what the machine added to it, not the library: with
 // other builds on the two cores the process is descheduled for tens of ms.
 // The soak reports raw latencies, the control's, and each call's latency
-// less the worst stall the control saw while the call ran.
+// less the stalls the control saw while the call ran (summed: a starved
+// process delays a call at each of its wake-ups, the dial, the timer, the
+// reply, not once).
 
 const stallTick = time.Millisecond
 
@@ -34,18 +36,19 @@ func stallSampler(stop *atomic.Bool, done chan<- []stallSample) {
 	done <- out
 }
 
-// stallDuring is the worst lateness of the samples that overlap [from, to];
-// samples are sorted by start.
+// stallDuring is the summed lateness of the samples that overlap
+// [from, to], at most to-from; samples are sorted by start and never
+// overlap each other (one goroutine takes them one after another).
 func stallDuring(samples []stallSample, from, to int64) time.Duration {
 	// Samples last at most a few hundred ms; start a second early.
 	i, _ := slices.BinarySearchFunc(samples, from-int64(time.Second), func(s stallSample, x int64) int { return int(s.start - x) })
-	var worst time.Duration
+	var sum time.Duration
 	for ; i < len(samples) && samples[i].start <= to; i++ {
 		if samples[i].end >= from {
-			worst = max(worst, samples[i].late)
+			sum += samples[i].late
 		}
 	}
-	return worst
+	return min(sum, time.Duration(to-from))
 }
 
 // quantiles returns the maximum and the p99.9 of ds (sorted in place).

@@ -23,6 +23,8 @@ import (
 // come from go-redis defaults (only the address), the server keeps its
 // defaults (20ms timeout). Each policy x algorithm runs FLOWGATE_SOAK
 // (default 4s, so the six fit in make test's 30s; `make soak` runs 60s).
+// FLOWGATE_SOAK_STACKS=dir dumps every goroutine when a call has been in
+// flight 150ms (see watchSlow): how the slow calls were diagnosed.
 
 const (
 	soakLimit     = 100
@@ -49,9 +51,10 @@ type soakFigures struct {
 	calls                 int
 	maxLat, p999          time.Duration
 	stallMax, stallP999   time.Duration // the control goroutine's late wake-ups: what the machine adds
-	netMax, netP999       time.Duration // each call's latency less the worst stall while it ran
+	netMax, netP999       time.Duration // each call's latency less the stalls while it ran
 	worstHealthy, healthy int           // admitted in the worst healthy second; healthy seconds
 	worstOutage, outages  int
+	worstOutageLocal      int // of worstOutage, admitted by the local fallback
 	worstWiped            int // admitted in the worst second a FLUSHALL struck (counters lost: up to 2x, plus any fallback)
 	policyViolations      int
 	recovery              map[string][]time.Duration
@@ -93,9 +96,9 @@ func TestChaosSoak(t *testing.T) {
 		for _, policy := range []string{"deny", "allow", "local"} {
 			name := fmt.Sprintf("%s/%s", policy, algo)
 			f := soakRun(t, srv, admin, algo, policy, d, &faultN)
-			t.Logf("%-19s calls %6d  latency max %7v p99.9 %7v  worst healthy second %3d/%d (of %d)  worst outage second %3d (of %d)  worst FLUSHALL second %3d  goroutines %d -> %d  straddling %d",
-				name, f.calls, f.maxLat.Round(100*time.Microsecond), f.p999.Round(100*time.Microsecond), f.worstHealthy, soakLimit, f.healthy, f.worstOutage, f.outages, f.worstWiped, f.goroutinesBefore, f.goroutinesAfter, f.straddling)
-			t.Logf("%-19s   control goroutine's late wake-up (1ms sleep): max %v p99.9 %v; latency less the stall during the call: max %v p99.9 %v; calls over 50ms by fault: %v",
+			t.Logf("%-19s calls %6d  latency max %7v p99.9 %7v  worst healthy second %3d/%d (of %d)  worst outage second %3d (%d locally; of %d)  worst FLUSHALL second %3d  goroutines %d -> %d  straddling %d",
+				name, f.calls, f.maxLat.Round(100*time.Microsecond), f.p999.Round(100*time.Microsecond), f.worstHealthy, soakLimit, f.healthy, f.worstOutage, f.worstOutageLocal, f.outages, f.worstWiped, f.goroutinesBefore, f.goroutinesAfter, f.straddling)
+			t.Logf("%-19s   control goroutine's late wake-up (1ms sleep): max %v p99.9 %v; latency less the stalls during the call: max %v p99.9 %v; calls over 50ms by fault: %v",
 				name, f.stallMax.Round(100*time.Microsecond), f.stallP999.Round(100*time.Microsecond), f.netMax.Round(100*time.Microsecond), f.netP999.Round(100*time.Microsecond), f.slowWhere)
 			for _, kind := range []string{"kill+restart", "pause 1.5s", "SCRIPT FLUSH", "FLUSHALL"} {
 				if r := f.recovery[kind]; len(r) > 0 {
@@ -152,14 +155,18 @@ func soakCheck(t *testing.T, name string, algo flow.Algorithm, policy string, f 
 	if f.worstHealthy > healthyBound {
 		t.Errorf("%s: a healthy second admitted %d, want <= %d", name, f.worstHealthy, healthyBound)
 	}
-	// What Redis admitted before the fault in that second plus one limit
-	// shared by the instances: fixed_window counts in the same whole
-	// seconds as Redis, token_bucket's local buckets start empty at each
-	// outage (see flow's drainLocal), so Redis's part (up to its burst) and
-	// the fleet's share of the rate add up to 2 limits.
+	// What Redis admitted in that second plus one limit shared by the
+	// instances: fixed_window counts in the same whole seconds as Redis, so
+	// 2 limits. token_bucket's local buckets start empty at each outage
+	// (see flow's drainLocal), but in a second when Redis answers some
+	// calls and times out others both run at once, and Redis alone grants
+	// up to burst + rate: burst + 2 x rate (see the README).
 	outageBound := 2 * soakLimit
+	if algo == flow.AlgoTokenBucket {
+		outageBound = 3 * soakLimit
+	}
 	if policy == "local" && f.worstOutage > outageBound {
-		t.Errorf("%s: an outage second admitted %d, want <= %d", name, f.worstOutage, outageBound)
+		t.Errorf("%s: an outage second admitted %d (%d of them locally), want <= %d", name, f.worstOutage, f.worstOutageLocal, outageBound)
 	}
 	for kind, rs := range f.recovery {
 		for _, r := range rs {
@@ -202,12 +209,17 @@ func soakRun(t *testing.T, srv *redistest.Server, admin *redis.Client, algo flow
 	var stop atomic.Bool
 	stalls := make(chan []stallSample, 1)
 	go stallSampler(&stop, stalls)
+	inflight := make([]atomic.Int64, soakEngines*soakCallers)
+	go watchSlow(&stop, inflight)
+	slot := 0
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	var calls []soakCall
 	for _, e := range engines {
 		for range soakCallers {
 			wg.Add(1)
+			my := &inflight[slot]
+			slot++
 			go func() {
 				defer wg.Done()
 				var mine []soakCall
@@ -215,7 +227,9 @@ func soakRun(t *testing.T, srv *redistest.Server, admin *redis.Client, algo flow
 					failed := new(bool)
 					cctx := context.WithValue(ctx, failedKey{}, failed)
 					start := time.Now()
+					my.Store(start.UnixNano())
 					p, err := e.Entry(r.Resource, flow.WithContext(cctx))
+					my.Store(0)
 					c := soakCall{start: start.UnixNano(), took: time.Since(start), admitted: err == nil, fromRedis: !*failed}
 					if err == nil {
 						p.Exit()
@@ -295,14 +309,14 @@ func soakAnalyse(f *soakFigures, calls []soakCall, faults []soakFault, control [
 	for i, s := range control {
 		stalls[i] = s.late
 	}
-	perSec := map[int64]*[3]int{} // admitted, calls not from Redis, calls
+	perSec := map[int64]*[4]int{} // admitted, calls not from Redis, calls, admitted locally
 	for i, c := range calls {
 		lats[i] = c.took
 		nets[i] = max(0, c.took-stallDuring(control, c.start, c.start+int64(c.took)))
 		s := c.start / 1e9
 		b := perSec[s]
 		if b == nil {
-			b = new([3]int)
+			b = new([4]int)
 			perSec[s] = b
 		}
 		b[2]++
@@ -311,6 +325,9 @@ func soakAnalyse(f *soakFigures, calls []soakCall, faults []soakFault, control [
 		// calls wholly inside one second count towards it.
 		if c.admitted && (c.start+int64(c.took))/1e9 == s {
 			b[0]++
+			if !c.fromRedis {
+				b[3]++
+			}
 		} else if c.admitted {
 			f.straddling++
 		}
@@ -369,7 +386,9 @@ func soakAnalyse(f *soakFigures, calls []soakCall, faults []soakFault, control [
 			f.worstWiped = max(f.worstWiped, b[0])
 		case b[1] > 0:
 			f.outages++
-			f.worstOutage = max(f.worstOutage, b[0])
+			if b[0] > f.worstOutage {
+				f.worstOutage, f.worstOutageLocal = b[0], b[3]
+			}
 		case !near(s):
 			f.healthy++
 			f.worstHealthy = max(f.worstHealthy, b[0])
