@@ -41,7 +41,7 @@ const (
 	AlgoTokenBucket    Algorithm = iota // Guava SmoothBursty
 	AlgoWarmUp                          // Guava SmoothWarmingUp
 	AlgoLeakyBucket                     // constant spacing; with MaxWait it queues (Sentinel's throttling)
-	AlgoFixedWindow                     // one counter per window; admits up to 2x across a boundary
+	AlgoFixedWindow                     // one counter per window (Unix-epoch aligned); admits up to 2x across a boundary
 	AlgoSlidingWindow                   // sub-window counters, previous window weighted by overlap
 	AlgoSlidingLog                      // exact: never more than Limit in any span of Window
 	AlgoConcurrency                     // at most Limit in flight

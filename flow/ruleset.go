@@ -99,6 +99,10 @@ type compiledRule struct {
 
 	// transitions counts a circuit breaker rule's changes into each state.
 	transitions [numBreakerStates]atomic.Uint64
+	// fallbackPassed is the engine's count of answered token server calls
+	// at this cluster rule's latest local fallback call (see
+	// fallbackResumes); it starts at MaxUint64 so the first outage drains.
+	fallbackPassed atomic.Uint64
 	// seen is the latest Entry time a circuit breaker rule saw, to
 	// seenStep: its Exits' time when they do not read the clock.
 	seen atomic.Int64
@@ -341,6 +345,7 @@ func (e *Engine) newCompiled(r Rule, factor float64, now int64) (*compiledRule, 
 	if cr.cluster {
 		instances = max(1, e.cf.ts.Instances())
 	}
+	cr.fallbackPassed.Store(math.MaxUint64)
 	cr.limitBits.Store(math.Float64bits(math.NaN())) // so recompute always sets it
 	cr.recompute(factor, instances)
 	cr.gen.Store(0)
