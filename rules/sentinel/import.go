@@ -134,7 +134,7 @@ func Import(files []File, opts Options) (*Result, error) {
 		return nil, errors.Join(errs...)
 	}
 	res := &Result{}
-	ids := idMaker{used: map[string]bool{}}
+	ids := idMaker{used: map[string]bool{}, n: map[string]int{}}
 	var out []outRule
 	for _, e := range elems {
 		rep, rs := convert(e, opts)
@@ -224,7 +224,7 @@ func checkOne(r outRule) error {
 // one, else kind-N.
 type idMaker struct {
 	used map[string]bool
-	n    int
+	n    map[string]int // last number given per base
 }
 
 func (m *idMaker) make(want, kind string) string {
@@ -237,8 +237,8 @@ func (m *idMaker) make(want, kind string) string {
 		base = "sentinel-" + strings.ReplaceAll(strings.TrimPrefix(strings.TrimPrefix(kind, "java "), "go "), " ", "-")
 	}
 	for {
-		m.n++
-		id := fmt.Sprintf("%s-%d", base, m.n)
+		m.n[base]++
+		id := fmt.Sprintf("%s-%d", base, m.n[base])
 		if !m.used[id] {
 			m.used[id] = true
 			return id
