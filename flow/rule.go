@@ -45,6 +45,10 @@ const (
 	// AlgoAdaptiveConcurrency caps calls in flight at a limit it finds from
 	// their response times (see InitialLimit..Smoothing).
 	AlgoAdaptiveConcurrency
+	// AlgoSentinelWindow counts as Alibaba Sentinel's QPS rules do: two
+	// unweighted half-window buckets aligned to the Unix epoch
+	// (sentinel_window.go); rules imported from Sentinel use it.
+	AlgoSentinelWindow
 	numAlgorithms
 )
 
@@ -52,6 +56,7 @@ var algorithmNames = [numAlgorithms]string{
 	"token_bucket", "warm_up", "leaky_bucket", "fixed_window", "sliding_window", "sliding_log", "concurrency",
 	"circuit_breaker",
 	"adaptive_concurrency",
+	"sentinel_window",
 }
 
 // String returns the algorithm's JSON name.
