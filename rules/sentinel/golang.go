@@ -40,8 +40,17 @@ func goFlow(e *element) ([]outRule, notes) {
 		r.Algorithm, r.Warmup, r.ColdFactor = "warm_up", sec(warm), float64(cold)
 		n.add("warm_up follows Guava's SmoothWarmingUp curve; Sentinel's warm-up formula reaches %s per %s on a different curve over %s", num(threshold), r.Window, sec(warm))
 	default:
-		r.Algorithm, r.Buckets = "sliding_window", 2
-		n.add(windowNote)
+		r.Algorithm = "sentinel_window"
+		// sentinel-golang counts 1s (or no statIntervalInMs) in two 500ms
+		// buckets, as sentinel_window does; another interval in
+		// interval/500ms buckets when that divides, else in one.
+		if interval != 0 && interval != 1000 {
+			b := int64(1)
+			if interval >= 500 && interval <= 10000 && interval%500 == 0 {
+				b = interval / 500
+			}
+			n.add("sentinel_window counts %s in 2 buckets; sentinel-golang counts it in %d", r.Window, b)
+		}
 	}
 	return []outRule{r}, n
 }

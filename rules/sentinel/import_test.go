@@ -115,7 +115,7 @@ func TestImportGolangExamples(t *testing.T) {
 		{"circuitbreaker_error_count.json", 0, Exact, "circuit_breaker", false},
 		{"circuitbreaker_error_ratio.json", 0, Exact, "circuit_breaker", false},
 		{"circuitbreaker_slow_rt_ratio.json", 0, Exact, "circuit_breaker", false},
-		{"flow_qps.json", 0, Approx, "sliding_window", false},
+		{"flow_qps.json", 0, Exact, "sentinel_window", false},
 		{"flow_warm_up.json", 0, Approx, "warm_up", false},
 		{"hotspot_concurrency.json", 0, Exact, "concurrency", true},
 		{"hotspot_qps_reject.json", 0, Approx, "token_bucket", true},
@@ -156,12 +156,12 @@ func TestImportJavaDashboard(t *testing.T) {
 		{"degrade.json", 0, Approx, "circuit_breaker", false},
 		{"degrade.json", 1, Approx, "circuit_breaker", false},
 		{"degrade.json", 2, Approx, "circuit_breaker", false},
-		{"flow.json", 0, Approx, "sliding_window", false},
+		{"flow.json", 0, Exact, "sentinel_window", false},
 		{"flow.json", 1, Approx, "warm_up", false},
 		{"flow.json", 2, Exact, "leaky_bucket", false},
 		{"flow.json", 3, Approx, "leaky_bucket", false},
 		{"flow.json", 4, Exact, "concurrency", false},
-		{"flow.json", 5, Approx, "sliding_window", true}, // refResource
+		{"flow.json", 5, Exact, "sentinel_window", true}, // refResource
 		{"flow.json", 6, Approx, "sliding_window", false},
 		{"flow.json", 7, Cannot, "", false}, // chain
 		{"param-flow.json", 0, Approx, "token_bucket", true},

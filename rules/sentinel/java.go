@@ -10,9 +10,9 @@ import (
 // FlowRule, DegradeRule, ParamFlowRule, AuthorityRule, SystemRule) with the
 // defaults their classes set.
 
-// windowNote says why a QPS reject rule is approximate: Sentinel counts
-// two unweighted 500 ms buckets; the closest flowgate window weights the
-// older bucket by how much of it is still inside the window.
+// windowNote says why a cluster QPS rule is approximate: the token server
+// counts sliding_window, which weights the older bucket by how much of it
+// is still inside the window, where Sentinel counts both buckets whole.
 const windowNote = "sliding_window with 2 buckets weights the older bucket; Sentinel counts both 500ms buckets whole"
 
 // origin is the param that carries Sentinel's origin (limitApp) in flowgate.
@@ -53,8 +53,12 @@ func javaFlow(e *element, opts Options) ([]outRule, notes) {
 		r.Limit = count
 		switch behavior {
 		case 0:
-			r.Algorithm, r.Buckets = "sliding_window", 2
-			n.add(windowNote)
+			// Sentinel's own window; the token server counts sliding_window.
+			r.Algorithm = "sentinel_window"
+			if e.boolean("clusterMode") {
+				r.Algorithm, r.Buckets = "sliding_window", 2
+				n.add(windowNote)
+			}
 		case 1:
 			r.Algorithm, r.Warmup, r.ColdFactor = "warm_up", sec(warm), 3
 			n.add("warm_up follows Guava's SmoothWarmingUp curve; Sentinel's warm-up formula reaches %s/s on a different curve over %s", num(count), sec(warm))
