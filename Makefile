@@ -7,7 +7,7 @@ export FLOWGATE_REQUIRE_REDIS ?=
 export FLOWGATE_REQUIRE_PROMETHEUS ?=
 export FLOWGATE_REQUIRE_ETCD ?=
 
-.PHONY: all demo test soak bench bench-peers lint deps vet fmt examples
+.PHONY: all demo test soak bench bench-peers lint deps vet fmt examples compat
 
 all: lint test
 
@@ -21,7 +21,12 @@ demo:
 test: deps
 	$(GO) vet $(PKGS)
 	FLOWGATE_REQUIRE_REDIS=1 FLOWGATE_REQUIRE_PROMETHEUS=1 FLOWGATE_REQUIRE_ETCD=1 $(GO) test -race -count=1 -timeout 20m $(PKGS)
+	@$(MAKE) --no-print-directory compat
 	@$(MAKE) --no-print-directory examples
+
+## compat: the side-by-side tests against sentinel-golang (module compat/sentinel), with their table.
+compat:
+	cd compat/sentinel && $(GO) vet ./... && $(GO) test -race -count=1 -v ./...
 
 ## soak: the cluster chaos soak, 60 s per policy x algorithm (6 min), with its figures
 ## (make test runs a 4 s version of each, race-enabled; this one is not, so latencies are real).
