@@ -3,6 +3,7 @@ package sentinel
 import (
 	"container/heap"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -19,7 +20,10 @@ import (
 // and how long it holds its permit before Exit.
 type call struct {
 	at, hold time.Duration
+	fail     bool // the call ends in an error (recorded on both engines)
 }
+
+var errCall = errors.New("call failed")
 
 // outcome compares one trace on both engines.
 type outcome struct {
@@ -49,9 +53,10 @@ func importOne(eng *flow.Engine, srcRules any) (sentinel.Report, error) {
 
 // exitQueue holds admitted calls until their hold ends.
 type pending struct {
-	at time.Time
-	sg *base.SentinelEntry
-	fg *flow.Permit
+	at   time.Time
+	fail bool
+	sg   *base.SentinelEntry
+	fg   *flow.Permit
 }
 type exitQueue []pending
 
@@ -77,10 +82,17 @@ func run(clk *vclock, eng *flow.Engine, resource string, trace []call) outcome {
 			p := heap.Pop(&q).(pending)
 			clk.advanceTo(p.at)
 			if p.sg != nil {
+				if p.fail {
+					sapi.TraceError(p.sg, errCall)
+				}
 				p.sg.Exit()
 			}
 			if p.fg != nil {
-				p.fg.Exit()
+				if p.fail {
+					p.fg.Exit(flow.WithError(errCall))
+				} else {
+					p.fg.Exit()
+				}
 			}
 		}
 	}
@@ -102,7 +114,7 @@ func run(clk *vclock, eng *flow.Engine, resource string, trace []call) outcome {
 			o.FlowgateOK++
 		}
 		if sOK || fOK {
-			p := pending{at: t.Add(c.hold)}
+			p := pending{at: t.Add(c.hold), fail: c.fail}
 			if sOK {
 				p.sg = sg
 			}
@@ -157,6 +169,25 @@ func bursts(n, k int, gap, offset time.Duration) []call {
 	for i := range k {
 		for range n {
 			out = append(out, call{at: offset + time.Duration(i)*gap})
+		}
+	}
+	return out
+}
+
+// faulty: rate calls per second for d, each holding hold; calls that
+// start inside one of the spans fail (fail) or hold slow instead.
+func faulty(rate float64, d, hold time.Duration, spans [][2]time.Duration, fail bool, slow time.Duration) []call {
+	out := steady(rate, d, 0)
+	for i := range out {
+		out[i].hold = hold
+		for _, sp := range spans {
+			if out[i].at >= sp[0] && out[i].at < sp[1] {
+				if fail {
+					out[i].fail = true
+				} else {
+					out[i].hold = slow
+				}
+			}
 		}
 	}
 	return out

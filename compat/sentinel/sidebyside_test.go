@@ -9,6 +9,7 @@ import (
 	"time"
 
 	sapi "github.com/alibaba/sentinel-golang/api"
+	cb "github.com/alibaba/sentinel-golang/core/circuitbreaker"
 	"github.com/alibaba/sentinel-golang/core/config"
 	sflow "github.com/alibaba/sentinel-golang/core/flow"
 	"github.com/alibaba/sentinel-golang/core/isolation"
@@ -68,7 +69,16 @@ func iso(res string) any {
 	return []*isolation.Rule{{Resource: res, MetricType: isolation.Concurrency, Threshold: 5}}
 }
 
+func breaker(strategy cb.Strategy, threshold float64) func(string) any {
+	return func(res string) any {
+		return []*cb.Rule{{Resource: res, Strategy: strategy, RetryTimeoutMs: 3000, MinRequestAmount: 10,
+			StatIntervalMs: 5000, StatSlidingWindowBucketCount: 10, MaxAllowedRtMs: 200, Threshold: threshold, ProbeNum: 1}}
+	}
+}
+
 func scenarios() []scenario {
+	loadCB := func(r any) error { _, err := cb.LoadRules(r.([]*cb.Rule)); return err }
+	spans := [][2]time.Duration{{5 * time.Second, 8 * time.Second}, {15 * time.Second, 16 * time.Second}, {25 * time.Second, 30 * time.Second}}
 	loadFlow := func(r any) error { _, err := sflow.LoadRules(r.([]*sflow.Rule)); return err }
 	loadIso := func(r any) error { _, err := isolation.LoadRules(r.([]*isolation.Rule)); return err }
 	var out []scenario
@@ -84,6 +94,12 @@ func scenarios() []scenario {
 	add("flow throttling (10/s, queue 500ms)", "Poisson 15/s", throttle, loadFlow, poisson(8, 15, 60*time.Second, 0), 0)
 	add("flow throttling (10/s, queue 500ms)", "steady 2x overload", throttle, loadFlow, steady(20, 30*time.Second, 0), 3*time.Millisecond)
 	add("isolation (5 in flight)", "Poisson 30/s, hold 200ms mean", iso, loadIso, poisson(9, 30, 60*time.Second, 200*time.Millisecond), 0)
+	add("circuit breaker error ratio (0.5)", "20/s, error bursts", breaker(cb.ErrorRatio, 0.5), loadCB,
+		faulty(20, 40*time.Second, 50*time.Millisecond, spans, true, 0), 0)
+	add("circuit breaker error count (20)", "20/s, error bursts", breaker(cb.ErrorCount, 20), loadCB,
+		faulty(20, 40*time.Second, 50*time.Millisecond, spans, true, 0), 0)
+	add("circuit breaker slow ratio (0.5, 200ms)", "20/s, latency spikes to 300ms", breaker(cb.SlowRequestRatio, 0.5), loadCB,
+		faulty(20, 40*time.Second, 50*time.Millisecond, spans, false, 300*time.Millisecond), 0)
 	return out
 }
 
