@@ -1,13 +1,17 @@
 # flowgate — the commands a newcomer and CI run. `make demo` needs nothing but Go;
-# `make test` installs what the tests need (redis-server, prometheus with promtool, etcd) when it can.
+# `make test` installs what the tests need (redis-server, prometheus with promtool, etcd, chromium)
+# when it can.
 
 GO      ?= go
 PKGS    ?= ./...
 export FLOWGATE_REQUIRE_REDIS ?=
 export FLOWGATE_REQUIRE_PROMETHEUS ?=
 export FLOWGATE_REQUIRE_ETCD ?=
+export FLOWGATE_REQUIRE_BROWSER ?=
+# Modules of their own beside the core, tested by make test (scripts/modules.sh).
+MODULES ?= contrib/gin contrib/echo
 
-.PHONY: all demo test soak bench bench-peers lint deps vet fmt examples compat
+.PHONY: all demo test test-modules soak bench bench-peers lint deps vet fmt examples compat
 
 all: lint test
 
@@ -16,15 +20,22 @@ all: lint test
 demo:
 	$(GO) run ./examples/demo $(ARGS)
 
-## test: vet + race-enabled tests with a real redis-server, prometheus and etcd (installed by deps
-## when missing); a test that needs one fails instead of skipping.
+## test: vet + race-enabled tests with a real redis-server, prometheus, etcd and chromium (installed
+## by deps when missing); a test that needs one fails instead of skipping. Then the modules of their
+## own (MODULES) and the examples.
 test: deps
 	$(GO) vet $(PKGS)
-	FLOWGATE_REQUIRE_REDIS=1 FLOWGATE_REQUIRE_PROMETHEUS=1 FLOWGATE_REQUIRE_ETCD=1 $(GO) test -race -count=1 -timeout 20m $(PKGS)
+	FLOWGATE_REQUIRE_REDIS=1 FLOWGATE_REQUIRE_PROMETHEUS=1 FLOWGATE_REQUIRE_ETCD=1 FLOWGATE_REQUIRE_BROWSER=1 $(GO) test -race -count=1 -timeout 20m $(PKGS)
+	@$(MAKE) --no-print-directory test-modules
 	@$(MAKE) --no-print-directory compat
 	@$(MAKE) --no-print-directory examples
 
-## compat: the side-by-side tests against sentinel-golang (module compat/sentinel), with their table.
+## test-modules: vet and race-enabled tests of each module of its own (contrib/gin, contrib/echo).
+test-modules:
+	@GO=$(GO) sh scripts/modules.sh $(MODULES)
+
+## compat: the side-by-side tests against sentinel-golang (module compat/sentinel), -v so that
+## its table (the README's "Side by side with sentinel-golang") is printed.
 compat:
 	cd compat/sentinel && $(GO) vet ./... && $(GO) test -race -count=1 -v ./...
 
