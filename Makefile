@@ -11,7 +11,7 @@ export FLOWGATE_REQUIRE_BROWSER ?=
 # Modules of their own beside the core, tested by make test (scripts/modules.sh).
 MODULES ?= contrib/gin contrib/echo
 
-.PHONY: all demo test test-modules soak bench bench-peers lint deps vet fmt examples
+.PHONY: all demo test test-modules soak bench bench-peers lint deps vet fmt examples compat
 
 all: lint test
 
@@ -27,11 +27,17 @@ test: deps
 	$(GO) vet $(PKGS)
 	FLOWGATE_REQUIRE_REDIS=1 FLOWGATE_REQUIRE_PROMETHEUS=1 FLOWGATE_REQUIRE_ETCD=1 FLOWGATE_REQUIRE_BROWSER=1 $(GO) test -race -count=1 -timeout 20m $(PKGS)
 	@$(MAKE) --no-print-directory test-modules
+	@$(MAKE) --no-print-directory compat
 	@$(MAKE) --no-print-directory examples
 
 ## test-modules: vet and race-enabled tests of each module of its own (contrib/gin, contrib/echo).
 test-modules:
 	@GO=$(GO) sh scripts/modules.sh $(MODULES)
+
+## compat: the side-by-side tests against sentinel-golang (module compat/sentinel), -v so that
+## its table (the README's "Side by side with sentinel-golang") is printed.
+compat:
+	cd compat/sentinel && $(GO) vet ./... && $(GO) test -race -count=1 -v ./...
 
 ## soak: the cluster chaos soak, 60 s per policy x algorithm (6 min), with its figures
 ## (make test runs a 4 s version of each, race-enabled; this one is not, so latencies are real).

@@ -32,6 +32,7 @@ func algoCases() []algoCase {
 		{AlgoLeakyBucket, 1, 11, true}, // no burst at all
 		{AlgoFixedWindow, 10, 11, true},
 		{AlgoSlidingWindow, 10, 11, true},
+		{AlgoSentinelWindow, 10, 11, true},
 		{AlgoSlidingLog, 10, 11, true},
 		{AlgoConcurrency, 10, 11, false},
 		{AlgoAdaptiveConcurrency, 10, 11, false}, // initialLimit 10 (see testRule)

@@ -51,6 +51,10 @@ const (
 	AlgoAdaptiveConcurrency
 	AlgoAllow // refuses callers whose identity is not in Values; lists.go
 	AlgoDeny  // refuses callers whose identity is in Values; lists.go
+	// AlgoSentinelWindow counts as Alibaba Sentinel's QPS rules do: two
+	// unweighted half-window buckets aligned to the Unix epoch
+	// (sentinel_window.go); rules imported from Sentinel use it.
+	AlgoSentinelWindow
 	numAlgorithms
 )
 
@@ -58,6 +62,7 @@ var algorithmNames = [numAlgorithms]string{
 	"token_bucket", "warm_up", "leaky_bucket", "fixed_window", "sliding_window", "sliding_log", "concurrency",
 	"circuit_breaker",
 	"adaptive_concurrency", "allow", "deny",
+	"sentinel_window",
 }
 
 // String returns the algorithm's JSON name.

@@ -167,12 +167,18 @@ func (r Rule) Validate() error {
 			bad("buckets", "must be in [1, %d], not %d", maxBuckets, r.Buckets)
 		}
 	}
+	if d := r.WithDefaults(); d.Algorithm == AlgoSentinelWindow && (d.Window%(2*time.Millisecond) != 0 || d.Window <= 0) {
+		bad("window", "must be a positive multiple of 2ms for sentinel_window (two buckets on Sentinel's millisecond clock), not %v", d.Window)
+	}
+	if r.Cluster != nil && r.Algorithm == AlgoSentinelWindow {
+		bad("cluster", "not supported for sentinel_window (the token server counts sliding_window)")
+	}
 	if d := r.WithDefaults(); d.Algorithm == AlgoSlidingWindow && d.Window > 0 && d.Buckets >= 1 && d.Window < time.Duration(d.Buckets) {
 		bad("window", "must be at least 1ns per bucket (%d buckets), not %v", d.Buckets, d.Window)
 	}
 	if r.MaxWait < 0 {
 		bad("maxWait", "must be >= 0, not %v", r.MaxWait)
-	} else if r.MaxWait > 0 && (r.Algorithm == AlgoConcurrency || r.Algorithm == AlgoAdaptiveConcurrency) {
+	} else if r.MaxWait > 0 && (r.Algorithm == AlgoConcurrency || r.Algorithm == AlgoAdaptiveConcurrency || r.Algorithm == AlgoSentinelWindow) {
 		bad("maxWait", "not supported for %v rules", r.Algorithm)
 	}
 	keyed := r.Level.keyed()

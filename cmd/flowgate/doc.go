@@ -9,6 +9,8 @@
 //	flowgate rules push [flags] FILE validate FILE, then write it to etcd with a compare-and-swap
 //	flowgate rules get [flags]       print the document in etcd; revision and version on stderr
 //	flowgate rules diff [flags] FILE show what pushing FILE would change, rule by rule
+//	flowgate rules import --from sentinel [--param-names 0=tenant] [--partial] FILE...
+//	                                 convert Sentinel rule files; one exact/approx/cannot line per rule
 //
 // FILE "-" reads standard input. The rules subcommands take --etcd
 // (endpoints, default $FLOWGATE_ETCD or 127.0.0.1:2379), --key (default

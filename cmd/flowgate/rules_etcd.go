@@ -15,7 +15,7 @@ import (
 	"github.com/flowgate/flowgate/rules"
 )
 
-const rulesUsage = "rules push|get|diff  write, read or compare the rules document in etcd; flowgate rules -h"
+const rulesUsage = "rules push|get|diff|import  write, read or compare the rules document in etcd, or import Sentinel rules; flowgate rules -h"
 
 var rulesCommand = command{
 	name:  "rules",
@@ -34,6 +34,8 @@ const rulesHelp = `usage:
                                      revision read (exit 1 on problems, 3 if the key moved meanwhile)
   flowgate rules get [flags]         print the document in etcd; its revision and version on stderr
   flowgate rules diff [flags] FILE   show what pushing FILE would change, rule by rule
+  flowgate rules import --from sentinel [--param-names 0=tenant] [--partial] FILE...
+                                     convert Sentinel rule files (see flowgate rules import -h)
 flags (every subcommand):
   --etcd ADDR[,ADDR]   etcd endpoints (default $FLOWGATE_ETCD, else 127.0.0.1:2379)
   --key KEY            the key holding the document (default /flowgate/rules)
@@ -60,6 +62,9 @@ func runRules(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return exitOK
 	}
 	sub := args[0]
+	if sub == "import" {
+		return runImport(args[1:], stdin, stdout, stderr)
+	}
 	fs := flag.NewFlagSet("rules "+sub, flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() { fmt.Fprint(stderr, rulesHelp) }

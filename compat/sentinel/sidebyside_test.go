@@ -1,0 +1,148 @@
+package sentinel
+
+import (
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	sapi "github.com/alibaba/sentinel-golang/api"
+	cb "github.com/alibaba/sentinel-golang/core/circuitbreaker"
+	"github.com/alibaba/sentinel-golang/core/config"
+	sflow "github.com/alibaba/sentinel-golang/core/flow"
+	"github.com/alibaba/sentinel-golang/core/isolation"
+	"github.com/alibaba/sentinel-golang/logging"
+	"github.com/alibaba/sentinel-golang/util"
+
+	"github.com/flowgate/flowgate/flow"
+)
+
+var (
+	initOnce sync.Once
+	vclk     *vclock
+)
+
+// setup starts sentinel-golang once per process on the virtual clock
+// (sentinel-golang keeps global state; each scenario uses its own
+// resource). The clock starts on a whole second of Unix time an hour
+// ahead of the real one: sentinel-golang builds some statistics (the
+// inbound node) at package init on the real clock, and its buckets refuse
+// a time behind theirs. Each trace is placed relative to whole seconds, so
+// the results do not depend on the start.
+func setup(t *testing.T) *vclock {
+	t.Helper()
+	initOnce.Do(func() {
+		vclk = newVClock(time.Now().Add(time.Hour).Truncate(time.Second))
+		util.SetClock(vclk)
+		conf := config.NewDefaultConfig()
+		conf.Sentinel.Log.Dir = os.TempDir()
+		conf.Sentinel.Log.Logger = logging.NewConsoleLogger()
+		logging.ResetGlobalLoggerLevel(logging.ErrorLevel)
+		if err := sapi.InitWithConfig(conf); err != nil {
+			t.Fatal(err)
+		}
+	})
+	return vclk
+}
+
+type scenario struct {
+	kind, name string
+	rule       func(res string) any // sentinel-golang rules for res
+	load       func(res string) error
+	trace      []call
+	offset     time.Duration // where in a second the trace starts
+}
+
+func qps(res string) any {
+	return []*sflow.Rule{{Resource: res, TokenCalculateStrategy: sflow.Direct, ControlBehavior: sflow.Reject,
+		Threshold: 10, StatIntervalInMs: 1000}}
+}
+
+func throttle(res string) any {
+	return []*sflow.Rule{{Resource: res, TokenCalculateStrategy: sflow.Direct, ControlBehavior: sflow.Throttling,
+		Threshold: 10, MaxQueueingTimeMs: 500, StatIntervalInMs: 1000}}
+}
+
+func iso(res string) any {
+	return []*isolation.Rule{{Resource: res, MetricType: isolation.Concurrency, Threshold: 5}}
+}
+
+func breaker(strategy cb.Strategy, threshold float64) func(string) any {
+	return func(res string) any {
+		return []*cb.Rule{{Resource: res, Strategy: strategy, RetryTimeoutMs: 3000, MinRequestAmount: 10,
+			StatIntervalMs: 5000, StatSlidingWindowBucketCount: 10, MaxAllowedRtMs: 200, Threshold: threshold, ProbeNum: 1}}
+	}
+}
+
+func scenarios() []scenario {
+	loadCB := func(r any) error { _, err := cb.LoadRules(r.([]*cb.Rule)); return err }
+	spans := [][2]time.Duration{{5 * time.Second, 8 * time.Second}, {15 * time.Second, 16 * time.Second}, {25 * time.Second, 30 * time.Second}}
+	loadFlow := func(r any) error { _, err := sflow.LoadRules(r.([]*sflow.Rule)); return err }
+	loadIso := func(r any) error { _, err := isolation.LoadRules(r.([]*isolation.Rule)); return err }
+	var out []scenario
+	add := func(kind, name string, rule func(string) any, load func(any) error, trace []call, offset time.Duration) {
+		out = append(out, scenario{kind: kind, name: name, rule: rule,
+			load: func(res string) error { return load(rule(res)) }, trace: trace, offset: offset})
+	}
+	add("flow QPS reject (10/s)", "steady 2x overload", qps, loadFlow, steady(20, 30*time.Second, 0), 137*time.Millisecond)
+	add("flow QPS reject (10/s)", "bursts of 30 after 3s idle", qps, loadFlow, bursts(30, 10, 3*time.Second, 0), 250*time.Millisecond)
+	add("flow QPS reject (10/s)", "bursts of 15 on bucket edges", qps, loadFlow,
+		append(bursts(15, 10, time.Second, 499*time.Millisecond), bursts(15, 10, time.Second, 500*time.Millisecond)...), 0)
+	add("flow QPS reject (10/s)", "Poisson 15/s", qps, loadFlow, poisson(7, 15, 60*time.Second, 0), 0)
+	add("flow throttling (10/s, queue 500ms)", "Poisson 15/s", throttle, loadFlow, poisson(8, 15, 60*time.Second, 0), 0)
+	add("flow throttling (10/s, queue 500ms)", "steady 2x overload", throttle, loadFlow, steady(20, 30*time.Second, 0), 3*time.Millisecond)
+	add("isolation (5 in flight)", "Poisson 30/s, hold 200ms mean", iso, loadIso, poisson(9, 30, 60*time.Second, 200*time.Millisecond), 0)
+	add("circuit breaker error ratio (0.5)", "20/s, error bursts", breaker(cb.ErrorRatio, 0.5), loadCB,
+		faulty(20, 40*time.Second, 50*time.Millisecond, spans, true, 0), 0)
+	add("circuit breaker error count (20)", "20/s, error bursts", breaker(cb.ErrorCount, 20), loadCB,
+		faulty(20, 40*time.Second, 50*time.Millisecond, spans, true, 0), 0)
+	add("circuit breaker slow ratio (0.5, 200ms)", "20/s, latency spikes to 300ms", breaker(cb.SlowRequestRatio, 0.5), loadCB,
+		faulty(20, 40*time.Second, 50*time.Millisecond, spans, false, 300*time.Millisecond), 0)
+	return out
+}
+
+// sortTrace orders a trace by arrival (bursts appended out of order).
+func sortTrace(tr []call) {
+	for i := 1; i < len(tr); i++ {
+		for j := i; j > 0 && tr[j].at < tr[j-1].at; j-- {
+			tr[j], tr[j-1] = tr[j-1], tr[j]
+		}
+	}
+}
+
+// TestSideBySide runs every scenario on sentinel-golang and on flowgate
+// with the imported rule, and requires the same decision on at least 99%
+// of calls. -v prints the table the README shows.
+func TestSideBySide(t *testing.T) {
+	clk := setup(t)
+	var table strings.Builder
+	table.WriteString("| rule (sentinel-golang) | flowgate (imported) | trace | calls | same decision | admitted/s sentinel-golang | admitted/s flowgate |\n|---|---|---|---|---|---|---|\n")
+	for i, sc := range scenarios() {
+		res := fmt.Sprintf("r%d", i)
+		if err := sc.load(res); err != nil {
+			t.Fatalf("%s: sentinel-golang refuses the rule: %v", sc.kind, err)
+		}
+		eng := flow.NewEngine(flow.WithClock(fgClock{clk}))
+		rep, err := importOne(eng, sc.rule(res))
+		if err != nil {
+			t.Fatalf("%s: %v", sc.kind, err)
+		}
+		// Start the trace at the scenario's offset within a whole second.
+		now := clk.Now()
+		clk.advanceTo(now.Truncate(time.Second).Add(2 * time.Second).Add(sc.offset))
+		sortTrace(sc.trace)
+		o := run(clk, eng, res, sc.trace)
+		algo := strings.Join(rep.IDs, ",")
+		if r := eng.Rules(); len(r) > 0 {
+			algo = r[0].Algorithm.String()
+		}
+		fmt.Fprintf(&table, "| %s | `%s` (%s) | %s | %d | %.2f%% | %.2f | %.2f |\n", sc.kind, algo, rep.Verdict, sc.name,
+			o.Calls, 100*o.share(), float64(o.SentinelOK)/o.Seconds, float64(o.FlowgateOK)/o.Seconds)
+		if o.share() < 0.99 {
+			t.Errorf("%s, %s: same decision on %.2f%% of %d calls, want >= 99%%", sc.kind, sc.name, 100*o.share(), o.Calls)
+		}
+	}
+	t.Logf("\n%s", table.String())
+}

@@ -1,0 +1,118 @@
+package sentinel
+
+import "strings"
+
+// Fields that only one dialect uses: Java's rules count with "count" and
+// "grade", sentinel-golang's with "threshold" and typed enums.
+var javaMarkers = []string{"count", "grade", "limitApp", "paramIdx", "paramFlowItemList", "timeWindow",
+	"slowRatioThreshold", "clusterMode", "highestSystemLoad", "highestCpuUsage", "avgRt", "maxThread", "qps"}
+
+func hasAny(e *element, keys ...string) bool {
+	for _, k := range keys {
+		if e.has(k) {
+			return true
+		}
+	}
+	return false
+}
+
+// unwrap returns the rule inside a dashboard entity: the dashboard keeps
+// ParamFlowRule and AuthorityRule as {"app": ..., "rule": {...}}.
+func unwrap(e *element) *element {
+	if !e.has("resource") && e.has("rule") {
+		if in := e.object("rule"); in != nil {
+			return in
+		}
+	}
+	return e
+}
+
+// kindOf tells the dialect and kind of one rule from its fields.
+func kindOf(e *element, force Dialect) (Dialect, string) {
+	d := force
+	if d == Auto {
+		d = Golang
+		if hasAny(e, javaMarkers...) {
+			d = Java
+		}
+	}
+	if d == Java {
+		switch {
+		case hasAny(e, "paramIdx", "paramFlowItemList"):
+			return d, "param-flow"
+		case hasAny(e, "highestSystemLoad", "highestCpuUsage", "avgRt", "maxThread", "qps") && !e.has("resource"):
+			return d, "system"
+		case hasAny(e, "timeWindow", "slowRatioThreshold", "minRequestAmount", "statIntervalMs"):
+			return d, "degrade"
+		case hasAny(e, "count", "grade", "controlBehavior", "clusterMode"):
+			return d, "flow"
+		case e.has("resource") && hasAny(e, "limitApp", "strategy"):
+			return d, "authority"
+		}
+		return d, ""
+	}
+	switch {
+	case hasAny(e, "paramIndex", "paramKey", "specificItems", "burstCount", "durationInSec", "paramsMaxCapacity"):
+		return d, "hotspot"
+	case e.has("triggerCount"):
+		return d, "system"
+	case hasAny(e, "retryTimeoutMs", "maxAllowedRtMs", "probeNum", "statSlidingWindowBucketCount", "minRequestAmount", "statIntervalMs", "strategy"):
+		return d, "circuit-breaker"
+	case hasAny(e, "tokenCalculateStrategy", "controlBehavior", "relationStrategy", "refResource", "maxQueueingTimeMs",
+		"warmUpPeriodSec", "warmUpColdFactor", "statIntervalInMs"):
+		return d, "flow"
+	case e.has("metricType") && e.has("resource"):
+		return d, "isolation"
+	case e.has("threshold") && e.has("resource"):
+		return d, "flow"
+	}
+	return d, ""
+}
+
+// convert maps one source rule. Malformed fields go to the element's
+// error list; the report is then not used.
+func convert(e *element, opts Options) (Report, []outRule) {
+	in := unwrap(e)
+	d, kind := kindOf(in, opts.Dialect)
+	rep := Report{File: e.file, Index: e.index, Kind: d.String() + " " + kind, Resource: in.str("resource")}
+	var rs []outRule
+	var n notes
+	switch d.String() + " " + kind {
+	case "java flow":
+		rs, n = javaFlow(in, opts)
+	case "java degrade":
+		rs, n = javaDegrade(in)
+	case "java param-flow":
+		rs, n = javaParamFlow(in, opts)
+	case "java authority":
+		rs, n = javaAuthority(in)
+	case "java system":
+		rs, n = javaSystem(in)
+	case "go flow":
+		rs, n = goFlow(in)
+	case "go circuit-breaker":
+		rs, n = goBreaker(in)
+	case "go hotspot":
+		rs, n = goHotspot(in, opts)
+	case "go isolation":
+		rs, n = goIsolation(in)
+	case "go system":
+		rs, n = goSystem(in)
+	default:
+		e.fail("", "cannot tell which %s Sentinel rule this is (fields: %s)", d, strings.Join(in.keys(), ", "))
+		return rep, nil
+	}
+	if rs == nil {
+		rep.Verdict, rep.Note = Cannot, strings.Join(n, "; ")
+		return rep, nil
+	}
+	rep.Verdict, rep.Note = n.verdict()
+	return rep, rs
+}
+
+// cannot is what a mapping returns for a rule with no counterpart.
+func cannot(format string, args ...any) ([]outRule, notes) {
+	var n notes
+	n.add(format, args...)
+	return nil, n
+}

@@ -1,0 +1,14 @@
+// Package sentinel converts Alibaba Sentinel rule files into one flowgate
+// rules document, so a service moving from Sentinel keeps the rules it has.
+//
+// Two dialects are read, told apart by their fields: Java Sentinel's
+// FlowRule, DegradeRule, ParamFlowRule, AuthorityRule and SystemRule arrays
+// as its dashboard stores them in Nacos, Apollo, ZooKeeper or etcd, and
+// sentinel-golang's flow, circuit-breaker, hotspot, isolation and system
+// arrays as its datasources parse them (JSON). Each source rule gets one
+// Report: Exact (flowgate behaves the same), Approx (what differs, with the
+// figure) or Cannot (why; the rule is left out of the document).
+//
+// The result is checked by rules.Parse, so what Import returns loads in an
+// engine and is written the way `flowgate fmt` writes it.
+package sentinel

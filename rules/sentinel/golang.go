@@ -1,0 +1,148 @@
+package sentinel
+
+import (
+	"math"
+	"strings"
+)
+
+// sentinel-golang v1.0.4's rule fields and enums (core/flow, core/
+// circuitbreaker, core/hotspot, core/isolation, core/system; the hotspot
+// JSON form is ext/datasource's HotspotRule).
+
+func goFlow(e *element) ([]outRule, notes) {
+	var n notes
+	calc := e.whole("tokenCalculateStrategy", 0, 0, 2)
+	behavior := e.whole("controlBehavior", 0, 0, 1)
+	threshold := e.num("threshold", 0)
+	interval := e.whole("statIntervalInMs", 0, 0, math.MaxUint32)
+	queue := e.whole("maxQueueingTimeMs", 0, 0, math.MaxUint32)
+	warm := e.whole("warmUpPeriodSec", 0, 0, math.MaxUint32)
+	cold := e.whole("warmUpColdFactor", 3, 0, math.MaxUint32)
+	if cold <= 1 { // sentinel-golang falls back to its default of 3
+		cold = 3
+	}
+	r := outRule{ID: idOf(e), Resource: e.str("resource"), Limit: threshold, Window: "1s"}
+	if interval > 0 {
+		r.Window = ms(interval)
+	}
+	if e.whole("relationStrategy", 0, 0, 1) == 1 {
+		r.RefResource = e.str("refResource")
+	}
+	switch {
+	case calc == 2:
+		return cannot("tokenCalculateStrategy 2 (MemoryAdaptive: the threshold follows process memory) has no counterpart; flowgate's adaptive scaling follows CPU")
+	case behavior == 1:
+		r.Algorithm, r.MaxWait = "leaky_bucket", ms(queue)
+		if calc == 1 {
+			n.add("no warm-up phase: spaced at the full %s per %s from the start (Sentinel warms up over %s)", num(threshold), r.Window, sec(warm))
+		}
+	case calc == 1:
+		r.Algorithm, r.Warmup, r.ColdFactor = "warm_up", sec(warm), float64(cold)
+		n.add("warm_up follows Guava's SmoothWarmingUp curve; Sentinel's warm-up formula reaches %s per %s on a different curve over %s", num(threshold), r.Window, sec(warm))
+	default:
+		r.Algorithm = "sentinel_window"
+		// sentinel-golang counts 1s (or no statIntervalInMs) in two 500ms
+		// buckets, as sentinel_window does; another interval in
+		// interval/500ms buckets when that divides, else in one.
+		if interval != 0 && interval != 1000 {
+			b := int64(1)
+			if interval >= 500 && interval <= 10000 && interval%500 == 0 {
+				b = interval / 500
+			}
+			n.add("sentinel_window counts %s in 2 buckets; sentinel-golang counts it in %d", r.Window, b)
+		}
+	}
+	return []outRule{r}, n
+}
+
+func goBreaker(e *element) ([]outRule, notes) {
+	var n notes
+	r := outRule{ID: idOf(e), Resource: e.str("resource"), Algorithm: "circuit_breaker",
+		OpenFor:     ms(e.whole("retryTimeoutMs", 0, 0, math.MaxUint32)),
+		MinRequests: int(e.whole("minRequestAmount", 0, 0, 1<<30)),
+		Window:      ms(e.whole("statIntervalMs", 0, 0, math.MaxUint32)),
+		Threshold:   e.num("threshold", 0),
+		Probes:      int(max(1, e.whole("probeNum", 0, 0, 1<<30))), // 0 means one probe
+	}
+	switch e.whole("strategy", 0, 0, 2) {
+	case 0:
+		r.Strategy, r.SlowCall = "slow_ratio", ms(e.whole("maxAllowedRtMs", 0, 0, math.MaxInt64/int64(1e6)))
+	case 1:
+		r.Strategy = "error_ratio"
+	case 2:
+		r.Strategy = "error_count"
+	}
+	if b := max(1, e.whole("statSlidingWindowBucketCount", 1, 0, math.MaxUint32)); b != 10 {
+		n.add("statistics window in 10 buckets; sentinel-golang counts it in %d", b)
+	}
+	return []outRule{r}, n
+}
+
+func goHotspot(e *element, opts Options) ([]outRule, notes) {
+	var n notes
+	name := e.str("paramKey")
+	if name == "" {
+		name = paramName(opts, e.whole("paramIndex", 0, math.MinInt32, math.MaxInt32))
+	}
+	threshold := float64(e.whole("threshold", 0, 0, math.MaxInt64))
+	r := outRule{ID: idOf(e), Resource: e.str("resource"), Level: "param", Param: name, Limit: threshold}
+	if c := e.whole("paramsMaxCapacity", 0, 0, 1<<30); c > 0 {
+		r.MaxKeys = int(c)
+	}
+	r.Items = goItems(e)
+	if e.whole("metricType", 0, 0, 1) == 0 {
+		r.Algorithm = "concurrency"
+		return []outRule{r}, n
+	}
+	dur := max(1, e.whole("durationInSec", 1, 0, math.MaxInt32))
+	r.Window = sec(dur)
+	if e.whole("controlBehavior", 0, 0, 1) == 1 {
+		r.Algorithm, r.MaxWait = "leaky_bucket", ms(e.whole("maxQueueingTimeMs", 0, 0, math.MaxInt32))
+		return []outRule{r}, n
+	}
+	burst := float64(e.whole("burstCount", 0, 0, math.MaxInt64))
+	r.Algorithm, r.Burst = "token_bucket", threshold+burst
+	n.add("token_bucket refills continuously; sentinel-golang's per-value bucket refills %s tokens (+%s burst) once per %s", num(threshold), num(burst), sec(dur))
+	return []outRule{r}, n
+}
+
+// goItems reads specificItems in either form sentinel-golang accepts: the
+// datasource's [{"valKind","valStr","threshold"}] or a plain object.
+func goItems(e *element) map[string]float64 {
+	if !e.has("specificItems") {
+		return nil
+	}
+	out := map[string]float64{}
+	if strings.HasPrefix(strings.TrimSpace(string(e.raw["specificItems"])), "{") {
+		obj := e.object("specificItems")
+		if obj == nil {
+			return nil
+		}
+		for _, k := range obj.keys() {
+			out[k] = obj.num(k, 0)
+		}
+	} else {
+		for _, it := range e.array("specificItems") {
+			it.whole("valKind", 0, 0, 3)
+			v, _ := it.scalarText("valStr")
+			out[v] = float64(it.whole("threshold", 0, 0, math.MaxInt64))
+		}
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	return out
+}
+
+func goIsolation(e *element) ([]outRule, notes) {
+	e.whole("metricType", 0, 0, 0)
+	return []outRule{{ID: idOf(e), Resource: e.str("resource"), Algorithm: "concurrency",
+		Limit: float64(e.whole("threshold", 0, 0, math.MaxUint32))}}, nil
+}
+
+func goSystem(e *element) ([]outRule, notes) {
+	names := []string{"load", "avgRT", "concurrency", "inboundQPS", "cpuUsage"}
+	m := e.whole("metricType", 0, 0, 4)
+	return cannot("system rule (%s %s): flowgate's system guard (adaptive.Config.SystemGuard) is configured in Go, not in a rules document",
+		names[m], num(e.num("triggerCount", 0)))
+}

@@ -1,0 +1,247 @@
+package sentinel
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/flowgate/flowgate/rules"
+)
+
+// Dialect is the Sentinel flavour a file is read as.
+type Dialect int
+
+const (
+	Auto   Dialect = iota // told from each rule's fields
+	Java                  // Alibaba Sentinel (Java) and its dashboard
+	Golang                // sentinel-golang
+)
+
+func (d Dialect) String() string {
+	switch d {
+	case Java:
+		return "java"
+	case Golang:
+		return "go"
+	}
+	return "auto"
+}
+
+// ParseDialect reads "auto", "java" or "go".
+func ParseDialect(s string) (Dialect, error) {
+	switch s {
+	case "", "auto":
+		return Auto, nil
+	case "java":
+		return Java, nil
+	case "go", "golang":
+		return Golang, nil
+	}
+	return Auto, fmt.Errorf("unknown dialect %q (valid: auto, java, go)", s)
+}
+
+// Options tune an import. The zero value detects dialects and names Java's
+// parameter indexes arg0, arg1...
+type Options struct {
+	Dialect Dialect
+	// ParamNames names the call arguments that Java's paramIdx and
+	// sentinel-golang's paramIndex point at, for flowgate's WithParam.
+	// An index missing here is named "arg<index>".
+	ParamNames map[int]string
+}
+
+// File is one source file: its name (for messages) and contents, a JSON
+// array of rules of one kind as Sentinel's datasources store them.
+type File struct {
+	Name string
+	Data []byte
+}
+
+// Verdict says how faithfully a source rule was carried over.
+type Verdict int
+
+const (
+	Exact  Verdict = iota // flowgate decides as Sentinel does
+	Approx                // carried over; Note says what differs
+	Cannot                // left out; Note says why
+)
+
+func (v Verdict) String() string {
+	switch v {
+	case Exact:
+		return "exact"
+	case Approx:
+		return "approx"
+	}
+	return "cannot"
+}
+
+// Report is the outcome for one source rule.
+type Report struct {
+	File     string
+	Index    int    // position in the file's array
+	Kind     string // e.g. "java flow", "go circuit-breaker"
+	Resource string
+	Verdict  Verdict
+	Note     string   // what differs (Approx) or why not (Cannot)
+	IDs      []string // the flowgate rules written for it
+}
+
+// String is the report line `flowgate rules import` prints.
+func (r Report) String() string {
+	s := fmt.Sprintf("%s[%d] %s %q: %s", r.File, r.Index, r.Kind, r.Resource, r.Verdict)
+	if len(r.IDs) > 0 {
+		s += " -> " + strings.Join(r.IDs, ", ")
+	}
+	if r.Note != "" {
+		s += ": " + r.Note
+	}
+	return s
+}
+
+// Result is an import: the document of every rule that could be carried
+// over, and one report per source rule.
+type Result struct {
+	Document *rules.Document
+	Reports  []Report
+}
+
+// Cannot counts the source rules left out.
+func (r *Result) Cannot() int {
+	n := 0
+	for _, rep := range r.Reports {
+		if rep.Verdict == Cannot {
+			n++
+		}
+	}
+	return n
+}
+
+// Import reads Sentinel rule files and returns one flowgate document.
+// Malformed input is an error listing every problem with its file, array
+// index and field (rules.Problems-style: errors.Join of *FieldError); a
+// rule that is well formed but has no flowgate counterpart is a Cannot
+// report, not an error.
+func Import(files []File, opts Options) (*Result, error) {
+	var errs []error
+	var elems []*element
+	for _, f := range files {
+		elems = append(elems, readFile(f, &errs)...)
+	}
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	res := &Result{}
+	ids := idMaker{used: map[string]bool{}, n: map[string]int{}}
+	var out []outRule
+	for _, e := range elems {
+		rep, rs := convert(e, opts)
+		if len(errs) > 0 { // convert reads fields; a bad one lands in errs
+			continue
+		}
+		if rep.Verdict != Cannot {
+			for i := range rs {
+				rs[i].ID = ids.make(rs[i].ID, rep.Kind)
+				if err := checkOne(rs[i]); err != nil {
+					rep.Verdict, rep.Note, rs, rep.IDs = Cannot, "flowgate refuses the mapped rule: "+err.Error(), nil, nil
+					break
+				}
+				rep.IDs = append(rep.IDs, rs[i].ID)
+			}
+			out = append(out, rs...)
+		}
+		res.Reports = append(res.Reports, rep)
+	}
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	data, err := marshalDoc(out)
+	if err != nil {
+		return nil, err
+	}
+	doc, err := rules.Parse(data)
+	if err != nil {
+		return nil, fmt.Errorf("sentinel: the imported document does not parse (a bug): %w", err)
+	}
+	res.Document = doc
+	return res, nil
+}
+
+// readFile splits a file into its rule objects. A file is a JSON array of
+// objects; an empty file is an empty array, as Sentinel's datasources
+// treat it.
+func readFile(f File, errs *[]error) []*element {
+	data := bytes.TrimSpace(f.Data)
+	if len(data) == 0 {
+		return nil
+	}
+	var items []json.RawMessage
+	if err := json.Unmarshal(data, &items); err != nil {
+		*errs = append(*errs, &FieldError{File: f.Name, Index: -1, Msg: "not a JSON array of rules: " + jsonMsg(err)})
+		return nil
+	}
+	out := make([]*element, 0, len(items))
+	for i, it := range items {
+		e := &element{file: f.Name, index: i, errs: errs}
+		if err := json.Unmarshal(it, &e.raw); err != nil || e.raw == nil {
+			*errs = append(*errs, &FieldError{File: f.Name, Index: i, Msg: "must be an object, got " + short(it)})
+			continue
+		}
+		out = append(out, e)
+	}
+	return out
+}
+
+func jsonMsg(err error) string {
+	var se *json.SyntaxError
+	if errors.As(err, &se) {
+		return fmt.Sprintf("%v (at byte %d)", err, se.Offset)
+	}
+	return err.Error()
+}
+
+// checkOne parses a one-rule document, so that a mapped rule flowgate
+// refuses (a limit of 0, say) is reported against its source rule.
+func checkOne(r outRule) error {
+	data, err := marshalDoc([]outRule{r})
+	if err != nil {
+		return err
+	}
+	_, err = rules.Parse(data)
+	if err == nil {
+		return nil
+	}
+	var msgs []string
+	for _, p := range rules.Problems(err) {
+		msgs = append(msgs, p.Error())
+	}
+	return errors.New(strings.Join(msgs, "; "))
+}
+
+// idMaker gives each written rule a unique id: the source's id when it has
+// one, else kind-N.
+type idMaker struct {
+	used map[string]bool
+	n    map[string]int // last number given per base
+}
+
+func (m *idMaker) make(want, kind string) string {
+	if want != "" && !m.used[want] {
+		m.used[want] = true
+		return want
+	}
+	base := want
+	if base == "" {
+		base = "sentinel-" + strings.ReplaceAll(strings.TrimPrefix(strings.TrimPrefix(kind, "java "), "go "), " ", "-")
+	}
+	for {
+		m.n[base]++
+		id := fmt.Sprintf("%s-%d", base, m.n[base])
+		if !m.used[id] {
+			m.used[id] = true
+			return id
+		}
+	}
+}

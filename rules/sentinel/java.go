@@ -1,0 +1,190 @@
+package sentinel
+
+import (
+	"encoding/json"
+	"math"
+	"strings"
+)
+
+// Java Sentinel's rule fields and enums (com.alibaba.csp.sentinel.slots.*
+// FlowRule, DegradeRule, ParamFlowRule, AuthorityRule, SystemRule) with the
+// defaults their classes set.
+
+// windowNote says why a cluster QPS rule is approximate: the token server
+// counts sliding_window, which weights the older bucket by how much of it
+// is still inside the window, where Sentinel counts both buckets whole.
+const windowNote = "sliding_window with 2 buckets weights the older bucket; Sentinel counts both 500ms buckets whole"
+
+// origin is the param that carries Sentinel's origin (limitApp) in flowgate.
+const origin = "origin"
+
+// limitAppOK reports a flow or param rule's limitApp that flowgate cannot
+// keep: a limit for one origin only.
+func limitAppOK(e *element) (string, bool) {
+	app := e.str("limitApp")
+	return app, app == "" || app == "default"
+}
+
+func javaFlow(e *element, opts Options) ([]outRule, notes) {
+	var n notes
+	grade := e.whole("grade", 1, 0, 1)
+	count := e.num("count", 0)
+	strategy := e.whole("strategy", 0, 0, 2)
+	behavior := e.whole("controlBehavior", 0, 0, 3)
+	warm := e.whole("warmUpPeriodSec", 10, 0, math.MaxInt32)
+	queue := e.whole("maxQueueingTimeMs", 500, 0, math.MaxInt32)
+	if app, ok := limitAppOK(e); !ok {
+		return cannot("limitApp %q limits the calls of one origin only; flowgate has no per-origin-only limit", app)
+	}
+	r := outRule{ID: idOf(e), Resource: e.str("resource")}
+	switch strategy {
+	case 1:
+		r.RefResource = e.str("refResource")
+	case 2:
+		return cannot("strategy 2 (chain: count only calls entering through refResource %q) has no counterpart", e.str("refResource"))
+	}
+	if grade == 0 { // thread count: calls in flight
+		r.Algorithm, r.Limit = "concurrency", math.Floor(count)
+		if r.Limit != count {
+			n.add("thread count %s rounded down to %s", num(count), num(r.Limit))
+		}
+	} else {
+		r.Window = "1s"
+		r.Limit = count
+		switch behavior {
+		case 0:
+			// Sentinel's own window; the token server counts sliding_window.
+			r.Algorithm = "sentinel_window"
+			if e.boolean("clusterMode") {
+				r.Algorithm, r.Buckets = "sliding_window", 2
+				n.add(windowNote)
+			}
+		case 1:
+			r.Algorithm, r.Warmup, r.ColdFactor = "warm_up", sec(warm), 3
+			n.add("warm_up follows Guava's SmoothWarmingUp curve; Sentinel's warm-up formula reaches %s/s on a different curve over %s", num(count), sec(warm))
+		case 2:
+			r.Algorithm, r.MaxWait = "leaky_bucket", ms(queue)
+		case 3:
+			r.Algorithm, r.MaxWait = "leaky_bucket", ms(queue)
+			n.add("no warm-up phase: spaced at the full %s/s from the start (Sentinel warms up over %s)", num(count), sec(warm))
+		}
+	}
+	if e.boolean("clusterMode") {
+		c := &outCluster{Threshold: "per_instance", Fallback: "allow"}
+		if cc := e.object("clusterConfig"); cc != nil {
+			if cc.whole("thresholdType", 0, 0, 1) == 1 {
+				c.Threshold = "global"
+			}
+			// Sentinel passes a call when the token server fails and
+			// fallbackToLocalWhenFail is false (default true).
+			if !cc.has("fallbackToLocalWhenFail") || cc.boolean("fallbackToLocalWhenFail") {
+				c.Fallback = "local"
+			}
+		}
+		r.Cluster = c
+		n.add("cluster: decided by flowgate's Redis token server (threshold %s), not a Sentinel token server", c.Threshold)
+	}
+	return []outRule{r}, n
+}
+
+func javaDegrade(e *element) ([]outRule, notes) {
+	var n notes
+	grade := e.whole("grade", 0, 0, 2)
+	count := e.num("count", 0)
+	r := outRule{ID: idOf(e), Resource: e.str("resource"), Algorithm: "circuit_breaker",
+		OpenFor:     sec(e.whole("timeWindow", 0, 0, math.MaxInt32)),
+		MinRequests: int(e.whole("minRequestAmount", 5, 0, 1<<30)),
+		Window:      ms(e.whole("statIntervalMs", 1000, 1, math.MaxInt32)),
+		Probes:      1,
+	}
+	switch grade {
+	case 0:
+		r.Strategy, r.SlowCall, r.Threshold = "slow_ratio", ms(int64(count)), e.num("slowRatioThreshold", 1)
+	case 1:
+		r.Strategy, r.Threshold = "error_ratio", count
+	case 2:
+		r.Strategy, r.Threshold = "error_count", count
+	}
+	if app, ok := limitAppOK(e); !ok {
+		return cannot("limitApp %q: a breaker for one origin only has no counterpart", app)
+	}
+	n.add("statistics window in 10 buckets; Sentinel's DegradeRule counts it as 1 bucket")
+	return []outRule{r}, n
+}
+
+func javaParamFlow(e *element, opts Options) ([]outRule, notes) {
+	var n notes
+	if app, ok := limitAppOK(e); !ok {
+		return cannot("limitApp %q limits the calls of one origin only; flowgate has no per-origin-only limit", app)
+	}
+	if e.boolean("clusterMode") {
+		return cannot("cluster mode for parameter rules has no counterpart (flowgate's cluster block applies to whole resources)")
+	}
+	grade := e.whole("grade", 1, 0, 1)
+	count := e.num("count", 0)
+	r := outRule{ID: idOf(e), Resource: e.str("resource"), Level: "param",
+		Param: paramName(opts, e.whole("paramIdx", 0, math.MinInt32, math.MaxInt32)), Limit: count}
+	for _, it := range e.array("paramFlowItemList") {
+		v, ok := it.scalarText("object")
+		if !ok {
+			continue
+		}
+		if r.Items == nil {
+			r.Items = map[string]float64{}
+		}
+		r.Items[v] = it.num("count", 0)
+	}
+	if grade == 0 {
+		r.Algorithm = "concurrency"
+		return []outRule{r}, n
+	}
+	dur := e.whole("durationInSec", 1, 1, math.MaxInt32)
+	r.Window = sec(dur)
+	switch e.whole("controlBehavior", 0, 0, 2) {
+	case 2:
+		r.Algorithm, r.MaxWait = "leaky_bucket", ms(e.whole("maxQueueingTimeMs", 0, 0, math.MaxInt32))
+	default:
+		burst := e.num("burstCount", 0)
+		r.Algorithm, r.Burst = "token_bucket", count+burst
+		n.add("token_bucket refills continuously; Sentinel's per-value bucket refills %s tokens (+%s burst) once per %s", num(count), num(burst), sec(dur))
+	}
+	return []outRule{r}, n
+}
+
+func javaAuthority(e *element) ([]outRule, notes) {
+	var values []string
+	for _, v := range strings.Split(e.str("limitApp"), ",") {
+		if v = strings.TrimSpace(v); v != "" {
+			values = append(values, v)
+		}
+	}
+	if len(values) == 0 {
+		return cannot("limitApp is empty: Sentinel ignores an authority rule without origins")
+	}
+	algo := "allow"
+	if e.whole("strategy", 0, 0, 1) == 1 {
+		algo = "deny"
+	}
+	return []outRule{{ID: idOf(e), Resource: e.str("resource"), Level: "param", Param: origin, Algorithm: algo, Values: values}}, nil
+}
+
+func javaSystem(e *element) ([]outRule, notes) {
+	var set []string
+	for _, k := range []string{"highestSystemLoad", "highestCpuUsage", "qps", "avgRt", "maxThread"} {
+		if e.num(k, -1) >= 0 {
+			set = append(set, k+" "+num(e.num(k, -1)))
+		}
+	}
+	return cannot("system rule (%s): flowgate's system guard (adaptive.Config.SystemGuard) is configured in Go, not in a rules document", strings.Join(set, ", "))
+}
+
+// idOf keeps a source rule's string id (sentinel-golang's); the
+// dashboard's numbers repeat across rule kinds, so those rules are named
+// afresh.
+func idOf(e *element) string {
+	var s string
+	if e.has("id") && json.Unmarshal(e.raw["id"], &s) == nil {
+		return s
+	}
+	return ""
+}
