@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"strconv"
 	"sync"
 	"time"
 
@@ -67,6 +68,7 @@ type lease struct {
 	left    int    // unspent permits
 	taken   int    // permits the batch took
 	nonce   string // of the batch, to give sliding-log members back
+	at      int64  // Redis time the batch was taken (us), sent back with its return
 	until   int64  // local clock.Nanotime when the batch ends
 	size    int    // permits the next batch asks for
 	refused flow.TokenResult
@@ -147,7 +149,7 @@ func (t *leaseTable) acquire(ctx context.Context, p *plan, req *flow.TokenReques
 	if p.nonce {
 		nonce = s.newNonce()
 	}
-	r, err := s.call(ctx, mainLease, p, req.Key, nonce, max(l.size, n), 7, nil)
+	r, err := s.call(ctx, mainLease, p, req.Key, nonce, max(l.size, n), 8, nil)
 	if err != nil {
 		return flow.TokenResult{}, err
 	}
@@ -161,7 +163,7 @@ func (t *leaseTable) acquire(ctx context.Context, p *plan, req *flow.TokenReques
 		l.refused, l.refUnt = res, now+int64(wait)
 		return res, nil
 	}
-	l.left, l.taken, l.nonce = int(r.granted), int(r.granted), nonce
+	l.left, l.taken, l.nonce, l.at = int(r.granted), int(r.granted), nonce, r.at
 	period := t.cf.Period
 	if r.reset >= 0 && r.reset < period {
 		period = r.reset
@@ -201,7 +203,9 @@ func (t *leaseTable) returnLocked(ctx context.Context, p *plan, key string, l *l
 		return
 	}
 	s := t.s
-	if _, err := s.call(ctx, mainRelease, p, key, l.nonce, l.left, 0, nil); err != nil {
+	// "<permits>@<us>": release.lua refunds the sub-window they were counted in.
+	back := strconv.Itoa(l.left) + "@" + strconv.FormatInt(l.at, 10)
+	if _, err := s.call(ctx, mainRelease, p, key, l.nonce, back, 0, nil); err != nil {
 		s.logWarn("cluster: returning leased permits", err)
 	} else {
 		s.st.leaseReturned.Add(uint64(l.left))
