@@ -7,7 +7,7 @@ export FLOWGATE_REQUIRE_REDIS ?=
 export FLOWGATE_REQUIRE_PROMETHEUS ?=
 export FLOWGATE_REQUIRE_ETCD ?=
 
-.PHONY: all demo test soak bench bench-peers lint deps vet fmt examples
+.PHONY: all demo test soak bench bench-peers bench-accuracy lint deps vet fmt examples
 
 all: lint test
 
@@ -40,6 +40,12 @@ bench:
 ## in one run; writes bench/results.txt and the table in bench/README.md.
 bench-peers: deps
 	@sh scripts/bench-peers.sh
+
+## bench-accuracy: how closely cluster rules hold their limit with N instances on one Redis, leasing
+## off/on, beside redis_rate and a local split (module bench/); writes the table and pictures into
+## bench/README.md. Bounded by its grid (see scripts/bench-accuracy.sh), not part of make test.
+bench-accuracy: deps
+	@sh scripts/bench-accuracy.sh
 
 ## lint: gofmt must have nothing to say, and go vet must pass.
 lint:

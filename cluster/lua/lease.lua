@@ -10,21 +10,21 @@
 local want = tonumber(ARGV[1])
 local nr = NRULES
 local sts = {}
-local k, bound = want, -1
+local avail, bound = math.huge, -1
 for i = 1, nr do
   local st = ALGO[CODE[i]].check(i, KEYS[i], 1)
   if st.ok ~= 1 then
     return {0, i - 1, math.floor(math.max(0, st.left)), 0, math.floor(math.max(0, math.ceil(st.retry))), 0, 0, now}
   end
   sts[i] = st
-  k = math.min(k, st.avail)
+  avail = math.min(avail, st.avail)
   if st.bound ~= nil and (bound < 0 or st.bound < bound) then bound = st.bound end
 end
 -- A batch takes at most a quarter of what the rules have left, so near the
 -- limit batches shrink towards one permit: permits parked in other
 -- instances' leases then stay few, which bounds both what leasing can add
 -- to a window and what it can refuse while the cluster is under its limit.
-k = math.max(1, math.floor(math.min(want, k / 4)))
+local k = math.max(1, math.floor(math.min(want, avail / 4)))
 local rem = nil
 for i = 1, nr do
   ALGO[CODE[i]].commit(i, KEYS[i], k, sts[i])

@@ -57,6 +57,11 @@ type Load struct {
 	Duration time.Duration
 	Shape    Shape
 	Workers  int // per instance; default 4
+	// For instances run by separate processes: the common start (zero:
+	// now), and where this process's instances stand among all of them
+	// (First, Of; zero Of: these are all).
+	Start     time.Time
+	First, Of int
 }
 
 // Trace is what a run recorded: admission and refusal times in ns since
@@ -87,8 +92,15 @@ func Run(l Load, inst []Decide) Trace {
 	if workers <= 0 {
 		workers = 4
 	}
-	n := len(inst)
-	start := time.Now()
+	n, first := len(inst), l.First
+	if l.Of > 0 {
+		n = l.Of
+	}
+	start := l.Start
+	if start.IsZero() {
+		start = time.Now()
+	}
+	time.Sleep(time.Until(start)) // separate processes begin together
 	var dropped atomic.Int64
 	var mu sync.Mutex
 	var tr Trace
@@ -135,7 +147,7 @@ func Run(l Load, inst []Decide) Trace {
 					tr.Stalls = append(tr.Stalls, [2]int64{int64(last), int64(el)})
 					mu.Unlock()
 				}
-				credit += l.Rate * l.Shape.share(i, n, el) * (el - last).Seconds()
+				credit += l.Rate * l.Shape.share(first+i, n, el) * (el - last).Seconds()
 				last = el
 				for ; credit >= 1; credit-- {
 					select {
