@@ -14,7 +14,7 @@ bin=$(mktemp -d)/bench.test
 go test -c -o "$bin" .
 ir() { # benchmark, iterations -> total instructions
 	GODEBUG=asyncpreemptoff=1 valgrind --tool=cachegrind --cache-sim=no --cachegrind-out-file=/dev/null \
-		"$bin" -test.run '^$' -test.bench "$(echo "Benchmark$1" | sed 's|[^/]*|^&$|g')" -test.benchtime "${2}x" 2>&1 |
+		"$bin" -test.run '^$' -test.bench "$(echo "Benchmark$1" | sed 's|+|\\+|g; s|[^/]*|^&$|g')" -test.benchtime "${2}x" 2>&1 |
 		sed -n 's/.*I *refs: *//p' | tr -d ,
 }
 for b in "$@"; do
