@@ -3,7 +3,8 @@
 # valgrind's cachegrind: each benchmark runs at LOW and HIGH iterations
 # and the difference is divided by HIGH-LOW, so setup and start-up cancel.
 # Counts do not depend on the machine's load, unlike ns/op. Async
-# preemption is off so the runtime's signals do not add noise.
+# preemption and the garbage collector are off (GOGC=off: the loops allocate
+# nothing, and a collection of a big setup heap would land in one run only).
 #
 #   sh scripts/bench-instructions.sh 'GrowthRules/1/flowgate' 'GrowthRules/1/xrate' ...
 set -eu
@@ -13,7 +14,7 @@ cd "$(dirname "$0")/../bench"
 bin=$(mktemp -d)/bench.test
 go test -c -o "$bin" .
 ir() { # benchmark, iterations -> total instructions
-	GODEBUG=asyncpreemptoff=1 valgrind --tool=cachegrind --cache-sim=no --cachegrind-out-file=/dev/null \
+	GOGC=off GODEBUG=asyncpreemptoff=1 valgrind --tool=cachegrind --cache-sim=no --cachegrind-out-file=/dev/null \
 		"$bin" -test.run '^$' -test.bench "$(echo "Benchmark$1" | sed 's|+|\\+|g; s|[^/]*|^&$|g')" -test.benchtime "${2}x" 2>&1 |
 		sed -n 's/.*I *refs: *//p' | tr -d ,
 }
