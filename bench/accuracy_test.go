@@ -272,6 +272,7 @@ func accChildren(t *testing.T, srv *redistest.Server, algo, setting string, n in
 		all.Dropped += tr.Dropped
 		all.Elapsed = max(all.Elapsed, tr.Elapsed)
 	}
+	all.Rate = l.Rate
 	return all
 }
 

@@ -32,6 +32,11 @@ func TestMeasureCountsWindows(t *testing.T) {
 	if c.Windows != 1 || c.Skipped != 100 {
 		t.Fatalf("windows, skipped = %d, %d; want 1, 100", c.Windows, c.Skipped)
 	}
+	// Offered 2000/s but only 1000/s decided: the generator was starved.
+	tr.Stalls, tr.Rate = nil, 2000
+	if c = Measure(tr, time.Second, time.Second, 2000, 1000); c.Windows != 0 {
+		t.Fatalf("starved run: %d windows measured, want 0", c.Windows)
+	}
 }
 
 func TestShareSumsToOne(t *testing.T) {

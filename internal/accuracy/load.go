@@ -73,6 +73,7 @@ type Trace struct {
 	Refused  []int64
 	Dropped  int64
 	Stalls   [][2]int64
+	Rate     float64 // the offered calls per second (Load.Rate over all instances)
 	Elapsed  time.Duration
 }
 
@@ -161,6 +162,10 @@ func Run(l Load, inst []Decide) Trace {
 	}
 	wg.Wait()
 	tr.Dropped = dropped.Load()
+	tr.Rate = l.Rate
+	if l.Of > 0 { // this process's share is not known here; the parent sets it
+		tr.Rate = 0
+	}
 	tr.Elapsed = time.Since(start)
 	return tr
 }

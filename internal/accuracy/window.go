@@ -27,16 +27,28 @@ type Cell struct {
 // offered load when that is below it. A refusal counts as "under the
 // limit" when the window ending at it admitted less than 98% of limit.
 // Windows that overlap a stall (extended by StallGap, while the backlog
-// drains) are left out and counted in Skipped.
+// drains), or in which fewer than 97% of the offered calls were decided,
+// are left out and counted in Skipped.
 func Measure(tr Trace, win, skip time.Duration, limit, ref float64) Cell {
 	adm := slices.Clone(tr.Admitted)
 	slices.Sort(adm)
+	all := append(slices.Clone(tr.Refused), adm...)
+	slices.Sort(all)
 	end := int64(tr.Elapsed)
-	count := func(from, to int64) int { // admissions in [from, to)
-		return sort.Search(len(adm), func(i int) bool { return adm[i] >= to }) -
-			sort.Search(len(adm), func(i int) bool { return adm[i] >= from })
+	in := func(xs []int64, from, to int64) int { // times in [from, to)
+		return sort.Search(len(xs), func(i int) bool { return xs[i] >= to }) -
+			sort.Search(len(xs), func(i int) bool { return xs[i] >= from })
+	}
+	count := func(from, to int64) int { return in(adm, from, to) }
+	// A window in which the instances decided under 97% of the calls the
+	// pacer offered saw a starved load generator, not the limiter at work.
+	starved := func(from, to int64) bool {
+		return tr.Rate > 0 && float64(in(all, from, to)) < 0.97*tr.Rate*float64(to-from)/1e9
 	}
 	stalled := func(from, to int64) bool {
+		if starved(from, to) {
+			return true
+		}
 		for _, s := range tr.Stalls {
 			if s[0] < to && s[1]+int64(StallGap) > from {
 				return true
