@@ -4,7 +4,9 @@
 # and the difference is divided by HIGH-LOW, so setup and start-up cancel.
 # Counts do not depend on the machine's load, unlike ns/op. Async
 # preemption and the garbage collector are off (GOGC=off: the loops allocate
-# nothing, and a collection of a big setup heap would land in one run only).
+# nothing, and a collection of a big setup heap would land in one run only),
+# and GOMAXPROCS=1: valgrind runs one thread at a time, and idle threads
+# looking for work would add instructions in proportion to wall time.
 #
 #   sh scripts/bench-instructions.sh 'GrowthRules/1/flowgate' 'GrowthRules/1/xrate' ...
 set -eu
@@ -14,7 +16,7 @@ cd "$(dirname "$0")/../bench"
 bin=$(mktemp -d)/bench.test
 go test -c -o "$bin" .
 ir() { # benchmark, iterations -> total instructions
-	GOGC=off GODEBUG=asyncpreemptoff=1 valgrind --tool=cachegrind --cache-sim=no --cachegrind-out-file=/dev/null \
+	GOMAXPROCS=1 GOGC=off GODEBUG=asyncpreemptoff=1 valgrind --tool=cachegrind --cache-sim=no --cachegrind-out-file=/dev/null \
 		"$bin" -test.run '^$' -test.bench "$(echo "Benchmark$1" | sed 's|+|\\+|g; s|[^/]*|^&$|g')" -test.benchtime "${2}x" 2>&1 |
 		sed -n 's/.*I *refs: *//p' | tr -d ,
 }
