@@ -57,13 +57,7 @@ type breakerRules struct {
 func (e *Engine) checkBreakers(a *entryArgs, resource string, rr *resourceRules, st *entryState) error {
 	for _, list := range [2][]*compiledRule{rr.breakers.keyed, rr.breakers.global} {
 		for _, cr := range list {
-			key := ""
-			switch cr.rule.Level {
-			case LevelUser:
-				key = a.user
-			case LevelIP:
-				key = a.ip
-			}
+			key := a.keyFor(&cr.rule) // "" at the global level
 			if key == "" && cr.keyed {
 				continue
 			}
@@ -83,6 +77,10 @@ func (e *Engine) checkBreakers(a *entryArgs, resource string, rr *resourceRules,
 			if !v.ok {
 				e.undo(st)
 				rr.stats.block(st.now, cr.rule.Level)
+				cr.refused.Add(1) // BlockedByRule
+				if key != "" {
+					e.recordRefusal(cr, key, st.now)
+				}
 				// Written into st, as refuse does, so Decide refuses
 				// without allocating here too.
 				st.refusal = BlockError{Resource: resource, Level: cr.rule.Level, RuleID: cr.rule.ID,

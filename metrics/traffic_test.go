@@ -23,6 +23,8 @@ func testRules() []flow.Rule {
 		{ID: "idle-tb", Resource: "idle", Level: flow.LevelGlobal, Algorithm: flow.AlgoTokenBucket, Limit: 5, Window: time.Second},
 		{ID: "idle-breaker", Resource: "idle", Algorithm: flow.AlgoCircuitBreaker, Strategy: flow.BreakerErrorRatio,
 			Threshold: 0.5, OpenFor: 30 * time.Second},
+		{ID: "slow-origins", Resource: "GET /slow", Level: flow.LevelParam, Param: "origin", Algorithm: flow.AlgoDeny,
+			Values: []string{"scraper"}},
 	}
 }
 
@@ -107,6 +109,11 @@ func driveTraffic(t testing.TB) (*flow.Engine, *clock.Fake, *traffic) {
 		}
 		p.Exit()
 		tr.slowRT = append(tr.slowRT, 0)
+	}
+
+	// A deny list refuses one GET /slow call: nothing taken, nothing waited.
+	if _, err := eng.Entry("GET /slow", flow.WithParam("origin", "scraper")); err == nil {
+		t.Fatal("GET /slow from a denied origin passed")
 	}
 
 	if _, err := eng.Entry("no rules here"); err != nil {
