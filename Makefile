@@ -11,7 +11,7 @@ export FLOWGATE_REQUIRE_BROWSER ?=
 # Modules of their own beside the core, tested by make test (scripts/modules.sh).
 MODULES ?= contrib/gin contrib/echo
 
-.PHONY: all demo test test-modules soak bench bench-peers lint deps vet fmt examples compat
+.PHONY: all demo test test-modules soak bench bench-peers bench-accuracy lint deps vet fmt examples compat
 
 all: lint test
 
@@ -56,6 +56,12 @@ bench:
 ## in one run; writes bench/results.txt and the table in bench/README.md.
 bench-peers: deps
 	@sh scripts/bench-peers.sh
+
+## bench-accuracy: how closely cluster rules hold their limit with N instances on one Redis, leasing
+## off/on, beside redis_rate and a local split (module bench/); writes the table and pictures into
+## bench/README.md. Bounded by its grid (see scripts/bench-accuracy.sh), not part of make test.
+bench-accuracy: deps
+	@sh scripts/bench-accuracy.sh
 
 ## lint: gofmt must have nothing to say, and go vet must pass.
 lint:

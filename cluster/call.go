@@ -15,7 +15,7 @@ import (
 // key: the breaker first, then one round trip under the per-call timeout.
 // nonce is sent last when p.nonce (see prelude.lua); only, when set, limits the call to
 // those rules. want is the reply length to decode (0: none).
-func (s *RedisTokenServer) call(ctx context.Context, main int, p *plan, key string, nonce any, tokens, want int, only []int) (reply, error) {
+func (s *RedisTokenServer) call(ctx context.Context, main int, p *plan, key string, nonce, tokens any, want int, only []int) (reply, error) {
 	start := s.now()
 	if !s.br.Allow(start) {
 		s.st.BreakerRejected.Add(1)
@@ -116,7 +116,7 @@ func (c *deadlineCtx) Deadline() (time.Time, bool) { return c.dl, true }
 // args lays out EVALSHA's arguments in a pooled slice: command and sha
 // (filled by script.run), numkeys, keys, then ARGV as prelude.lua reads it.
 // tokens is boxed here: small counts (< 256) cost no allocation.
-func (s *RedisTokenServer) args(p *plan, key string, nonce any, tokens int, only []int) *[]any {
+func (s *RedisTokenServer) args(p *plan, key string, nonce, tokens any, only []int) *[]any {
 	ap, _ := s.argPool.Get().(*[]any)
 	if ap == nil {
 		ap = new([]any)

@@ -14,17 +14,18 @@ type reply struct {
 	retry     time.Duration
 	granted   int64         // lease.lua: permits taken
 	reset     time.Duration // lease.lua: until the soonest rule's state resets
+	at        int64         // lease.lua: Redis time of the batch, us
 }
 
 // decodeReply turns a script's reply into a reply, checking every element:
-// want is 5 for acquire.lua and 7 for lease.lua. Every number is an integer
+// want is 5 for acquire.lua and 8 for lease.lua. Every number is an integer
 // the script computed (microseconds for times).
 func decodeReply(v any, want int) (reply, error) {
 	arr, ok := v.([]any)
 	if !ok || len(arr) != want {
 		return reply{}, fmt.Errorf("cluster: script reply: got %T of length %d, want %d integers", v, lenOf(v), want)
 	}
-	var n [7]int64
+	var n [8]int64
 	for i, e := range arr {
 		x, ok := e.(int64)
 		if !ok {
@@ -43,6 +44,7 @@ func decodeReply(v any, want int) (reply, error) {
 		retry:     time.Duration(n[4]) * time.Microsecond,
 		granted:   n[5],
 		reset:     time.Duration(n[6]) * time.Microsecond,
+		at:        n[7],
 	}
 	if r.allowed != (r.refused == -1) || r.wait < 0 || r.retry < 0 || r.remaining < 0 || r.granted < 0 {
 		return reply{}, fmt.Errorf("cluster: script reply: inconsistent %v", arr)

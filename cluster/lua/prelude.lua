@@ -69,4 +69,5 @@ end
 --                            st.reset (us until the state is fully restored),
 --                            plus what commit needs. Writes nothing that counts.
 --   commit(i, key, n, st) takes n permits and sets the key's expiry.
---   refund(i, key, n)     gives n permits back as far as still possible.
+--   refund(i, key, n, at) gives n permits back as far as still possible;
+--                         at: us when they were taken (release.lua).

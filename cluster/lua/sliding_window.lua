@@ -56,8 +56,11 @@ local function sliding_commit(i, key, n, st)
   redis.call('PEXPIRE', key, pxms((st.k + b + 1) * w - now))
 end
 
-local function sliding_refund(i, key, n)
-  local k = math.floor(now / param(i, 1))
+-- at is when the permits were counted (a lease's batch; else now): they
+-- leave that sub-window, and nothing happens once it no longer counts.
+local function sliding_refund(i, key, n, at)
+  local k = math.floor(at / param(i, 1))
+  if k < math.floor(now / param(i, 1)) - param(i, 2) then return end
   local c = tonumber(redis.call('HGET', key, k))
   if c == nil then return end
   redis.call('HSET', key, k, math.max(0, c - n))

@@ -1,0 +1,193 @@
+package bench
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"math"
+	"os"
+	"runtime"
+	"slices"
+	"strings"
+	"time"
+)
+
+// accSummary folds the cells of one algorithm, setting and N (in-process)
+// into the README's row: the worst and best window over the cells at or
+// above the limit, the refusals under the limit in the cells below 0.9x,
+// round trips per 1 000 decisions at 2x even, decisions/s at 10x skewed.
+type accSummary struct {
+	algo, setting          string
+	n                      int
+	worst, best            float64
+	refusedLow, refusedAll int
+	trips, dps             float64
+	skipped, windows       int
+}
+
+func accSummarize(rows []accRow) []accSummary {
+	var out []accSummary
+	find := func(s accSummary) int {
+		for i, o := range out {
+			if o.algo == s.algo && o.setting == s.setting && o.n == s.n {
+				return i
+			}
+		}
+		out = append(out, s)
+		return len(out) - 1
+	}
+	for _, r := range rows {
+		if r.Procs {
+			continue
+		}
+		i := find(accSummary{algo: r.Algo, setting: r.Setting, n: r.N, worst: math.Inf(1), trips: -1, dps: -1})
+		s := &out[i]
+		s.skipped += r.Skipped
+		s.windows += r.Windows
+		s.refusedAll += r.RefusedUnder
+		if r.Load < 0.9 {
+			s.refusedLow += r.RefusedUnder
+		}
+		if r.Load >= 1 && r.Windows > 0 {
+			s.worst = min(s.worst, r.WorstPct)
+			s.best = max(s.best, r.BestPct)
+		}
+		if r.Load == 2 && r.Shape == "even" {
+			s.trips = r.TripsPer1000
+		}
+		if r.Load == 10 && r.Shape == "skewed" {
+			s.dps = r.DecisionsPerS
+		}
+	}
+	return out
+}
+
+func accFmt(v float64, f string) string {
+	if v < 0 || math.IsInf(v, 0) {
+		return "–"
+	}
+	return fmt.Sprintf(f, v)
+}
+
+// accWrite saves every cell (accuracy.txt), draws one picture per
+// algorithm (accuracy-<algo>.svg) and puts the summary table between the
+// accuracy markers of README.md.
+func accWrite(rows []accRow) error {
+	var all bytes.Buffer
+	for _, r := range rows {
+		b, _ := json.Marshal(r)
+		all.Write(b)
+		all.WriteByte('\n')
+	}
+	if err := os.WriteFile("accuracy.txt", all.Bytes(), 0o644); err != nil {
+		return err
+	}
+	sum := accSummarize(rows)
+	var md strings.Builder
+	load, _ := os.ReadFile("/proc/loadavg")
+	fmt.Fprintf(&md, "Run %s on %d cores (%s/%s, %s), load average %s; limit %d/s, window 1 s, cells of %s. ",
+		time.Now().UTC().Format("2006-01-02 15:04 UTC"), runtime.NumCPU(), runtime.GOOS, runtime.GOARCH, runtime.Version(),
+		strings.Join(strings.Fields(string(load))[:3], " "), accLimit, accEnv("ACC_CELL", "4s")[0])
+	md.WriteString("Worst/best: fewest and most admitted in one 1 s window (sliding in 10 ms steps, after the first second) over the cells at ≥ 1× the limit, as % of the limit. " +
+		"Refused < 0.9×: refusals in the cells at 0.5× and 0.8×. Trips: Redis scripts per 1 000 decisions at 2× even. Decisions/s at 10× skewed. " +
+		"Windows left out: they overlap a stall (> 20 ms) of the load generator on this shared machine.\n\n")
+	md.WriteString("| algorithm | setting | N | worst % | best % | refused < 0.9× | trips/1000 | decisions/s | windows left out |\n|---|---|---|---|---|---|---|---|---|\n")
+	for _, s := range sum {
+		fmt.Fprintf(&md, "| %s | %s | %d | %s | %s | %d | %s | %s | %d of %d |\n", s.algo, s.setting, s.n,
+			accFmt(s.worst, "%.1f"), accFmt(s.best, "%.1f"), s.refusedLow, accFmt(s.trips, "%.0f"), accFmt(s.dps, "%.0f"), s.skipped, s.skipped+s.windows)
+	}
+	for _, r := range rows {
+		if r.Procs {
+			fmt.Fprintf(&md, "\nSeparate OS processes (%s, %s, N = %d, %s, %.0f×): worst %.1f%%, best %.1f%%, %d refused under the limit, %.0f trips per 1 000 decisions.\n",
+				r.Algo, r.Setting, r.N, r.Shape, r.Load, r.WorstPct, r.BestPct, r.RefusedUnder, r.TripsPer1000)
+		}
+	}
+	var algos []string
+	for _, s := range sum {
+		if !slices.Contains(algos, s.algo) {
+			algos = append(algos, s.algo)
+		}
+	}
+	md.WriteString("\n")
+	for _, a := range algos {
+		name := "accuracy-" + a + ".svg"
+		if err := os.WriteFile(name, accSVG(a, sum), 0o644); err != nil {
+			return err
+		}
+		fmt.Fprintf(&md, "![%s: largest error against N](%s)\n", a, name)
+	}
+	return accSplice("README.md", md.String())
+}
+
+// accSVG draws the largest error (max of 100-worst, best-100, in % of the
+// limit) against N, one line per setting.
+func accSVG(algo string, sum []accSummary) []byte {
+	const w, h, left, top, bottom = 560, 300, 50, 30, 40
+	var settings []string
+	var ns []int
+	for _, s := range sum {
+		if s.algo != algo {
+			continue
+		}
+		if !slices.Contains(settings, s.setting) {
+			settings = append(settings, s.setting)
+		}
+		if !slices.Contains(ns, s.n) {
+			ns = append(ns, s.n)
+		}
+	}
+	slices.Sort(ns)
+	errOf := func(s accSummary) float64 {
+		if math.IsInf(s.worst, 0) {
+			return -1
+		}
+		return max(100-s.worst, s.best-100, 0)
+	}
+	top1 := 5.0
+	for _, s := range sum {
+		if s.algo == algo {
+			top1 = max(top1, math.Ceil(errOf(s)))
+		}
+	}
+	x := func(i int) float64 { return left + float64(i)*float64(w-left-20)/float64(max(1, len(ns)-1)) }
+	y := func(e float64) float64 { return top + (1-e/top1)*float64(h-top-bottom) }
+	var b bytes.Buffer
+	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" font-family="sans-serif" font-size="11">`+"\n", w, h)
+	fmt.Fprintf(&b, `<text x="%d" y="16" font-size="13">%s: largest error of a 1 s window (%% of the limit, loads ≥ 1×) against N</text>`+"\n", left, algo)
+	for _, g := range []float64{0, 2, top1} {
+		fmt.Fprintf(&b, `<line x1="%d" x2="%d" y1="%.1f" y2="%.1f" stroke="#ccc"/><text x="8" y="%.1f">%.0f%%</text>`+"\n", left, w-20, y(g), y(g), y(g)+4, g)
+	}
+	for i, n := range ns {
+		fmt.Fprintf(&b, `<text x="%.1f" y="%d" text-anchor="middle">N=%d</text>`+"\n", x(i), h-bottom+16, n)
+	}
+	colors := []string{"#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b"}
+	for k, st := range settings {
+		var pts []string
+		for i, n := range ns {
+			for _, s := range sum {
+				if s.algo == algo && s.setting == st && s.n == n && errOf(s) >= 0 {
+					pts = append(pts, fmt.Sprintf("%.1f,%.1f", x(i), y(errOf(s))))
+				}
+			}
+		}
+		c := colors[k%len(colors)]
+		fmt.Fprintf(&b, `<polyline fill="none" stroke="%s" stroke-width="2" points="%s"/>`+"\n", c, strings.Join(pts, " "))
+		fmt.Fprintf(&b, `<text x="%d" y="%d" fill="%s">%s</text>`+"\n", left+k*85, h-8, c, st)
+	}
+	b.WriteString("</svg>\n")
+	return b.Bytes()
+}
+
+func accSplice(path, section string) error {
+	const start, end = "<!-- accuracy:start -->", "<!-- accuracy:end -->"
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	s := string(b)
+	i, j := strings.Index(s, start), strings.Index(s, end)
+	if i < 0 || j < i {
+		return fmt.Errorf("%s: no %s ... %s markers", path, start, end)
+	}
+	return os.WriteFile(path, []byte(s[:i+len(start)]+"\n"+section+s[j:]), 0o644)
+}

@@ -1,0 +1,88 @@
+package cluster
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/flowgate/flowgate/flow"
+	"github.com/flowgate/flowgate/internal/accuracy"
+	"github.com/flowgate/flowgate/internal/redistest"
+)
+
+// TestLeasingAccuracy is the small version of the bench module's accuracy
+// table (make bench-accuracy): 4 instances, each with its own client,
+// token server with leasing at its defaults, and engine, share one
+// token_bucket rule of 1000/s on a real Redis. Offered a paced load
+// with one hot instance, no 1 s window (sliding in 10 ms steps, after the
+// first second) may leave 98–102% of the limit (plus the burst, 2%), and at 0.8x the limit no
+// call may be refused. Load is paced by the wall clock because Redis's
+// clock decides: this is a measurement, not a wait for logic.
+func TestLeasingAccuracy(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: the accuracy cells take a few seconds")
+	}
+	srv := redistest.Start(t)
+	const limit, burst = 1000, 20
+	cells := []struct {
+		load  float64
+		shape accuracy.Shape
+	}{
+		{0.8, accuracy.Even},
+		{2, accuracy.Skewed},
+	}
+	for _, c := range cells {
+		res := uniq("acc")
+		rule := crule(res, res, flow.AlgoTokenBucket, limit, time.Second)
+		// A token bucket may add its burst to a window (it saves what a
+		// pause of the load generator left unused), so the band's top is
+		// 102% + burst: a burst of 2% of the limit keeps the test strict
+		// and covers the pauses shorter than accuracy.StallGap.
+		rule.Burst = burst
+		inst := make([]accuracy.Decide, 4)
+		for i := range inst {
+			ts := newServer(t, srv.NewClient(srv.ClientOptions()), WithLeasing(LeaseConfig{}))
+			eng := flow.NewEngine(flow.WithTokenServer(ts))
+			if err := eng.LoadRules([]flow.Rule{rule}); err != nil {
+				t.Fatal(err)
+			}
+			inst[i] = func() bool {
+				p, err := eng.Entry(res)
+				if err != nil {
+					var be *flow.BlockError
+					if !errors.As(err, &be) {
+						t.Errorf("entry: %v", err)
+					}
+					return false
+				}
+				p.Exit()
+				return true
+			}
+		}
+		// A busy machine stalls this process now and then; the windows
+		// around a stall are left out, and a cell is run again (up to 3
+		// times) when too few windows are left.
+		var tr accuracy.Trace
+		var m accuracy.Cell
+		for try := 0; try < 3 && m.Windows < 20; try++ {
+			tr = accuracy.Run(accuracy.Load{Rate: c.load * limit, Duration: 4 * time.Second, Shape: c.shape}, inst)
+			m = accuracy.Measure(tr, time.Second, time.Second, limit, min(c.load, 1)*limit)
+		}
+		t.Logf("load %.1fx %v: worst %d (%.1f%%), best %d (%.1f%%), refused under the limit %d, %d decisions, %d not offered, %d of %d windows left out (stalls)",
+			c.load, c.shape, m.Worst, m.WorstPct, m.Best, m.BestPct, m.RefusedUnder, m.Decisions, tr.Dropped, m.Skipped, m.Skipped+m.Windows)
+		if m.Windows < 20 {
+			t.Skipf("the machine stalled this process through %d of %d windows: too loaded to measure", m.Skipped, m.Skipped+m.Windows)
+		}
+		if tr.Dropped > 0 {
+			t.Errorf("load %.1fx: %d calls could not be offered (workers fell behind): the figures would flatter", c.load, tr.Dropped)
+		}
+		if top := 102 + 100.0*burst/limit; c.load >= 1 && (m.WorstPct < 98 || m.BestPct > top) {
+			t.Errorf("load %.1fx %v: windows %.1f%%..%.1f%% of the limit, want 98..%.0f%% (102%% + burst)", c.load, c.shape, m.WorstPct, m.BestPct, top)
+		}
+		// Refusals right after a stall are the bucket's own (the backlog
+		// arrives at once): Measure leaves them out with the windows.
+		if c.load < 0.9 && m.RefusedUnder > 0 {
+			t.Errorf("load %.1fx: %d calls refused (of %d), want none below 0.9x the limit", c.load, m.RefusedUnder, len(tr.Refused))
+		}
+	}
+}

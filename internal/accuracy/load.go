@@ -1,0 +1,171 @@
+package accuracy
+
+import (
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Shape says how the offered load is spread over the instances.
+type Shape int
+
+const (
+	Even   Shape = iota // every instance the same share
+	Skewed              // instance 0 takes 90%, the others share 10%
+	Moving              // like Skewed, but the hot instance changes every MoveEvery
+)
+
+func (s Shape) String() string {
+	switch s {
+	case Even:
+		return "even"
+	case Skewed:
+		return "skewed"
+	case Moving:
+		return "moving"
+	}
+	return fmt.Sprintf("Shape(%d)", int(s))
+}
+
+// MoveEvery is how long one instance stays hot in the Moving shape.
+const MoveEvery = 2 * time.Second
+
+// share is instance i's part of the load at elapsed time el, of n.
+func (s Shape) share(i, n int, el time.Duration) float64 {
+	if n == 1 || s == Even {
+		return 1 / float64(n)
+	}
+	hot := 0
+	if s == Moving {
+		hot = int(el/MoveEvery) % n
+	}
+	if i == hot {
+		return 0.9
+	}
+	return 0.1 / float64(n-1)
+}
+
+// Decide is one instance's decision for one call: true when admitted.
+type Decide func() bool
+
+// Load is a paced run: Rate calls per second over all instances for
+// Duration, each instance driven by Workers goroutines so a slow decision
+// (a Redis round trip) does not hold up the pacing.
+type Load struct {
+	Rate     float64
+	Duration time.Duration
+	Shape    Shape
+	Workers  int // per instance; default 4
+	// For instances run by separate processes: the common start (zero:
+	// now), and where this process's instances stand among all of them
+	// (First, Of; zero Of: these are all).
+	Start     time.Time
+	First, Of int
+}
+
+// Trace is what a run recorded: admission and refusal times in ns since
+// the start, how many calls the pacer could not hand to a worker (the
+// offered load the instances did not keep up with), and the spans in
+// which a pacer woke more than StallGap late.
+type Trace struct {
+	Admitted []int64
+	Refused  []int64
+	Dropped  int64
+	Stalls   [][2]int64
+	Rate     float64 // the offered calls per second (Load.Rate over all instances)
+	Elapsed  time.Duration
+}
+
+// StallGap is how late a pacer's 1 ms tick may be before the span counts
+// as a stall of the load generator: on a shared, loaded machine the
+// process is sometimes not scheduled for tens of milliseconds, and the
+// windows around such a span measure the machine, not the limiter.
+const StallGap = 20 * time.Millisecond
+
+// Run offers l to the instances (one Decide each) and records every
+// outcome. Pacing is by the wall clock in 1 ms steps: each instance's
+// pacer adds rate x share x elapsed to its credit and hands whole calls to
+// its workers, so the offered load does not depend on how fast the
+// decisions are.
+func Run(l Load, inst []Decide) Trace {
+	workers := l.Workers
+	if workers <= 0 {
+		workers = 4
+	}
+	n, first := len(inst), l.First
+	if l.Of > 0 {
+		n = l.Of
+	}
+	start := l.Start
+	if start.IsZero() {
+		start = time.Now()
+	}
+	time.Sleep(time.Until(start)) // separate processes begin together
+	var dropped atomic.Int64
+	var mu sync.Mutex
+	var tr Trace
+	var wg sync.WaitGroup
+	for i, d := range inst {
+		ch := make(chan struct{}, 4096)
+		for range workers {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				var adm, ref []int64
+				for range ch {
+					// The time before the call: the limiter decides soon
+					// after it, while a stall of this busy process after
+					// the answer would only move the record.
+					t := int64(time.Since(start))
+					ok := d()
+					if ok {
+						adm = append(adm, t)
+					} else {
+						ref = append(ref, t)
+					}
+				}
+				mu.Lock()
+				tr.Admitted = append(tr.Admitted, adm...)
+				tr.Refused = append(tr.Refused, ref...)
+				mu.Unlock()
+			}()
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer close(ch)
+			credit, last := 0.0, time.Duration(0)
+			tick := time.NewTicker(time.Millisecond)
+			defer tick.Stop()
+			for range tick.C {
+				el := time.Since(start)
+				if el >= l.Duration {
+					return
+				}
+				if el-last > StallGap {
+					mu.Lock()
+					tr.Stalls = append(tr.Stalls, [2]int64{int64(last), int64(el)})
+					mu.Unlock()
+				}
+				credit += l.Rate * l.Shape.share(first+i, n, el) * (el - last).Seconds()
+				last = el
+				for ; credit >= 1; credit-- {
+					select {
+					case ch <- struct{}{}:
+					default:
+						dropped.Add(1)
+					}
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	tr.Dropped = dropped.Load()
+	tr.Rate = l.Rate
+	if l.Of > 0 { // this process's share is not known here; the parent sets it
+		tr.Rate = 0
+	}
+	tr.Elapsed = time.Since(start)
+	return tr
+}

@@ -1,0 +1,87 @@
+package accuracy
+
+import (
+	"slices"
+	"sort"
+	"time"
+)
+
+// Step is how far the measuring window slides.
+const Step = 10 * time.Millisecond
+
+// Cell is one run's figures.
+type Cell struct {
+	Worst, Best   int     // fewest and most admitted in one window
+	WorstPct      float64 // Worst as % of the reference (limit, or offered load below it)
+	BestPct       float64
+	RefusedUnder  int     // refusals while the trailing window admitted under 98% of the limit
+	Windows       int     // windows measured
+	Skipped       int     // windows left out: they overlap a stall of the load generator
+	Decisions     int     // admitted + refused in the measured span
+	DecisionsPerS float64 // over the whole run
+}
+
+// Measure slides a window of length win in Step steps over [skip, end of
+// run] and finds the fewest and most admissions in one window. ref is
+// what a perfect limiter would admit per window: the limit, or the
+// offered load when that is below it. A refusal counts as "under the
+// limit" when the window ending at it admitted less than 98% of limit.
+// Windows that overlap a stall (extended by StallGap, while the backlog
+// drains), or in which fewer than 97% of the offered calls were decided,
+// are left out and counted in Skipped.
+func Measure(tr Trace, win, skip time.Duration, limit, ref float64) Cell {
+	adm := slices.Clone(tr.Admitted)
+	slices.Sort(adm)
+	all := append(slices.Clone(tr.Refused), adm...)
+	slices.Sort(all)
+	end := int64(tr.Elapsed)
+	in := func(xs []int64, from, to int64) int { // times in [from, to)
+		return sort.Search(len(xs), func(i int) bool { return xs[i] >= to }) -
+			sort.Search(len(xs), func(i int) bool { return xs[i] >= from })
+	}
+	count := func(from, to int64) int { return in(adm, from, to) }
+	// A window in which the instances decided under 97% of the calls the
+	// pacer offered saw a starved load generator, not the limiter at work.
+	starved := func(from, to int64) bool {
+		return tr.Rate > 0 && float64(in(all, from, to)) < 0.97*tr.Rate*float64(to-from)/1e9
+	}
+	stalled := func(from, to int64) bool {
+		if starved(from, to) {
+			return true
+		}
+		for _, s := range tr.Stalls {
+			if s[0] < to && s[1]+int64(StallGap) > from {
+				return true
+			}
+		}
+		return false
+	}
+	c := Cell{Worst: -1}
+	for from := int64(skip); from+int64(win) <= end; from += int64(Step) {
+		if stalled(from, from+int64(win)) {
+			c.Skipped++
+			continue
+		}
+		c.Windows++
+		k := count(from, from+int64(win))
+		if c.Worst < 0 || k < c.Worst {
+			c.Worst = k
+		}
+		c.Best = max(c.Best, k)
+	}
+	c.Worst = max(c.Worst, 0)
+	if ref > 0 {
+		c.WorstPct = 100 * float64(c.Worst) / ref
+		c.BestPct = 100 * float64(c.Best) / ref
+	}
+	for _, t := range tr.Refused {
+		if t >= int64(skip) && !stalled(t-int64(win), t+1) && float64(count(t-int64(win), t+1)) < 0.98*limit {
+			c.RefusedUnder++
+		}
+	}
+	c.Decisions = len(tr.Admitted) + len(tr.Refused)
+	if tr.Elapsed > 0 {
+		c.DecisionsPerS = float64(c.Decisions) / tr.Elapsed.Seconds()
+	}
+	return c
+}
