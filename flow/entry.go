@@ -223,14 +223,19 @@ func (e *Engine) admit(a *entryArgs, resource string, rr *resourceRules, st *ent
 			}
 			d := lim.tryAcquire(st.now, st.tokens, cr.rule.MaxWait)
 			if !d.ok {
-				return e.refuse(resource, rr, cr, d, cr.reason, st)
+				if err := e.refuseOr(resource, rr, cr, d, cr.reason, st); err != nil {
+					return err
+				}
+				continue // shadow: nothing taken, the call goes on
 			}
 			st.take(takenLim{lim: lim, at: st.now + int64(d.wait), conc: cr.rule.Algorithm == AlgoConcurrency})
-			st.note(cr, d.wait, d.remaining, d.reset)
+			st.noteUnlessShadow(cr, d.wait, d.remaining, d.reset)
 		}
-		if len(lr.cluster) > 0 {
-			if err := e.clusterLevel(a, resource, rr, lr, key, st); err != nil {
-				return err
+		for _, g := range [2]*clusterGroup{&lr.cluster, &lr.shadowCluster} {
+			if len(g.crs) > 0 {
+				if err := e.clusterLevel(a, resource, rr, lr.level, g, key, st); err != nil {
+					return err
+				}
 			}
 		}
 	}

@@ -95,6 +95,11 @@ type Rule struct {
 	// Cluster, when set, has the rule decided cluster-wide by the token server.
 	// Not for circuit breakers: they are per instance.
 	Cluster *ClusterSpec
+	// Shadow has the rule decide and count as usual but never refuse: a
+	// call it would have refused goes on, and the would-be refusal is
+	// counted (RuleStats.ShadowBlocked) and logged at debug. See shadow.go
+	// for how its permits interact with the other rules'. Any algorithm.
+	Shadow bool
 
 	// The fields below are for AlgoCircuitBreaker only (and an error on any
 	// other algorithm); Window is the breaker's statistics span there.

@@ -37,14 +37,31 @@ type resourceRules struct {
 }
 
 type levelRules struct {
-	level        Level
-	local        []*compiledRule // decided here
-	cluster      []*compiledRule // decided by the token server
-	clusterRules []*Rule         // the same, as TokenRequest.Rules
-	clusterConc  bool            // a cluster concurrency rule: Release on Exit
+	level   Level
+	local   []*compiledRule // decided here
+	cluster clusterGroup    // enforcing rules decided by the token server
+	// shadowCluster are the level's shadow cluster rules, asked in a
+	// request of their own so their refusal never refuses the enforcing
+	// ones (the token server decides one request all or nothing).
+	shadowCluster clusterGroup
 }
 
-func (l *levelRules) empty() bool { return len(l.local) == 0 && len(l.cluster) == 0 }
+// clusterGroup is cluster rules of one level asked in one TokenRequest.
+type clusterGroup struct {
+	crs   []*compiledRule
+	rules []*Rule // the same, as TokenRequest.Rules
+	conc  bool    // a cluster concurrency rule: Release on Exit
+}
+
+func (g *clusterGroup) add(cr *compiledRule) {
+	g.crs = append(g.crs, cr)
+	g.rules = append(g.rules, &cr.rule)
+	g.conc = g.conc || cr.rule.Algorithm == AlgoConcurrency
+}
+
+func (l *levelRules) empty() bool {
+	return len(l.local) == 0 && len(l.cluster.crs) == 0 && len(l.shadowCluster.crs) == 0
+}
 
 // compiledRule is one rule with its limiter state. It survives a reload that
 // leaves the rule unchanged, so clients keep their state.
@@ -74,6 +91,13 @@ type compiledRule struct {
 	// seen is the latest Entry time a circuit breaker rule saw, to
 	// seenStep: its Exits' time when they do not read the clock.
 	seen atomic.Int64
+
+	// shadow is Rule.Shadow, kept apart from rule so that a reload which
+	// only flips it keeps the rule's state (see ruleEqual): the limiter a
+	// shadow rule filled is the one that starts enforcing.
+	shadow atomic.Bool
+	// shadowBlocked counts the calls the rule would have refused in shadow.
+	shadowBlocked atomic.Uint64
 }
 
 func (cr *compiledRule) limit() float64 { return math.Float64frombits(cr.limitBits.Load()) }
@@ -145,9 +169,12 @@ func (cr *compiledRule) keyCount() int {
 	return cr.keys.len()
 }
 
+// ruleEqual reports whether a and b configure the same state; Shadow is
+// not part of it (compiledRule.shadow).
 func ruleEqual(a, b *Rule) bool {
 	x, y := *a, *b
 	x.Cluster, y.Cluster = nil, nil
+	x.Shadow, y.Shadow = false, false
 	if x != y || (a.Cluster == nil) != (b.Cluster == nil) {
 		return false
 	}
@@ -181,6 +208,9 @@ func (e *Engine) compile(rules []Rule, old *ruleSet, now int64) (*ruleSet, map[s
 				continue
 			}
 		}
+		// Never cr.rule.Shadow: a reused rule is read by Entries on the
+		// old snapshot meanwhile (and its rule by the token server).
+		cr.shadow.Store(r.Shadow)
 		rs.compiled = append(rs.compiled, cr)
 		rr := rs.byResource[r.Resource]
 		if rr == nil {
@@ -200,11 +230,12 @@ func (e *Engine) compile(rules []Rule, old *ruleSet, now int64) (*ruleSet, map[s
 			continue
 		}
 		lr := &rr.levels[levelSlot(r.Level)]
-		if cr.cluster {
-			lr.cluster = append(lr.cluster, cr)
-			lr.clusterRules = append(lr.clusterRules, &cr.rule)
-			lr.clusterConc = lr.clusterConc || r.Algorithm == AlgoConcurrency
-		} else {
+		switch {
+		case cr.cluster && r.Shadow:
+			lr.shadowCluster.add(cr)
+		case cr.cluster:
+			lr.cluster.add(cr)
+		default:
 			lr.local = append(lr.local, cr)
 		}
 	}
@@ -228,14 +259,16 @@ func singleRule(rr *resourceRules) *compiledRule {
 	var only *compiledRule
 	for i := range rr.levels {
 		lr := &rr.levels[i]
-		if len(lr.cluster) > 0 || len(lr.local) > 1 || (len(lr.local) == 1 && only != nil) {
+		if len(lr.cluster.crs) > 0 || len(lr.shadowCluster.crs) > 0 || len(lr.local) > 1 || (len(lr.local) == 1 && only != nil) {
 			return nil
 		}
 		if len(lr.local) == 1 {
 			only = lr.local[0]
 		}
 	}
-	if only == nil || only.keyed || only.rule.Algorithm == AlgoConcurrency || only.rule.MaxWait > 0 {
+	// A shadow rule takes the general path: entrySingle has no use for
+	// its branch.
+	if only == nil || only.keyed || only.rule.Algorithm == AlgoConcurrency || only.rule.MaxWait > 0 || only.shadow.Load() {
 		return nil
 	}
 	return only

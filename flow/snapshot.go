@@ -75,4 +75,10 @@ type RuleStats struct {
 	Keys           int           // tracked users or IPs (user/ip levels)
 	Adaptive       bool          // the adaptive controller may scale it
 	Cluster        bool          // decided by the token server (Rule.Cluster set)
+	// Shadow is Rule.Shadow: the rule decides but never refuses.
+	Shadow bool
+	// ShadowBlocked counts the calls the rule would have refused while in
+	// shadow, since it was loaded with this configuration (flipping Shadow
+	// on reload keeps the count; see Rule.Shadow). The calls went on.
+	ShadowBlocked uint64
 }
