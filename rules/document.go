@@ -19,12 +19,18 @@ type Document struct {
 	Adaptive *AdaptiveSection
 	// Alerting is the document's "alerting" section, nil when absent.
 	Alerting *AlertingSection
+	// Shadow is the document's "shadow": true puts every rule in shadow
+	// (flow.Rule.Shadow): Rules sets Shadow on each rule it returns, so
+	// flipping this one field moves the whole document between trying and
+	// enforcing. A rule's own "shadow" can only add to it.
+	Shadow bool
 
 	rules []flow.Rule
 }
 
 // Rules returns the document's rules, defaults filled, ready for
-// flow.Engine.LoadRules. The slice and its ClusterSpecs are the caller's.
+// flow.Engine.LoadRules; with the document's Shadow, each with Shadow set.
+// The slice and its ClusterSpecs are the caller's.
 func (d *Document) Rules() []flow.Rule {
 	out := make([]flow.Rule, len(d.rules))
 	copy(out, d.rules)
@@ -33,6 +39,7 @@ func (d *Document) Rules() []flow.Rule {
 			cc := *c
 			out[i].Cluster = &cc
 		}
+		out[i].Shadow = out[i].Shadow || d.Shadow
 	}
 	return out
 }
@@ -65,10 +72,12 @@ func Parse(data []byte) (*Document, error) {
 	doc := &Document{}
 	top := &object{p: p, index: -1}
 	var ruleNodes *node
-	ok := top.walk(root, "document", []string{"$schema", "rules", "adaptive", "alerting"}, func(key string, v *node) {
+	ok := top.walk(root, "document", []string{"$schema", "shadow", "rules", "adaptive", "alerting"}, func(key string, v *node) {
 		switch key {
 		case "$schema":
 			doc.Schema, _ = top.str(key, v)
+		case "shadow":
+			doc.Shadow, _ = top.boolean(key, v)
 		case "rules":
 			if v.kind != kindArray {
 				top.typeError(key, "an array of rules", v)
@@ -97,7 +106,7 @@ func Parse(data []byte) (*Document, error) {
 // ruleKeys are a rule's fields in the document's (and fmt's) order.
 var ruleKeys = []string{"id", "resource", "level", "algorithm", "limit", "window", "burst",
 	"warmup", "coldFactor", "buckets", "maxWait", "maxKeys", "idleTTL", "adaptive", "cluster",
-	"strategy", "threshold", "minRequests", "openFor", "probes", "slowCall"}
+	"strategy", "threshold", "minRequests", "openFor", "probes", "slowCall", "shadow"}
 
 // breakerKeys are the fields only a circuit_breaker rule has; limitKeys
 // those only the other algorithms have.
@@ -206,6 +215,8 @@ func readRule(p *problems, i int, n *node) (r flow.Rule, skip []string) {
 			r.OpenFor, _ = o.span(key, v)
 		case "slowCall":
 			r.SlowCall, _ = o.span(key, v)
+		case "shadow":
+			r.Shadow, _ = o.boolean(key, v)
 		}
 	})
 	if !ok {

@@ -17,6 +17,7 @@ import (
 type (
 	docJSON struct {
 		Schema   string        `json:"$schema,omitempty"`
+		Shadow   bool          `json:"shadow,omitempty"`
 		Rules    []ruleJSON    `json:"rules"`
 		Adaptive *adaptiveJSON `json:"adaptive,omitempty"`
 		Alerting *alertingJSON `json:"alerting,omitempty"`
@@ -44,6 +45,8 @@ type (
 		OpenFor     string  `json:"openFor,omitempty"`
 		Probes      int     `json:"probes,omitempty"`
 		SlowCall    string  `json:"slowCall,omitempty"`
+		// any algorithm; written only when true
+		Shadow bool `json:"shadow,omitempty"`
 	}
 	clusterJSON struct {
 		Threshold string `json:"threshold"`
@@ -73,7 +76,7 @@ type (
 // defaults filled in, two-space indentation, a final newline. Parsing the
 // result gives an equal Document.
 func (d *Document) Format() []byte {
-	out := docJSON{Schema: d.Schema, Rules: make([]ruleJSON, 0, len(d.rules))}
+	out := docJSON{Schema: d.Schema, Shadow: d.Shadow, Rules: make([]ruleJSON, 0, len(d.rules))}
 	for _, r := range d.rules {
 		out.Rules = append(out.Rules, formatRule(r))
 	}
@@ -98,7 +101,7 @@ func formatRule(r flow.Rule) ruleJSON {
 	j := ruleJSON{
 		ID: r.ID, Resource: r.Resource, Level: r.Level.String(), Algorithm: r.Algorithm.String(),
 		Limit: r.Limit, Window: fmtDuration(r.Window), Burst: r.Burst, ColdFactor: r.ColdFactor,
-		Buckets: r.Buckets, MaxKeys: r.MaxKeys,
+		Buckets: r.Buckets, MaxKeys: r.MaxKeys, Shadow: r.Shadow,
 	}
 	if r.Algorithm == flow.AlgoCircuitBreaker {
 		j.Strategy, j.Threshold, j.MinRequests, j.Probes = r.Strategy.String(), r.Threshold, r.MinRequests, r.Probes
