@@ -40,14 +40,14 @@ type descs struct {
 	factor, systemMax, cpu, cpuSource                      *prometheus.Desc
 	clusterRequests, clusterFallbacks, clusterDur, breaker *prometheus.Desc
 	reloadOK, reloadTime, alertsFiring                     *prometheus.Desc
-	breakerState, breakerMoves                             *prometheus.Desc
+	breakerState, breakerMoves, shadowBlocked              *prometheus.Desc
 }
 
 func newDescs() descs {
 	ruleLabels := []string{"resource", "level", "rule"}
 	bState, bMoves := breakerDescs()
 	return descs{
-		breakerState: bState, breakerMoves: bMoves,
+		breakerState: bState, breakerMoves: bMoves, shadowBlocked: shadowDesc(),
 		requests: prometheus.NewDesc(NameRequests,
 			"Calls to Entry by outcome: passed at once, passed after waiting, or blocked at the named level. The three results partition the calls.",
 			[]string{"resource", "level", "result"}, nil),
@@ -103,6 +103,7 @@ func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, x := range []*prometheus.Desc{
 		d.requests, d.errors, d.inFlight, d.ruleLimit, d.ruleWindow, d.ruleKeys, d.ruleInfo,
 		d.factor, d.systemMax, d.clusterRequests, d.clusterFallbacks, d.breakerState, d.breakerMoves,
+		d.shadowBlocked,
 	} {
 		ch <- x
 	}
@@ -156,6 +157,7 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	}
 
 	c.collectBreakers(ch, &s)
+	c.collectShadow(ch, &s)
 	ch <- constMetric(d.factor, prometheus.GaugeValue, s.AdaptiveFactor)
 	ch <- constMetric(d.systemMax, prometheus.GaugeValue, float64(s.SystemLimit))
 
