@@ -50,6 +50,18 @@
 // the user and ip levels there is one per key. They are per instance (no
 // Cluster spec). WithBreakerListener reports every state change.
 //
+// # Shadow rules
+//
+// A rule with Shadow set decides every call as it would if it enforced and
+// refuses none: a would-be refusal is counted (RuleStats.ShadowBlocked) and
+// logged at debug, and the call goes on. A shadow refusal takes nothing; a
+// shadow pass takes from the rule's own limiter and is given back like any
+// rule's when a later rule refuses; a shadow rule never makes a call wait
+// and never sets its Quota; a shadow breaker records only the calls it
+// would have let through, so it moves as an enforcing one would. Its count
+// is therefore exactly the refusals of an enforcing copy that saw the same
+// calls, and a reload that only flips Shadow keeps the rule's state.
+//
 // # Around the engine
 //
 // Rules come from package rules (JSON, validation, hot reload) through
