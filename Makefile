@@ -7,7 +7,7 @@ export FLOWGATE_REQUIRE_REDIS ?=
 export FLOWGATE_REQUIRE_PROMETHEUS ?=
 export FLOWGATE_REQUIRE_ETCD ?=
 
-.PHONY: all demo test bench bench-peers lint deps vet fmt examples
+.PHONY: all demo test soak bench bench-peers lint deps vet fmt examples
 
 all: lint test
 
@@ -22,6 +22,11 @@ test: deps
 	$(GO) vet $(PKGS)
 	FLOWGATE_REQUIRE_REDIS=1 FLOWGATE_REQUIRE_PROMETHEUS=1 FLOWGATE_REQUIRE_ETCD=1 $(GO) test -race -count=1 -timeout 20m $(PKGS)
 	@$(MAKE) --no-print-directory examples
+
+## soak: the cluster chaos soak, 60 s per policy x algorithm (6 min), with its figures
+## (make test runs a 4 s version of each, race-enabled; this one is not, so latencies are real).
+soak: deps
+	FLOWGATE_REQUIRE_REDIS=1 FLOWGATE_SOAK=$${FLOWGATE_SOAK:-60s} $(GO) test -count=1 -timeout 30m -run '^TestChaosSoak$$' -v ./cluster/
 
 ## examples: build every example and run each short-lived one with a time limit.
 examples:

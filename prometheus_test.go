@@ -30,9 +30,10 @@ import (
 // promRules is the watched rules document of the program Prometheus
 // scrapes: a resource refused most of the time (the rejection alert), a
 // user-level rule (tracked keys) with a shadow rule behind it that would
-// refuse part of what it admits (the "would have blocked" panels), a queue (waits), a cluster rule (the token
-// service over Redis), adaptive rules and a circuit breaker on a dependency
-// that always fails (open, then failing probes); alerting and adaptive sections
+// refuse part of what it admits (the "would have blocked" panels), a queue
+// (waits), a cluster rule (the token service over Redis), adaptive rules,
+// an adaptive_concurrency rule and a circuit breaker on a dependency that
+// always fails (open, then failing probes); alerting and adaptive sections
 // short enough to act within the test.
 const promRules = `{
   "rules": [
@@ -43,7 +44,8 @@ const promRules = `{
     {"id": "shared", "resource": "GET /shared", "algorithm": "token_bucket", "limit": 20, "adaptive": true,
      "cluster": {"threshold": "global", "fallback": "local"}},
     {"id": "dep-breaker", "resource": "GET /dep", "algorithm": "circuit_breaker", "strategy": "error_ratio",
-     "threshold": 0.5, "openFor": "1s"}
+     "threshold": 0.5, "openFor": "1s"},
+    {"id": "auto", "resource": "GET /auto", "algorithm": "adaptive_concurrency"}
   ],
   "adaptive": {"period": "100ms"},
   "alerting": {"rejectionRatio": 0.3, "window": "2s", "for": "1s", "interval": "250ms", "minRequests": 10}
@@ -238,6 +240,7 @@ func drive(eng *flow.Engine, stop <-chan struct{}, wg *sync.WaitGroup) {
 			}
 			call("GET /hot")
 			call("GET /shared")
+			call("GET /auto")
 			if p, err := eng.Entry("GET /dep"); err == nil {
 				p.Exit(flow.WithError(context.DeadlineExceeded)) // the dependency is down
 			}

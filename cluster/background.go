@@ -25,16 +25,24 @@ func (s *RedisTokenServer) beat(ctx context.Context, join bool) (int, error) {
 	if !join {
 		j = "0"
 	}
-	v, err := heartbeatScript.run(ctx, s.rdb, []any{nil, nil, "1", s.heartbeatKey(), s.cf.id, s.cf.beatTTL.Microseconds(), j})
+	v, err := s.eval(ctx, heartbeatScript, []any{nil, nil, "1", s.heartbeatKey(), s.cf.id, s.cf.beatTTL.Microseconds(), j})
 	if err != nil {
 		return 0, err
 	}
-	n, ok := v.(int64)
+	arr, _ := v.([]any)
+	var n, present int64
+	ok := len(arr) == 2
+	if ok {
+		n, ok = arr[0].(int64)
+	}
+	if ok {
+		present, ok = arr[1].(int64)
+	}
 	if !ok {
-		return 0, errors.New("cluster: heartbeat reply: not an integer")
+		return 0, fmt.Errorf("cluster: heartbeat reply: got %v, want two integers", v)
 	}
 	if join {
-		s.instances.Store(max(1, n))
+		s.instances.Store(s.trust.observe(max(1, n), present == 1, s.cf.clk.Now(), s.cf.beatTTL))
 	}
 	return int(n), nil
 }
@@ -88,14 +96,16 @@ func (s *RedisTokenServer) logWarn(msg string, err error) {
 	}
 }
 
-// Close stops the background loop, gives back unspent leased permits and
-// removes this instance from the live set. It does not close the Redis
-// client. Calling it again does nothing.
+// Close stops the background goroutines, gives back unspent leased permits
+// and removes this instance from the live set. It closes the client the
+// server built for itself, never the one passed to NewRedisTokenServer.
+// Calling it again does nothing.
 func (s *RedisTokenServer) Close() error {
 	var err error
 	s.closeOnce.Do(func() {
 		close(s.stop)
 		<-s.done
+		<-s.proberDone
 		if s.leases != nil {
 			s.leases.sweep(true)
 		}
@@ -103,6 +113,11 @@ func (s *RedisTokenServer) Close() error {
 		defer cancel()
 		if _, e := s.beat(ctx, false); e != nil {
 			err = errors.Join(err, e)
+		}
+		s.bgCancel()
+		s.closeLoads()
+		if s.conn.owned {
+			_ = s.client().Close()
 		}
 	})
 	return err
@@ -154,7 +169,7 @@ func (s *RedisTokenServer) renew(ctx context.Context) error {
 	var errs []error
 	for k, pairs := range byKey {
 		args := append([]any{nil, nil, "1", k, s.cf.concTTL.Microseconds()}, pairs...)
-		v, err := renewScript.run(ctx, s.rdb, args)
+		v, err := s.eval(ctx, renewScript, args)
 		counts, ok := v.([]any)
 		if err != nil || !ok || len(counts) != len(pairs)/2 {
 			if err == nil {

@@ -9,11 +9,19 @@ import "sync/atomic"
 // open: calls fail at once until openFor has passed since it opened; then
 // exactly one call (the CAS winner) probes as half-open. The probe's
 // success closes the breaker; its failure opens it again for openFor.
+//
+// A streak of timeouts must also last span (the per-call timeout): calls
+// in flight during one hiccup (SCRIPT FLUSH blocking Redis, a GC pause
+// here) time out together, and that is one event, not threshold; a Redis
+// that stays frozen keeps failing the calls sent after them. A refused
+// connection needs no span: Redis is down.
 type breaker struct {
 	threshold int32
 	openFor   int64 // ns
+	span      int64 // ns
 	state     atomic.Int32
 	failures  atomic.Int32
+	streakAt  atomic.Int64 // clock.Nanotime of the streak's first failure
 	openedAt  atomic.Int64 // clock.Nanotime when it last opened
 }
 
@@ -23,8 +31,8 @@ const (
 	breakerHalfOpen
 )
 
-func (b *breaker) init(threshold int, openFor int64) {
-	b.threshold, b.openFor = int32(threshold), openFor
+func (b *breaker) init(threshold int, openFor, span int64) {
+	b.threshold, b.openFor, b.span = int32(threshold), openFor, span
 }
 
 // allow reports whether a call may go to Redis now.
@@ -41,26 +49,47 @@ func (b *breaker) allow(now int64) bool {
 	}
 }
 
-// success closes a half-open breaker (its probe came back). An open one
-// stays open: no call is let through while open, so a success then is a
-// call admitted before it opened that finished late, and says nothing
-// about Redis now (a reply read after the kill, say).
-func (b *breaker) success() {
+// success closes a half-open breaker (its probe came back) and reports
+// whether it did. An open one stays open: no call is let through while
+// open, so a success then is a call admitted before it opened that
+// finished late, and says nothing about Redis now (a reply read after the
+// kill, say).
+func (b *breaker) success() bool {
 	if b.failures.Load() != 0 {
 		b.failures.Store(0)
 	}
-	if b.state.Load() == breakerHalfOpen {
-		b.state.CompareAndSwap(breakerHalfOpen, breakerClosed)
-	}
+	return b.state.Load() == breakerHalfOpen && b.state.CompareAndSwap(breakerHalfOpen, breakerClosed)
 }
 
-func (b *breaker) failure(now int64) {
+// failure counts a failed call (timedOut: it ran out of time) and reports
+// whether it opened the breaker (a closed one at the threshold; a failed
+// half-open probe reopens it without a new report).
+func (b *breaker) failure(now int64, timedOut bool) bool {
 	n := b.failures.Add(1)
-	// A failed probe reopens at once; a closed breaker opens at the
-	// threshold (the store of openedAt before state lets allow read it).
-	if b.state.Load() == breakerHalfOpen || n >= b.threshold {
+	if n == 1 {
+		b.streakAt.Store(now)
+	}
+	enough := n >= b.threshold && (!timedOut || now-b.streakAt.Load() >= b.span)
+	// The store of openedAt before state lets allow read it.
+	if st := b.state.Load(); st == breakerHalfOpen || (st == breakerClosed && enough) {
 		b.openedAt.Store(now)
-		b.state.Store(breakerOpen)
+		return b.state.Swap(breakerOpen) == breakerClosed
+	}
+	return false
+}
+
+// close closes the breaker from any state (the prober saw Redis answer and
+// loaded the scripts) and reports whether it was open.
+func (b *breaker) close() bool {
+	for {
+		st := b.state.Load()
+		if st == breakerClosed {
+			return false
+		}
+		if b.state.CompareAndSwap(st, breakerClosed) {
+			b.failures.Store(0)
+			return true
+		}
 	}
 }
 

@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 	"errors"
+	"net"
 	"strconv"
 	"strings"
 	"time"
@@ -30,7 +31,7 @@ func (s *RedisTokenServer) call(ctx context.Context, main int, p *plan, key stri
 	}
 	ap := s.args(p, key, nonce, tokens, only)
 	cctx, cancel := s.withTimeout(ctx)
-	v, err := sc.run(cctx, s.rdb, *ap)
+	v, err := s.eval(cctx, sc, *ap)
 	if cancel != nil {
 		cancel()
 	}
@@ -41,17 +42,24 @@ func (s *RedisTokenServer) call(ctx context.Context, main int, p *plan, key stri
 	if err != nil {
 		s.st.errors.Add(1)
 		if scriptError(err) {
-			s.br.success() // Redis answered: it is up
+			s.succeeded() // Redis answered: it is up
 			return reply{}, err
+		}
+		if errors.Is(err, errScriptLoading) {
+			// NOSCRIPT: Redis answered; the load runs on its own budget.
+			s.succeeded()
+			return reply{}, unavailable("redis", err)
 		}
 		if ctx != nil && ctx.Err() != nil {
 			// The caller gave up (not our timeout): says nothing about Redis.
 			return reply{}, unavailable("redis", err)
 		}
-		s.br.failure(end)
+		if s.br.failure(end, timedOut(err)) {
+			s.logBreaker("cluster: Redis unavailable; breaker open, calls use their rules' fallback", err)
+		}
 		return reply{}, unavailable("redis", err)
 	}
-	s.br.success()
+	s.succeeded()
 	if want == 0 {
 		return reply{}, nil
 	}
@@ -68,6 +76,13 @@ func (s *RedisTokenServer) call(ctx context.Context, main int, p *plan, key stri
 	return r, nil
 }
 
+// succeeded tells the breaker Redis answered, and logs when that closed it.
+func (s *RedisTokenServer) succeeded() {
+	if s.br.success() {
+		s.logBreakerClosed()
+	}
+}
+
 // withTimeout bounds ctx by the per-call timeout unless its own deadline
 // is sooner (then nothing is allocated).
 func (s *RedisTokenServer) withTimeout(ctx context.Context) (context.Context, context.CancelFunc) {
@@ -75,18 +90,22 @@ func (s *RedisTokenServer) withTimeout(ctx context.Context) (context.Context, co
 		ctx = context.Background()
 	}
 	dl := time.Now().Add(s.cf.timeout)
+	if s.conn.needDone {
+		return context.WithDeadline(ctx, dl)
+	}
 	if pdl, ok := ctx.Deadline(); ok && !dl.Before(pdl) {
 		return ctx, nil
 	}
 	return &deadlineCtx{Context: ctx, dl: dl}, nil
 }
 
-// deadlineCtx is ctx with an earlier deadline and no timer: go-redis (with
-// ContextTimeoutEnabled) sets the socket deadline from Deadline, which is
-// what bounds a call to a slow Redis, so the timer, goroutine-free as it
-// is, and the four allocations of context.WithTimeout buy nothing here.
-// Done and Err stay the parent's: cancelling the caller still stops the
-// call where go-redis watches for it.
+// deadlineCtx is ctx with an earlier deadline and no timer, for the
+// clients the server built (see ownClient): their sockets take the
+// deadline from Deadline, they dial once and bound pool waits by the
+// timeout, so nothing waits on Done, and the timer and four allocations
+// of context.WithTimeout would buy nothing. Done and Err stay the
+// parent's: cancelling the caller still stops the call where go-redis
+// watches for it.
 type deadlineCtx struct {
 	context.Context
 	dl time.Time
@@ -155,4 +174,11 @@ func scriptError(err error) bool {
 	}
 	msg := re.Error()
 	return strings.HasPrefix(msg, "ERR ") || strings.HasPrefix(msg, "WRONGTYPE")
+}
+
+// timedOut reports an error of a call that ran out of time (as opposed to
+// a refused connection or a closed socket).
+func timedOut(err error) bool {
+	var ne net.Error
+	return errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &ne) && ne.Timeout())
 }

@@ -20,8 +20,9 @@
 // script's per-rule tables and loops. Time comes from
 // Redis TIME in integer microseconds, so instances whose clocks disagree
 // still share one exact limit; every key gets its expiry in the script that
-// writes it, derived from its state; scripts run with EVALSHA and are sent
-// with EVAL only after NOSCRIPT.
+// writes it, derived from its state; scripts run with EVALSHA, and after
+// NOSCRIPT one SCRIPT LOAD per script at a time puts them back while the
+// callers that hit it wait (within their timeout).
 //
 // Keys are prefix{resource|level|key}:ruleID (prefix "flowgate:" by
 // default, WithPrefix): the keys of one decision share a {hash tag}, so
@@ -35,10 +36,15 @@
 //
 // # Failure
 //
-// Each call has a timeout (20ms by default, WithTimeout) and a circuit
-// breaker (WithBreaker) turns a dead Redis into fast failures wrapping
-// flow.ErrTokenServerUnavailable; the engine then applies each rule's
-// fallback (local, allow or deny). Cluster concurrency permits are leases
+// Each call has a timeout (20ms by default, WithTimeout) that holds with
+// any go-redis client (the server builds its own from the user's options
+// with safe overrides, see NewRedisTokenServer), and no call that may have
+// been applied is sent twice. A circuit breaker (WithBreaker) turns a dead
+// Redis into fast failures wrapping flow.ErrTokenServerUnavailable; the
+// engine then applies each rule's fallback (local, allow or deny). While
+// it is open, a background prober reconnects, reloads the scripts and
+// closes it. The local fallback divides Limit by the last instance count
+// it trusted (a count read just after a wiped heartbeat set is not). Cluster concurrency permits are leases
 // that a live instance renews and a crashed one's expire
 // (WithConcurrencyTTL). Stats and ClusterMetrics (a metrics.ClusterSource)
 // expose request counts, latency and the breaker.

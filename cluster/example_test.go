@@ -14,12 +14,9 @@ import (
 // Here Redis is unreachable, so each rule's fallback decides: "local"
 // enforces Limit/instances here, "deny" refuses, "allow" admits.
 func ExampleNewRedisTokenServer() {
-	rdb := redis.NewClient(&redis.Options{
-		Addr:                  "127.0.0.1:1", // nothing listens here
-		DialTimeout:           50 * time.Millisecond,
-		ContextTimeoutEnabled: true, // so the per-call timeout reaches the socket
-		MaxRetries:            -1,   // never re-send a decision
-	})
+	// go-redis defaults are fine: the server derives its own client with
+	// a bounded dial, the timeout on the socket and no re-sent commands.
+	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"}) // nothing listens here
 	defer rdb.Close()
 	ts, err := cluster.NewRedisTokenServer(rdb, cluster.WithPrefix("shop:"), cluster.WithTimeout(20*time.Millisecond))
 	if err != nil {

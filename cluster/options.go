@@ -43,9 +43,8 @@ func defaults() config {
 func WithPrefix(p string) Option { return func(c *config) { c.prefix = p } }
 
 // WithTimeout bounds each call to Redis. Default 20ms (Sentinel's cluster
-// client default). The deadline reaches the socket only when the client
-// has ContextTimeoutEnabled (otherwise its Read/WriteTimeout apply), so
-// set that on the client you pass in.
+// client default). It holds whatever the client's own timeouts and
+// retries: see NewRedisTokenServer.
 func WithTimeout(d time.Duration) Option {
 	return func(c *config) {
 		if d > 0 {

@@ -125,7 +125,7 @@ func NewRemoteTokenServer(addrs []string, opts ...RemoteOption) (*RemoteTokenSer
 			continue
 		}
 		r := &remoteReplica{addr: a, cc: cc, client: tokenpb.NewTokenServiceClient(cc)}
-		r.br.init(cf.failures, int64(cf.openFor))
+		r.br.init(cf.failures, int64(cf.openFor), 0)
 		s.replicas = append(s.replicas, r)
 	}
 	if err := errors.Join(errs...); err != nil {
@@ -224,7 +224,7 @@ func (s *RemoteTokenServer) answerError(r *remoteReplica, st tokenpb.Status, msg
 	re := &RemoteError{Addr: r.addr, Status: st, Message: msg}
 	switch st {
 	case tokenpb.Status_STATUS_FAIL:
-		r.br.failure(s.now())
+		r.br.failure(s.now(), false)
 		return fmt.Errorf("%w: %w", flow.ErrTokenServerUnavailable, re)
 	case tokenpb.Status_STATUS_TOO_MANY_REQUEST:
 		r.br.success()
@@ -262,7 +262,7 @@ func (s *RemoteTokenServer) once(ctx context.Context, call func(context.Context,
 			return r, err // answered: answerError saw to the breaker
 		}
 		s.st.errors.Add(1)
-		r.br.failure(end)
+		r.br.failure(end, false)
 		// Prefer another replica from now on; this call is not replayed.
 		s.pref.CompareAndSwap(uint32(i), uint32((i+1)%len(s.replicas)))
 		return r, fmt.Errorf("cluster: remote %s: %w: %w", r.addr, flow.ErrTokenServerUnavailable, err)

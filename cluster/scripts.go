@@ -6,6 +6,7 @@ import (
 	"embed"
 	"encoding/hex"
 	"strings"
+	"sync/atomic"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -27,6 +28,8 @@ type script struct {
 	// The same, boxed once: a string put in an interface per call would
 	// allocate.
 	srcArg, shaArg any
+	// used: some call ran it, so the prober loads it again after an outage.
+	used atomic.Bool
 }
 
 func newScript(src string) *script {
@@ -82,6 +85,15 @@ var (
 	renewScript     = newScript(mustRead("renew.lua"))
 )
 
+// allScripts lists every script, for the prober to reload the used ones.
+func allScripts() []*script {
+	out := []*script{heartbeatScript, renewScript}
+	for m := range numMains {
+		out = append(out, decisionScripts[m][1:]...)
+	}
+	return append(out, singleAcquire[1:]...)
+}
+
 func mustRead(name string) string {
 	b, err := luaFiles.ReadFile("lua/" + name)
 	if err != nil {
@@ -114,17 +126,11 @@ func assembleWith(prelude, main string, mask int) *script {
 	return newScript(b.String())
 }
 
-// run executes s with args laid out as EVALSHA wants them: args[0] and
-// args[1] are filled in here ("evalsha", sha), then numkeys, keys, argv.
-// Only a NOSCRIPT error (an empty script cache after a restart or a
-// failover) sends the source with EVAL; after any other error, a timeout
-// above all, the call is never re-sent, since it may have counted already.
-func (s *script) run(ctx context.Context, rdb redis.UniversalClient, args []any) (any, error) {
+// evalsha runs s by its SHA1 with args laid out as EVALSHA wants them:
+// args[0] and args[1] are filled in here ("evalsha", sha), then numkeys,
+// keys, argv. The command is never re-sent (see noRetry); after NOSCRIPT
+// the server loads the script once and tries again (see eval).
+func (s *script) evalsha(ctx context.Context, rdb redis.UniversalClient, args []any) (any, error) {
 	args[0], args[1] = "evalsha", s.shaArg
-	v, err := rdb.Do(ctx, args...).Result()
-	if err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
-		args[0], args[1] = "eval", s.srcArg
-		v, err = rdb.Do(ctx, args...).Result()
-	}
-	return v, err
+	return do(ctx, rdb, args...)
 }

@@ -21,8 +21,9 @@ import (
 // Entry and level, atomic over all the rules of that level and key. It is
 // safe for concurrent use; Close stops its background loop.
 type RedisTokenServer struct {
-	rdb redis.UniversalClient
-	cf  config
+	conn *conn     // the client as built (see ownClient)
+	box  clientBox // the client in use: conn's, or a fresh one the prober built
+	cf   config
 
 	seq       atomic.Uint64
 	instances atomic.Int64
@@ -33,23 +34,33 @@ type RedisTokenServer struct {
 	argPool   sync.Pool
 	held      heldLeases
 	leases    *leaseTable // nil without WithLeasing
+	loads     scriptLoads
+	trust     instanceTrust
 
-	stop      chan struct{}
-	done      chan struct{}
-	closeOnce sync.Once
+	bg         context.Context // background calls; cancelled by Close
+	bgCancel   context.CancelFunc
+	stop       chan struct{}
+	done       chan struct{}
+	proberDone chan struct{}
+	closeOnce  sync.Once
 }
 
 var _ flow.TokenServer = (*RedisTokenServer)(nil)
 
-// NewRedisTokenServer returns a token server on rdb (a *redis.Client or a
-// *redis.ClusterClient). It announces this instance with a first heartbeat
-// (a failure there is not fatal: Redis may come up later) and starts the
-// background loop that Close stops.
+// NewRedisTokenServer returns a token server on rdb. It announces this
+// instance with a first heartbeat (a failure there is not fatal: Redis may
+// come up later) and starts the background goroutines that Close stops.
 //
-// Configure rdb with ContextTimeoutEnabled, so the per-call timeout
-// (WithTimeout) reaches the socket, and MaxRetries -1: go-redis re-sends a
-// command after a network error or timeout, and a re-sent decision may be
-// counted twice. The server itself re-sends only after NOSCRIPT.
+// Every decision returns within the per-call timeout (WithTimeout) and is
+// never sent twice, whatever rdb's settings: from a *redis.Client or a
+// *redis.ClusterClient the server builds a client of its own with rdb's
+// options (address, auth, TLS, pool size, dialer) and safe overrides
+// (ContextTimeoutEnabled, MaxRetries -1, one dial attempt, pool waits
+// bounded by the timeout), which Close closes; hooks added to rdb with
+// AddHook do not carry over. A failover client (NewFailoverClient) or a
+// Ring is used as given and must have ContextTimeoutEnabled, or this
+// returns an error naming it. The server re-sends a call only after
+// NOSCRIPT, which means Redis did not run it.
 func NewRedisTokenServer(rdb redis.UniversalClient, opts ...Option) (*RedisTokenServer, error) {
 	if rdb == nil {
 		return nil, errors.New("cluster: nil redis client")
@@ -70,9 +81,15 @@ func NewRedisTokenServer(rdb redis.UniversalClient, opts ...Option) (*RedisToken
 	if strings.ContainsAny(cf.id, ":{}") {
 		return nil, fmt.Errorf("cluster: instance id %q: must not contain ':', '{' or '}'", cf.id)
 	}
-	s := &RedisTokenServer{rdb: rdb, cf: cf, stop: make(chan struct{}), done: make(chan struct{})}
+	c, err := ownClient(rdb, cf.timeout)
+	if err != nil {
+		return nil, err
+	}
+	s := &RedisTokenServer{conn: c, cf: cf, stop: make(chan struct{}), done: make(chan struct{}), proberDone: make(chan struct{})}
+	s.box.set(c.rdb)
+	s.bg, s.bgCancel = context.WithCancel(context.Background())
 	s.instances.Store(1)
-	s.br.init(cf.failures, int64(cf.openFor))
+	s.br.init(cf.failures, int64(cf.openFor), int64(cf.timeout))
 	s.held.init()
 	if cf.leasing != nil {
 		s.leases = newLeaseTable(s, *cf.leasing)
@@ -83,8 +100,12 @@ func NewRedisTokenServer(rdb redis.UniversalClient, opts ...Option) (*RedisToken
 	}
 	cancel()
 	go s.loop()
+	go s.prober()
 	return s, nil
 }
+
+// client is the Redis client calls go through now.
+func (s *RedisTokenServer) client() redis.UniversalClient { return s.box.get() }
 
 // Instances is the number of live instances the last heartbeat saw (>= 1).
 func (s *RedisTokenServer) Instances() int { return int(max(1, s.instances.Load())) }

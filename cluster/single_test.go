@@ -32,7 +32,7 @@ func TestSingleRuleScriptMatchesGeneric(t *testing.T) {
 			}
 			decide := func(sc *script, key string, i int) reply {
 				ap := ts.args(p, key, ts.newNonce(), req.Tokens, nil)
-				v, err := sc.run(ctx, ts.rdb, *ap)
+				v, err := ts.eval(ctx, sc, *ap)
 				if err != nil {
 					t.Fatalf("%s call %d: %v", key, i, err)
 				}

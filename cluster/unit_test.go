@@ -47,10 +47,10 @@ func TestDecodeReply(t *testing.T) {
 
 func TestBreaker(t *testing.T) {
 	var b breaker
-	b.init(3, int64(time.Second))
+	b.init(3, int64(time.Second), 0)
 	now := int64(0)
 	for i := range 2 {
-		b.failure(now)
+		b.failure(now, false)
 		if b.open() {
 			t.Fatalf("open after %d failures, threshold 3", i+1)
 		}
@@ -60,7 +60,7 @@ func TestBreaker(t *testing.T) {
 		if !b.allow(now) {
 			t.Fatal("closed breaker refused")
 		}
-		b.failure(now)
+		b.failure(now, false)
 	}
 	if !b.open() || b.allow(now+int64(999*time.Millisecond)) {
 		t.Fatal("breaker not open after 3 consecutive failures")
@@ -73,7 +73,7 @@ func TestBreaker(t *testing.T) {
 	if !b.allow(now) || b.allow(now) {
 		t.Fatal("after openFor exactly one probe must go through")
 	}
-	b.failure(now) // the probe failed: open again for a full period
+	b.failure(now, false) // the probe failed: open again for a full period
 	if b.allow(now + int64(500*time.Millisecond)) {
 		t.Fatal("failed probe did not reopen the breaker")
 	}
@@ -84,6 +84,33 @@ func TestBreaker(t *testing.T) {
 	b.success()
 	if b.open() || !b.allow(now) || !b.allow(now) {
 		t.Fatal("successful probe did not close the breaker")
+	}
+}
+
+// TestBreakerTimeoutBurst: timeouts that land together (one hiccup) do not
+// open the breaker however many; a streak of them lasting the span does;
+// refused connections open it at the threshold at once.
+func TestBreakerTimeoutBurst(t *testing.T) {
+	var b breaker
+	span := int64(20 * time.Millisecond)
+	b.init(3, int64(time.Second), span)
+	for range 10 {
+		b.failure(0, true)
+	}
+	if b.open() {
+		t.Fatal("10 timeouts at one instant opened the breaker")
+	}
+	b.failure(span, true)
+	if !b.open() {
+		t.Fatal("timeouts over the span did not open the breaker")
+	}
+	var c breaker
+	c.init(3, int64(time.Second), span)
+	for range 3 {
+		c.failure(0, false)
+	}
+	if !c.open() {
+		t.Fatal("3 refused connections did not open the breaker")
 	}
 }
 

@@ -27,6 +27,9 @@ func newLimiter(r *Rule, limit float64, clk clock.Clock, now int64) (limiter, er
 	if r.Algorithm == AlgoCircuitBreaker { // no limit: it sits in key tables as one (see breaker)
 		return newBreaker(r, now), nil
 	}
+	if r.Algorithm == AlgoAdaptiveConcurrency {
+		return newAdaptiveConcurrency(r), nil
+	}
 	if !(limit > 0) || math.IsInf(limit, 1) {
 		return nil, fmt.Errorf("flow: rule %q: effective limit %v must be finite and > 0", r.ID, limit)
 	}

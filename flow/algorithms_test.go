@@ -34,6 +34,7 @@ func algoCases() []algoCase {
 		{AlgoSlidingWindow, 10, 11, true},
 		{AlgoSlidingLog, 10, 11, true},
 		{AlgoConcurrency, 10, 11, false},
+		{AlgoAdaptiveConcurrency, 10, 11, false}, // initialLimit 10 (see testRule)
 	}
 }
 
@@ -41,6 +42,9 @@ func testRule(a Algorithm) Rule {
 	r := Rule{ID: a.String(), Resource: "r", Algorithm: a, Limit: 10}
 	if a == AlgoWarmUp {
 		r.Warmup = time.Second
+	}
+	if a == AlgoAdaptiveConcurrency {
+		r.Limit, r.InitialLimit = 0, 10 // it finds its own limit; starts at 10
 	}
 	return r.WithDefaults()
 }
@@ -111,7 +115,7 @@ func TestAlgorithmsRecoverAfterIdle(t *testing.T) {
 			r := testRule(c.algo)
 			l, clk := newTestLimiter(t, r, 10)
 			drain(t, l, clk.Nanotime())
-			if c.algo == AlgoConcurrency {
+			if !c.rate { // concurrency, adaptive_concurrency
 				l.release(c.burst)
 			}
 			clk.Advance(2*r.Window + r.Warmup)
@@ -176,7 +180,7 @@ func throughput(t *testing.T, c algoCase, limit float64) int {
 	for i := 0; i < 800; i++ {
 		if d := l.tryAcquire(clk.Nanotime(), 1, 0); d.ok {
 			n++
-			if c.algo == AlgoConcurrency {
+			if !c.rate { // concurrency, adaptive_concurrency
 				l.release(1) // calls finish at once: never more than one in flight
 			}
 		}
@@ -187,8 +191,8 @@ func throughput(t *testing.T, c algoCase, limit float64) int {
 
 func TestAlgorithmsSetLimitScalesAdmission(t *testing.T) {
 	for _, c := range algoCases() {
-		if c.algo == AlgoConcurrency {
-			continue // see TestConcurrencySetLimit
+		if !c.rate { // concurrency, adaptive_concurrency
+			continue // see TestConcurrencySetLimit; adaptive_concurrency owns its limit
 		}
 		t.Run(c.algo.String(), func(t *testing.T) {
 			base := throughput(t, c, 10)

@@ -2,6 +2,8 @@ package flow
 
 import (
 	"context"
+	"log/slog"
+	"sync/atomic"
 	"time"
 )
 
@@ -71,12 +73,15 @@ func (e *Engine) clusterLevel(a *entryArgs, resource string, rr *resourceRules, 
 			return e.refuseOr(resource, rr, g.crs[i], d, ReasonClusterLimited, st)
 		}
 		e.cl.passed.Add(1)
+		if e.cl.outage.down.Load() {
+			e.cl.outage.up(e, st.now)
+		}
 		st.grants = append(st.grants, clusterGrant{req: req, res: res, release: g.conc || res.Lease != ""})
-		st.noteUnlessShadow(g.crs[0], max(0, res.Wait), res.Remaining, 0)
+		st.noteUnlessShadow(tightest(g.crs), max(0, res.Wait), res.Remaining, 0)
 		return nil
 	}
 	e.cl.errors.Add(1)
-	e.logError("flow: token server acquire", err, g.crs[0])
+	e.cl.outage.failed(e, err, g.crs[0], st.now)
 	n := max(1, ts.Instances())
 	for _, cr := range g.crs {
 		switch cr.rule.Cluster.Fallback {
@@ -107,4 +112,61 @@ func (e *Engine) clusterLevel(a *entryArgs, resource string, rr *resourceRules, 
 		}
 	}
 	return nil
+}
+
+// tightest is the cluster rule with the lowest rate: the token server's
+// Remaining is counted at the most constrained rule, so Quota credits it
+// to that one.
+func tightest(crs []*compiledRule) *compiledRule {
+	best, bestRate := crs[0], 0.0
+	for i, cr := range crs {
+		w := cr.rule.Window
+		if w <= 0 {
+			w = time.Second
+		}
+		if r := cr.limit() / w.Seconds(); i == 0 || r < bestRate {
+			best, bestRate = cr, r
+		}
+	}
+	return best
+}
+
+// outageLog logs a token server outage as it changes, never per call: the
+// first failure, a summary every outageSummaryEvery while it lasts, and
+// the first answer after it. Lock-free: a failed call costs a load and,
+// rarely, one CAS.
+type outageLog struct {
+	down        atomic.Bool
+	since, last atomic.Int64 // clock.Nanotime: outage start, last line
+	errorsAt    atomic.Uint64
+}
+
+const outageSummaryEvery = 10 * time.Second
+
+func (o *outageLog) failed(e *Engine, err error, cr *compiledRule, now int64) {
+	if e.cf.log == nil {
+		return
+	}
+	if !o.down.Load() && o.down.CompareAndSwap(false, true) {
+		o.since.Store(now)
+		o.last.Store(now)
+		o.errorsAt.Store(e.cl.errors.Load() - 1)
+		e.cf.log.Warn("flow: token server unavailable; cluster rules use their fallback",
+			slog.String("rule", cr.rule.ID), slog.String("resource", cr.rule.Resource), slog.Any("error", err))
+		return
+	}
+	last := o.last.Load()
+	if now-last >= int64(outageSummaryEvery) && o.last.CompareAndSwap(last, now) {
+		e.cf.log.Warn("flow: token server still unavailable",
+			slog.Duration("for", time.Duration(now-o.since.Load())),
+			slog.Uint64("failed_calls", e.cl.errors.Load()-o.errorsAt.Load()), slog.Any("error", err))
+	}
+}
+
+func (o *outageLog) up(e *Engine, now int64) {
+	if o.down.CompareAndSwap(true, false) {
+		e.cf.log.Info("flow: token server answers again",
+			slog.Duration("after", time.Duration(now-o.since.Load())),
+			slog.Uint64("failed_calls", e.cl.errors.Load()-o.errorsAt.Load()))
+	}
 }

@@ -23,38 +23,21 @@ func newConcurrency(limit float64) *concurrency {
 	return c
 }
 
-func (c *concurrency) tryAcquire(_ int64, n int, _ time.Duration) decision {
-	k := int64(n)
+// tryAcquire may fill the whole cap.
+func (c *concurrency) tryAcquire(now int64, n int, _ time.Duration) decision {
+	return c.tryAcquireClass(now, n, PriorityNormal, 1)
+}
+
+func (c *concurrency) tryAcquireClass(_ int64, n int, _ Priority, share float64) decision {
 	limit := c.cap.Load()
-	if k > limit {
-		return decision{never: true}
-	}
-	for {
-		cur := c.inFlight.Load()
-		if cur+k > limit {
-			return decision{}
-		}
-		// A failed CAS means another call took or released permits in
-		// between: decide again on the new count.
-		if c.inFlight.CompareAndSwap(cur, cur+k) {
-			return decision{ok: true, remaining: float64(limit - cur - k)}
-		}
-	}
+	return acquireUpTo(&c.inFlight, int64(n), classCap(limit, share), limit)
 }
 
 // refund is a release: the permits were never used.
 func (c *concurrency) refund(_ int64, n int) { c.release(n) }
 
-// release never takes the count below zero: a permit released twice (an
-// engine bug) must not open room for more than the cap later.
-func (c *concurrency) release(n int) {
-	for {
-		cur := c.inFlight.Load()
-		if c.inFlight.CompareAndSwap(cur, max(cur-int64(n), 0)) {
-			return
-		}
-	}
-}
+// release never takes the count below zero (see releaseFloor).
+func (c *concurrency) release(n int) { releaseFloor(&c.inFlight, n) }
 
 // setLimit changes the cap for new calls; calls in flight above a lowered
 // cap finish normally.

@@ -34,9 +34,26 @@
 //	sliding_window  a cheap, close approximation       Buckets counters; previous window weighted
 //	sliding_log     exact: never > Limit in any Window  Limit timestamps of memory per key
 //	concurrency     slow backends, pools               in-flight cap; Exit releases
+//	adaptive_concurrency  unknown or changing capacity  in-flight cap found from Exit's RTTs
 //
 // MaxWait > 0 lets a call of a rate algorithm wait, on the engine's clock and
 // bounded by WithContext's context, for its turn instead of being refused.
+//
+// # Priorities
+//
+// WithPriority marks a call PriorityCritical, PriorityHigh, PriorityNormal
+// (the default) or PriorityLow. Under a concurrency or adaptive_concurrency
+// rule a class may fill only part of the limit (Rule.Reserve, default: low
+// calls half of it, the others all of it), so low-priority work cannot
+// crowd out critical calls; an adaptive_concurrency rule also shrinks the
+// share of a class while a higher one is being refused. The system guard
+// lets low calls fill half its bound, and while the CPU controller holds
+// the factor below 1 low calls to resources with an adaptive rule are shed
+// first. Such a refusal has Reason ReasonPriority.
+//
+// Both work per key at the user and ip levels like any keyed rule; a
+// further keyed level (param) gets them unchanged, since limiters are built
+// per key by one constructor and priorities reach them through one hook.
 //
 // # Circuit breakers
 //

@@ -37,6 +37,7 @@ type Engine struct {
 type clusterCounters struct {
 	passed, blocked, errors  atomic.Uint64
 	fbLocal, fbAllow, fbDeny atomic.Uint64
+	outage                   outageLog
 }
 
 // NewEngine returns an engine with no rules: every call passes until
@@ -185,6 +186,11 @@ func (e *Engine) Snapshot() Snapshot {
 			Adaptive: r.Adaptive, Cluster: r.Cluster != nil, Shadow: cr.shadow.Load(), ShadowBlocked: cr.shadowBlocked.Load()})
 		if r.Algorithm == AlgoCircuitBreaker {
 			s.Breakers = append(s.Breakers, cr.breakerStats(now))
+		}
+		if a, ok := cr.global.(*adaptiveConcurrency); ok {
+			as := a.stats()
+			s.Rules[len(s.Rules)-1].AdaptiveConcurrency = &as
+			s.Rules[len(s.Rules)-1].EffectiveLimit = float64(as.Limit)
 		}
 	}
 	return s

@@ -107,18 +107,30 @@ func (e *Engine) entry(ctx context.Context, resource string, opts []EntryOption)
 	if sys > 0 {
 		// Take a place first, then check: concurrent callers can never
 		// overshoot the limit together.
-		if e.sysInFlight.Add(1) > sys {
+		if n := e.sysInFlight.Add(1); n > sys || (a.prio < PriorityNormal && n > classCap(sys, sysShares[a.prio+1])) {
 			e.sysInFlight.Add(-1)
 			if rr != nil {
 				rr.stats.block(now, LevelSystem)
 			}
-			return nil, &BlockError{Resource: resource, Level: LevelSystem, Reason: ReasonSystemOverload}
+			reason := ReasonSystemOverload
+			if n <= sys {
+				reason = ReasonPriority
+			}
+			return nil, &BlockError{Resource: resource, Level: LevelSystem, Reason: reason}
 		}
 		if rr == nil {
 			e.unruled.Add(1)
 			p := e.getPermit(now)
 			p.sysCounted, p.unruled = true, true
 			return p, nil
+		}
+	}
+	if a.prio == PriorityLow && rr.cpuRule != nil {
+		if err := e.shedLowForCPU(resource, rr, now); err != nil {
+			if sys > 0 {
+				e.sysInFlight.Add(-1)
+			}
+			return nil, err
 		}
 	}
 	if cr := rr.single; cr != nil && sys <= 0 {
@@ -221,14 +233,23 @@ func (e *Engine) admit(a *entryArgs, resource string, rr *resourceRules, st *ent
 				e.logError("flow: building limiter", err, cr)
 				continue
 			}
-			d := lim.tryAcquire(st.now, st.tokens, cr.rule.MaxWait)
+			var d decision
+			if cr.classed {
+				d = lim.(classLimiter).tryAcquireClass(st.now, st.tokens, a.prio, cr.shares[a.prio+1])
+			} else {
+				d = lim.tryAcquire(st.now, st.tokens, cr.rule.MaxWait)
+			}
 			if !d.ok {
-				if err := e.refuseOr(resource, rr, cr, d, cr.reason, st); err != nil {
+				reason := cr.reason
+				if d.shed {
+					reason = ReasonPriority
+				}
+				if err := e.refuseOr(resource, rr, cr, d, reason, st); err != nil {
 					return err
 				}
 				continue // shadow: nothing taken, the call goes on
 			}
-			st.take(takenLim{lim: lim, at: st.now + int64(d.wait), conc: cr.rule.Algorithm == AlgoConcurrency})
+			st.take(takenLim{lim: lim, at: st.now + int64(d.wait), conc: cr.classed})
 			st.noteUnlessShadow(cr, d.wait, d.remaining, d.reset)
 		}
 		for _, g := range [2]*clusterGroup{&lr.cluster, &lr.shadowCluster} {
@@ -256,6 +277,9 @@ func blocked(resource string, rr *resourceRules, cr *compiledRule, d *decision, 
 	rr.stats.block(now, cr.rule.Level)
 	be := &BlockError{Resource: resource, Level: cr.rule.Level, RuleID: cr.rule.ID, Reason: reason,
 		RetryAfter: d.retryAfter, Never: d.never, Limit: cr.limit(), Window: cr.rule.Window, Remaining: d.remaining}
+	if d.limit > 0 {
+		be.Limit = d.limit
+	}
 	if d.never {
 		be.RetryAfter = Never
 	}

@@ -23,6 +23,9 @@ const (
 	ReasonClusterLimited     = "cluster limit reached"
 	ReasonClusterUnavailable = "cluster unavailable"
 	ReasonWaitCancelled      = "wait cancelled"
+	// ReasonPriority: the limit had room, but not the part of it the call's
+	// priority class may use (see Reserve, WithPriority).
+	ReasonPriority = "shed for priority"
 )
 
 // BlockError says why a call was refused. Entry returns it as *BlockError; it

@@ -69,3 +69,29 @@ func ExampleEngine_LoadRules() {
 	// rules[1] (id "bad"): buckets: must be in [1, 3600], not -1
 	// rules in force: 0
 }
+
+// A concurrency limit of 4 with the default reserve: low-priority calls may
+// fill half of it, so a critical call still gets in when low work piles up.
+func ExampleWithPriority() {
+	eng := flow.NewEngine(flow.WithClock(clock.NewFake(time.Unix(0, 0))))
+	if err := eng.LoadRules([]flow.Rule{{ID: "db", Resource: "query", Algorithm: flow.AlgoConcurrency, Limit: 4}}); err != nil {
+		panic(err)
+	}
+	for i := 1; i <= 3; i++ {
+		if _, err := eng.Entry("query", flow.WithPriority(flow.PriorityLow)); err != nil {
+			var be *flow.BlockError
+			errors.As(err, &be)
+			fmt.Printf("low %d: %s\n", i, be.Reason)
+			continue
+		}
+		fmt.Printf("low %d: passed\n", i)
+	}
+	if _, err := eng.Entry("query", flow.WithPriority(flow.PriorityCritical)); err == nil {
+		fmt.Println("critical: passed")
+	}
+	// Output:
+	// low 1: passed
+	// low 2: passed
+	// low 3: shed for priority
+	// critical: passed
+}

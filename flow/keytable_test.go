@@ -155,6 +155,9 @@ func TestMemoryPerKey(t *testing.T) {
 		case AlgoCircuitBreaker:
 			r.Limit, r.Strategy, r.Threshold, r.OpenFor = 0, BreakerErrorRatio, 0.5, time.Second
 		}
+		if a == AlgoAdaptiveConcurrency {
+			r.Limit = 0
+		}
 		e, _ := newTestEngine(t, r)
 		before := heapInUse()
 		for _, k := range keys {

@@ -35,4 +35,6 @@ type decision struct {
 	never      bool          // !ok: this request can never pass (e.g. more tokens than the limit)
 	remaining  float64       // permits left after this decision
 	reset      time.Duration // time until the quota is fully restored / the window resets
+	shed       bool          // !ok: refused for the call's priority (the whole limit had room)
+	limit      float64       // the limiter's own current limit (adaptive); 0: the rule's
 }

@@ -89,6 +89,7 @@ const (
 	optIP
 	optTokens
 	optFallback
+	optPriority
 )
 
 // WithContext gives the context that bounds a MaxWait wait (and is passed to
@@ -129,6 +130,7 @@ type entryArgs struct {
 	user   string
 	ip     string
 	tokens int
+	prio   Priority
 }
 
 func parseEntry(ctx context.Context, opts []EntryOption) entryArgs {
@@ -148,6 +150,8 @@ func parseEntry(ctx context.Context, opts []EntryOption) entryArgs {
 			if o.n > 1 {
 				a.tokens = o.n
 			}
+		case optPriority:
+			a.prio = Priority(o.n)
 		}
 	}
 	return a

@@ -96,8 +96,21 @@ func (p *Permit) Exit(opts ...ExitOption) {
 	if len(p.brk) > 0 {
 		p.exitBreakers(failed)
 	}
+	// Response time is measured on a random 1 in rtMask+1 of Exits, each
+	// standing for rtMask+1 calls: the clock read is most of an Exit's
+	// cost. See WithRTSampling. Adaptive limits learn from the same sample.
+	measured := p.stats != nil && (e.cf.rtMask == 0 || p.sample()&e.cf.rtMask == 0)
+	var now int64
+	if measured {
+		now = e.now()
+	}
 	for i, l := range p.held {
 		l.release(p.tokens)
+		if measured {
+			if o, ok := l.(rttObserver); ok {
+				o.observe(now, now-p.start)
+			}
+		}
 		p.held[i] = nil
 	}
 	for i := range p.grants {
@@ -110,11 +123,7 @@ func (p *Permit) Exit(opts ...ExitOption) {
 		*g = clusterGrant{}
 	}
 	if p.stats != nil {
-		// Response time is measured on a random 1 in rtMask+1 of Exits, each
-		// standing for rtMask+1 calls: the clock read is most of an Exit's
-		// cost. See WithRTSampling.
-		if e.cf.rtMask == 0 || p.sample()&e.cf.rtMask == 0 {
-			now := e.now()
+		if measured {
 			p.stats.exit(now, now-p.start, uint64(e.cf.rtMask)+1, failed, p.lane)
 		} else {
 			p.stats.exitUnmeasured(p.bucket, failed)

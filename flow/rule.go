@@ -42,12 +42,16 @@ const (
 	AlgoSlidingLog                      // exact: never more than Limit in any span of Window
 	AlgoConcurrency                     // at most Limit in flight
 	AlgoCircuitBreaker                  // refuses while a dependency fails (see Strategy); breaker.go
+	// AlgoAdaptiveConcurrency caps calls in flight at a limit it finds from
+	// their response times (see InitialLimit..Smoothing).
+	AlgoAdaptiveConcurrency
 	numAlgorithms
 )
 
 var algorithmNames = [numAlgorithms]string{
 	"token_bucket", "warm_up", "leaky_bucket", "fixed_window", "sliding_window", "sliding_log", "concurrency",
 	"circuit_breaker",
+	"adaptive_concurrency",
 }
 
 // String returns the algorithm's JSON name.
@@ -121,6 +125,22 @@ type Rule struct {
 	// SlowCall is the response time above which a call is slow
 	// (BreakerSlowRatio only, and required there).
 	SlowCall time.Duration
+
+	// The fields below are for AlgoAdaptiveConcurrency (Reserve also for
+	// AlgoConcurrency), and an error on any other algorithm.
+
+	// InitialLimit, MinLimit and MaxLimit are the starting concurrency
+	// limit of AlgoAdaptiveConcurrency and its bounds. Defaults 20, 1, 1000.
+	InitialLimit, MinLimit, MaxLimit int
+	// Tolerance is how much the response time of AlgoAdaptiveConcurrency may
+	// exceed the long-term (no-queue) one before the limit shrinks. Default 1.5.
+	Tolerance float64
+	// Smoothing is the weight, in (0, 1], of each new limit estimate of
+	// AlgoAdaptiveConcurrency. Default 0.2.
+	Smoothing float64
+	// Reserve holds back parts of a concurrency or adaptive_concurrency
+	// limit for higher priorities. Default (nil) DefaultReserve.
+	Reserve *Reserve
 }
 
 // ClusterSpec makes a rule cluster-wide.

@@ -34,6 +34,10 @@ type resourceRules struct {
 	// short path (see Engine.entrySingle): global, local, a rate algorithm,
 	// no MaxWait.
 	single *compiledRule
+	// cpuRule is the resource's first rule the CPU controller scales
+	// (Adaptive), nil when none: low calls are shed before it (see
+	// Engine.shedLowForCPU).
+	cpuRule *compiledRule
 }
 
 type levelRules struct {
@@ -71,6 +75,11 @@ type compiledRule struct {
 	keyed   bool
 	cluster bool   // decided by a token server (one is configured)
 	reason  string // BlockError.Reason when this rule refuses
+	// classed: the limiter holds permits in flight and honours priority
+	// (concurrency, adaptive_concurrency): Entry asks it through
+	// classLimiter and Exit releases it.
+	classed bool
+	shares  [numPriorities]float64 // of the limit each class may fill, low first (see Reserve)
 	// gen counts changes of the effective limit; a limiter whose recorded
 	// generation differs is set to limit() before use. One atomic load per
 	// rule on the hot path; the change itself is applied lazily.
@@ -127,14 +136,28 @@ type bucketProto struct {
 
 // recompute sets the effective limit from the factor and the instance count.
 func (cr *compiledRule) recompute(factor float64, instances int) {
+	// The local cluster fallback calls this per call: when the limit
+	// would not change, return without the lock.
+	if instances > 0 && math.Float64bits(cr.limitFor(factor, instances)) == cr.limitBits.Load() {
+		return
+	}
 	cr.mu.Lock()
 	defer cr.mu.Unlock()
 	if instances > 0 {
 		cr.instances = instances
 	}
+	l := cr.limitFor(factor, cr.instances)
+	if math.Float64bits(l) != cr.limitBits.Load() {
+		cr.limitBits.Store(math.Float64bits(l))
+		cr.gen.Add(1)
+	}
+}
+
+// limitFor is the effective limit at factor and an instance count.
+func (cr *compiledRule) limitFor(factor float64, instances int) float64 {
 	l := cr.rule.Limit
-	if cr.cluster && cr.rule.Cluster.Threshold == "global" && cr.instances > 1 {
-		l /= float64(cr.instances)
+	if cr.cluster && cr.rule.Cluster.Threshold == "global" && instances > 1 {
+		l /= float64(instances)
 	}
 	if cr.rule.Adaptive {
 		l *= factor
@@ -142,10 +165,10 @@ func (cr *compiledRule) recompute(factor float64, instances int) {
 	if cr.rule.Algorithm == AlgoConcurrency {
 		l = math.Max(1, math.Floor(l)) // a scaled cap stays a whole number >= 1
 	}
-	if math.Float64bits(l) != cr.limitBits.Load() {
-		cr.limitBits.Store(math.Float64bits(l))
-		cr.gen.Add(1)
+	if cr.rule.Algorithm == AlgoAdaptiveConcurrency {
+		l = float64(cr.rule.InitialLimit) // the limiter owns its limit (see AdaptiveStats)
 	}
+	return l
 }
 
 // limiterFor returns the limiter for key ("" at the global level).
@@ -174,8 +197,12 @@ func (cr *compiledRule) keyCount() int {
 func ruleEqual(a, b *Rule) bool {
 	x, y := *a, *b
 	x.Cluster, y.Cluster = nil, nil
+	x.Reserve, y.Reserve = nil, nil
 	x.Shadow, y.Shadow = false, false
-	if x != y || (a.Cluster == nil) != (b.Cluster == nil) {
+	if x != y || (a.Cluster == nil) != (b.Cluster == nil) || (a.Reserve == nil) != (b.Reserve == nil) {
+		return false
+	}
+	if a.Reserve != nil && *a.Reserve != *b.Reserve {
 		return false
 	}
 	return a.Cluster == nil || *a.Cluster == *b.Cluster
@@ -246,6 +273,7 @@ func (e *Engine) compile(rules []Rule, old *ruleSet, now int64) (*ruleSet, map[s
 		if rr.breakers == nil {
 			rr.single = singleRule(rr)
 		}
+		rr.cpuRule = firstAdaptive(rr)
 	}
 	for _, st := range stats {
 		rs.stats = append(rs.stats, st)
@@ -268,7 +296,7 @@ func singleRule(rr *resourceRules) *compiledRule {
 	}
 	// A shadow rule takes the general path: entrySingle has no use for
 	// its branch.
-	if only == nil || only.keyed || only.rule.Algorithm == AlgoConcurrency || only.rule.MaxWait > 0 || only.shadow.Load() {
+	if only == nil || only.keyed || only.classed || only.rule.MaxWait > 0 || only.shadow.Load() {
 		return nil
 	}
 	return only
@@ -305,8 +333,10 @@ func (e *Engine) newCompiled(r Rule, factor float64, now int64) (*compiledRule, 
 		reason:  ReasonRateLimited,
 	}
 	switch r.Algorithm {
-	case AlgoConcurrency:
+	case AlgoConcurrency, AlgoAdaptiveConcurrency:
 		cr.reason = ReasonConcurrency
+		cr.classed = !cr.cluster
+		cr.shares = reserveOf(&r).shares()
 	case AlgoCircuitBreaker:
 		cr.reason = ReasonBreakerOpen
 		cr.cluster = false // validation refuses a Cluster spec on a breaker
@@ -341,6 +371,10 @@ func copyRules(rules []Rule) []Rule {
 		if r.Cluster != nil {
 			c := *r.Cluster
 			r.Cluster = &c
+		}
+		if r.Reserve != nil {
+			res := *r.Reserve
+			r.Reserve = &res
 		}
 		out[i] = r
 	}

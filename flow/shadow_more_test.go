@@ -102,3 +102,29 @@ func TestShadowLogsAtDebugOnly(t *testing.T) {
 		}
 	}
 }
+
+// The CPU controller's shedding of low-priority calls follows enforcing
+// adaptive rules only: a shadow one never has a call refused for it.
+func TestShadowAdaptiveRuleShedsNoLowCall(t *testing.T) {
+	r := Rule{ID: "a", Resource: "r", Algorithm: AlgoTokenBucket, Limit: 1e9, Adaptive: true, Shadow: true}
+	e, _ := newTestEngine(t, r)
+	e.SetAdaptiveFactor(0.1)
+	for i := range 200 {
+		if got := try(t, e, "r", WithPriority(PriorityLow)); got != "" {
+			t.Fatalf("low call %d refused by %q", i, got)
+		}
+	}
+	r.Shadow = false
+	if err := e.LoadRules([]Rule{r}); err != nil {
+		t.Fatal(err)
+	}
+	refused := 0
+	for range 200 {
+		if try(t, e, "r", WithPriority(PriorityLow)) != "" {
+			refused++
+		}
+	}
+	if refused == 0 {
+		t.Fatal("enforcing: no low call shed at factor 0.1; the check above proves nothing")
+	}
+}

@@ -55,9 +55,15 @@ func TestShadowCountsExactlyTheEnforcingRefusals(t *testing.T) {
 		{Algorithm: AlgoLeakyBucket, Limit: 5},
 		{Algorithm: AlgoWarmUp, Limit: 5, Warmup: 2 * time.Second},
 		{Algorithm: AlgoConcurrency, Limit: 3},
+		{Algorithm: AlgoConcurrency, Limit: 6, Reserve: &Reserve{High: 0.2, Normal: 0.4}},
+		{Algorithm: AlgoAdaptiveConcurrency, InitialLimit: 3, MinLimit: 1, MaxLimit: 8},
 	}
 	for _, c := range cases {
-		t.Run(c.Algorithm.String(), func(t *testing.T) {
+		name := c.Algorithm.String()
+		if c.Reserve != nil {
+			name += "_reserve"
+		}
+		t.Run(name, func(t *testing.T) {
 			e, clk := newTestEngine(t, shadowPair(c)...)
 			// Spend the "spent" user's one call at the later rule on both.
 			for _, res := range []string{"enf", "sh"} {
@@ -77,7 +83,8 @@ func TestShadowCountsExactlyTheEnforcingRefusals(t *testing.T) {
 				if rng.IntN(4) == 0 {
 					user = spent
 				}
-				opts := []EntryOption{WithIP("10.0.0.1"), WithUser(user)}
+				// Priorities too: a concurrency rule's reserve sheds by class.
+				opts := []EntryOption{WithIP("10.0.0.1"), WithUser(user), WithPriority(Priority(rng.IntN(4) - 1))}
 				pe, errE := e.Entry("enf", opts...)
 				before := shadowCount(e, "sh-"+ruleUnderTest)
 				ps, errS := e.Entry("sh", opts...)

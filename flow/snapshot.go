@@ -75,6 +75,10 @@ type RuleStats struct {
 	Keys           int           // tracked users or IPs (user/ip levels)
 	Adaptive       bool          // the adaptive controller may scale it
 	Cluster        bool          // decided by the token server (Rule.Cluster set)
+	// AdaptiveConcurrency is the state of a global adaptive_concurrency
+	// rule's limiter (its EffectiveLimit is the same Limit); nil for other
+	// algorithms and levels (a user or ip rule has one limiter per key).
+	AdaptiveConcurrency *AdaptiveStats
 	// Shadow is Rule.Shadow: the rule decides but never refuses.
 	Shadow bool
 	// ShadowBlocked counts the calls the rule would have refused while in

@@ -21,6 +21,12 @@ const (
 	// timestamps per key.
 	MaxSlidingLogLimit = 1 << 20
 	maxBuckets         = 3600
+	// Defaults of adaptive_concurrency rules.
+	DefaultInitialLimit = 20
+	DefaultMinLimit     = 1
+	DefaultMaxLimit     = 1000
+	DefaultTolerance    = 1.5
+	DefaultSmoothing    = 0.2
 	// DefaultMinRequests and DefaultProbes are a circuit breaker's.
 	DefaultMinRequests = 5
 	DefaultProbes      = 1
@@ -32,7 +38,7 @@ const (
 // Threshold "global" and Fallback "local". Fields that do not apply to the
 // rule's algorithm or level stay zero. r is not modified.
 func (r Rule) WithDefaults() Rule {
-	if r.Window == 0 {
+	if r.Window == 0 && r.Algorithm != AlgoAdaptiveConcurrency {
 		r.Window = DefaultWindow
 	}
 	switch r.Algorithm {
@@ -55,6 +61,15 @@ func (r Rule) WithDefaults() Rule {
 		if r.Probes == 0 {
 			r.Probes = DefaultProbes
 		}
+	case AlgoAdaptiveConcurrency:
+		r = r.adaptiveDefaults()
+	}
+	if (r.Algorithm == AlgoConcurrency || r.Algorithm == AlgoAdaptiveConcurrency) && r.Reserve == nil {
+		res := DefaultReserve
+		r.Reserve = &res
+	} else if r.Reserve != nil {
+		res := *r.Reserve
+		r.Reserve = &res
 	}
 	if r.Level == LevelUser || r.Level == LevelIP {
 		if r.MaxKeys == 0 {
@@ -99,6 +114,10 @@ func (r Rule) Validate() error {
 		bad("algorithm", "unknown %v", r.Algorithm)
 	}
 	switch {
+	case r.Algorithm == AlgoAdaptiveConcurrency:
+		if r.Limit != 0 {
+			bad("limit", "does not apply to adaptive_concurrency (it finds its own; see initialLimit)")
+		}
 	case r.Algorithm == AlgoCircuitBreaker:
 		if r.Limit != 0 {
 			bad("limit", "not for circuit_breaker rules (a breaker has threshold, not limit)")
@@ -116,7 +135,10 @@ func (r Rule) Validate() error {
 	}
 	if r.Window < 0 {
 		bad("window", "must be >= 0, not %v", r.Window)
+	} else if r.Window != 0 && r.Algorithm == AlgoAdaptiveConcurrency {
+		bad("window", "does not apply to adaptive_concurrency")
 	}
+	r.validateAdaptive(bad)
 	if r.Burst != 0 {
 		switch {
 		case r.Algorithm != AlgoTokenBucket:
@@ -151,8 +173,8 @@ func (r Rule) Validate() error {
 	}
 	if r.MaxWait < 0 {
 		bad("maxWait", "must be >= 0, not %v", r.MaxWait)
-	} else if r.MaxWait > 0 && r.Algorithm == AlgoConcurrency {
-		bad("maxWait", "not supported for concurrency rules")
+	} else if r.MaxWait > 0 && (r.Algorithm == AlgoConcurrency || r.Algorithm == AlgoAdaptiveConcurrency) {
+		bad("maxWait", "not supported for %v rules", r.Algorithm)
 	}
 	keyed := r.Level == LevelUser || r.Level == LevelIP
 	if r.MaxKeys < 0 {

@@ -38,6 +38,7 @@ type descs struct {
 	requests, errors, inFlight, responseTime, wait         *prometheus.Desc
 	ruleLimit, ruleWindow, ruleKeys, ruleInfo              *prometheus.Desc
 	factor, systemMax, cpu, cpuSource                      *prometheus.Desc
+	adaptiveLimit, adaptiveRTT                             *prometheus.Desc
 	clusterRequests, clusterFallbacks, clusterDur, breaker *prometheus.Desc
 	reloadOK, reloadTime, alertsFiring                     *prometheus.Desc
 	breakerState, breakerMoves, shadowBlocked              *prometheus.Desc
@@ -71,6 +72,12 @@ func newDescs() descs {
 			[]string{"resource", "level", "rule", "algorithm", "adaptive", "cluster"}, nil),
 		factor: prometheus.NewDesc(NameAdaptiveFactor,
 			"Scale applied to the limits of adaptive rules, in (0,1]; 1 when no controller runs.", nil, nil),
+		adaptiveLimit: prometheus.NewDesc(NameAdaptiveLimit,
+			"Current concurrency limit of an adaptive_concurrency rule (global level), found from response times.",
+			[]string{"resource", "rule"}, nil),
+		adaptiveRTT: prometheus.NewDesc(NameAdaptiveRTT,
+			"Response-time estimates of an adaptive_concurrency rule: short (last window's mean) and long (no-queue).",
+			[]string{"resource", "rule", "estimate"}, nil),
 		systemMax: prometheus.NewDesc(NameSystemMaxInFlight,
 			"In-flight calls above which the system guard blocks every call; 0 when it is off.", nil, nil),
 		cpu: prometheus.NewDesc(NameCPU,
@@ -102,7 +109,7 @@ func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 	d := &c.d
 	for _, x := range []*prometheus.Desc{
 		d.requests, d.errors, d.inFlight, d.ruleLimit, d.ruleWindow, d.ruleKeys, d.ruleInfo,
-		d.factor, d.systemMax, d.clusterRequests, d.clusterFallbacks, d.breakerState, d.breakerMoves,
+		d.factor, d.systemMax, d.clusterRequests, d.clusterFallbacks, d.breakerState, d.breakerMoves, d.adaptiveLimit, d.adaptiveRTT,
 		d.shadowBlocked,
 	} {
 		ch <- x
@@ -154,6 +161,11 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		ch <- constMetric(d.ruleKeys, prometheus.GaugeValue, float64(r.Keys), r.Resource, lv, id)
 		ch <- constMetric(d.ruleInfo, prometheus.GaugeValue, 1,
 			r.Resource, lv, id, r.Algorithm.String(), boolLabel(r.Adaptive), boolLabel(r.Cluster))
+		if a := r.AdaptiveConcurrency; a != nil {
+			ch <- constMetric(d.adaptiveLimit, prometheus.GaugeValue, float64(a.Limit), r.Resource, id)
+			ch <- constMetric(d.adaptiveRTT, prometheus.GaugeValue, a.ShortRTT.Seconds(), r.Resource, id, EstimateShort)
+			ch <- constMetric(d.adaptiveRTT, prometheus.GaugeValue, a.LongRTT.Seconds(), r.Resource, id, EstimateLong)
+		}
 	}
 
 	c.collectBreakers(ch, &s)

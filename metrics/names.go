@@ -14,6 +14,8 @@ const (
 	NameRuleKeys          = "flowgate_rule_keys"
 	NameRuleInfo          = "flowgate_rule_info"
 	NameAdaptiveFactor    = "flowgate_adaptive_factor"
+	NameAdaptiveLimit     = "flowgate_adaptive_limit"       // adaptive_concurrency rules: {resource, rule}
+	NameAdaptiveRTT       = "flowgate_adaptive_rtt_seconds" // adaptive_concurrency rules: {resource, rule, estimate}
 	NameSystemMaxInFlight = "flowgate_system_max_in_flight"
 	NameCPU               = "flowgate_cpu_usage_ratio"
 	NameCPUSource         = "flowgate_cpu_source_info"
@@ -33,6 +35,12 @@ const (
 	ResultPassed  = "passed"
 	ResultWaited  = "waited"
 	ResultBlocked = "blocked"
+)
+
+// Values of the estimate label of flowgate_adaptive_rtt_seconds.
+const (
+	EstimateShort = "short" // mean response time of the last window
+	EstimateLong  = "long"  // long-term (no-queue) response time
 )
 
 // clusterResults and fallbackPolicies are the label values the engine's

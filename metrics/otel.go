@@ -28,6 +28,8 @@ const (
 	OTelRuleWindow        = "flowgate.rule.window"                  // gauge s: resource, level, rule
 	OTelRuleKeys          = "flowgate.rule.keys"                    // gauge {key}: resource, level, rule
 	OTelAdaptiveFactor    = "flowgate.adaptive.factor"              // gauge 1
+	OTelAdaptiveLimit     = "flowgate.adaptive.limit"               // gauge {request}: resource, rule (adaptive_concurrency)
+	OTelAdaptiveRTT       = "flowgate.adaptive.rtt"                 // gauge s: resource, rule, estimate (adaptive_concurrency)
 	OTelSystemLimit       = "flowgate.system.active_requests.limit" // gauge {request}
 	OTelCPU               = "flowgate.cpu.utilization"              // gauge 1
 	OTelClusterRequests   = "flowgate.cluster.requests"             // counter {request}: result
@@ -52,6 +54,7 @@ const (
 	// AttrCPUSource is on flowgate.cpu.utilization when the adaptive source
 	// names what it measures (CPUSourceNamer): cgroup, process, host.
 	AttrCPUSource = attribute.Key("flowgate.cpu.source")
+	AttrEstimate  = attribute.Key("flowgate.rtt.estimate") // EstimateShort or EstimateLong
 )
 
 // RegisterOTel observes eng's statistics with OpenTelemetry asynchronous
@@ -98,11 +101,13 @@ func RegisterOTel(eng *flow.Engine, mp metric.MeterProvider, opts ...Option) (un
 	o.ruleWindow = f64g(OTelRuleWindow, "s", "Window a rule's limit is counted over.")
 	o.ruleKeys = i64g(OTelRuleKeys, "{key}", "Users or IPs a rule tracks now (0 for global rules).")
 	o.factor = f64g(OTelAdaptiveFactor, "1", "Scale applied to the limits of adaptive rules, in (0,1].")
+	o.adaptiveLimit = i64g(OTelAdaptiveLimit, "{request}", "Current concurrency limit of an adaptive_concurrency rule (global level).")
+	o.adaptiveRTT = f64g(OTelAdaptiveRTT, "s", "Response-time estimates of an adaptive_concurrency rule: short (last window) and long (no-queue).")
 	o.systemMax = i64g(OTelSystemLimit, "{request}", "In-flight calls above which the system guard blocks; 0 when off.")
 	o.clusterReqs = i64c(OTelClusterRequests, "{request}", "Requests to the cluster token server by answer.")
 	o.fallbacks = i64c(OTelClusterFallbacks, "{request}", "Cluster decisions taken by a rule's fallback policy.")
 	insts := []metric.Observable{o.requests, o.errors, o.active, o.ruleLimit, o.ruleWindow, o.ruleKeys,
-		o.factor, o.systemMax, o.clusterReqs, o.fallbacks}
+		o.factor, o.systemMax, o.clusterReqs, o.fallbacks, o.adaptiveLimit, o.adaptiveRTT}
 	bi, err := o.breakers.register(m)
 	errs = append(errs, err)
 	insts = append(insts, bi...)
@@ -147,6 +152,8 @@ type otelObserver struct {
 	ruleKeys, systemMax, breaker, reloadOK   metric.Int64ObservableGauge
 	alertsFiring                             metric.Int64ObservableGauge
 	ruleLimit, ruleWindow, factor, cpu       metric.Float64ObservableGauge
+	adaptiveLimit                            metric.Int64ObservableGauge
+	adaptiveRTT                              metric.Float64ObservableGauge
 	reloadTime                               metric.Float64ObservableGauge
 	breakers                                 otelBreakers
 	shadow                                   metric.Int64ObservableCounter
@@ -181,6 +188,12 @@ func (o *otelObserver) observe(_ context.Context, ob metric.Observer) error {
 		}
 		ob.ObserveFloat64(o.ruleWindow, r.Window.Seconds(), attrs)
 		ob.ObserveInt64(o.ruleKeys, int64(r.Keys), attrs)
+		if a := r.AdaptiveConcurrency; a != nil {
+			res, rule := AttrResource.String(r.Resource), AttrRule.String(ruleLabel(r.ID, i))
+			ob.ObserveInt64(o.adaptiveLimit, a.Limit, metric.WithAttributes(res, rule))
+			ob.ObserveFloat64(o.adaptiveRTT, a.ShortRTT.Seconds(), metric.WithAttributes(res, rule, AttrEstimate.String(EstimateShort)))
+			ob.ObserveFloat64(o.adaptiveRTT, a.LongRTT.Seconds(), metric.WithAttributes(res, rule, AttrEstimate.String(EstimateLong)))
+		}
 	}
 	o.breakers.observe(ob, &s)
 	observeShadow(ob, o.shadow, &s)

@@ -25,6 +25,16 @@ func exported(t *testing.T) map[string]map[string]bool {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The adaptive_concurrency series come from an engine of their own, so
+	// the dashboard's queries on them are checked too.
+	auto, _ := adaptiveEngine(t)
+	areg := prometheus.NewPedanticRegistry()
+	areg.MustRegister(NewCollector(auto))
+	amfs, err := areg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	mfs = append(mfs, amfs...)
 	out := make(map[string]map[string]bool)
 	for _, mf := range mfs {
 		labels := make(map[string]bool)

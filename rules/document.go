@@ -39,6 +39,10 @@ func (d *Document) Rules() []flow.Rule {
 			cc := *c
 			out[i].Cluster = &cc
 		}
+		if r := out[i].Reserve; r != nil {
+			rr := *r
+			out[i].Reserve = &rr
+		}
 		out[i].Shadow = out[i].Shadow || d.Shadow
 	}
 	return out
@@ -106,7 +110,8 @@ func Parse(data []byte) (*Document, error) {
 // ruleKeys are a rule's fields in the document's (and fmt's) order.
 var ruleKeys = []string{"id", "resource", "level", "algorithm", "limit", "window", "burst",
 	"warmup", "coldFactor", "buckets", "maxWait", "maxKeys", "idleTTL", "adaptive", "cluster",
-	"strategy", "threshold", "minRequests", "openFor", "probes", "slowCall", "shadow"}
+	"strategy", "threshold", "minRequests", "openFor", "probes", "slowCall",
+	"initialLimit", "minLimit", "maxLimit", "tolerance", "smoothing", "reserve", "shadow"}
 
 // breakerKeys are the fields only a circuit_breaker rule has; limitKeys
 // those only the other algorithms have.
@@ -215,6 +220,18 @@ func readRule(p *problems, i int, n *node) (r flow.Rule, skip []string) {
 			r.OpenFor, _ = o.span(key, v)
 		case "slowCall":
 			r.SlowCall, _ = o.span(key, v)
+		case "initialLimit":
+			r.InitialLimit, _ = o.integer(key, v)
+		case "minLimit":
+			r.MinLimit, _ = o.integer(key, v)
+		case "maxLimit":
+			r.MaxLimit, _ = o.integer(key, v)
+		case "tolerance":
+			r.Tolerance, _ = o.number(key, v)
+		case "smoothing":
+			r.Smoothing, _ = o.number(key, v)
+		case "reserve":
+			r.Reserve = readReserve(p, i, o.id, v)
 		case "shadow":
 			r.Shadow, _ = o.boolean(key, v)
 		}
@@ -231,7 +248,10 @@ func readRule(p *problems, i int, n *node) (r flow.Rule, skip []string) {
 		o.required("resource", "strategy", "threshold", "openFor")
 		skip = append(skip, notFor(o, limitKeys, "not for circuit_breaker rules")...)
 	} else {
-		o.required("resource", "algorithm", "limit")
+		o.required("resource", "algorithm")
+		if !algoOK || r.Algorithm != flow.AlgoAdaptiveConcurrency {
+			o.required("limit")
+		}
 		if algoOK {
 			skip = append(skip, notFor(o, breakerKeys, "only for circuit_breaker rules")...)
 		}
@@ -241,6 +261,7 @@ func readRule(p *problems, i int, n *node) (r flow.Rule, skip []string) {
 	if !algoOK {
 		skip = append(skip, "limit", "burst", "warmup", "coldFactor", "buckets", "maxWait")
 		skip = append(skip, breakerKeys...)
+		skip = append(skip, "window", "initialLimit", "minLimit", "maxLimit", "tolerance", "smoothing", "reserve", "adaptive", "cluster")
 	}
 	if !levelOK {
 		skip = append(skip, "maxKeys", "idleTTL")
@@ -255,10 +276,19 @@ func readRule(p *problems, i int, n *node) (r flow.Rule, skip []string) {
 			o.fail("maxWait", "not supported for concurrency rules (they never queue)")
 		}
 	}
+	if algoOK && r.Algorithm == flow.AlgoAdaptiveConcurrency {
+		if o.given["window"] {
+			o.fail("window", "does not apply to adaptive_concurrency")
+		}
+		if o.given["maxWait"] {
+			o.fail("maxWait", "not supported for adaptive_concurrency rules (they never queue)")
+		}
+	}
 	// A field explicitly set to zero would silently turn into its default;
 	// say so instead. maxWait "0s" is a real setting (never wait).
-	for _, k := range []string{"window", "burst", "coldFactor", "buckets", "maxKeys", "idleTTL", "minRequests", "probes"} {
-		if k == "window" && r.Algorithm == flow.AlgoConcurrency {
+	for _, k := range []string{"window", "burst", "coldFactor", "buckets", "maxKeys", "idleTTL", "minRequests", "probes",
+		"initialLimit", "minLimit", "maxLimit", "tolerance", "smoothing"} {
+		if k == "window" && (r.Algorithm == flow.AlgoConcurrency || r.Algorithm == flow.AlgoAdaptiveConcurrency) {
 			continue // reported above
 		}
 		if o.given[k] && isZero(n, k) {
@@ -356,6 +386,26 @@ func notFor(o *object, keys []string, msg string) []string {
 		}
 	}
 	return out
+}
+
+// readReserve reads a rule's "reserve": fractions of a concurrency limit
+// held back for the higher priority classes (flow.Reserve). Classes left
+// out reserve nothing; flow's validation checks the values.
+func readReserve(p *problems, i int, id string, v *node) *flow.Reserve {
+	r := &flow.Reserve{}
+	o := &object{p: p, index: i, id: id, prefix: "reserve."}
+	o.walk(v, "", []string{"critical", "high", "normal"}, func(key string, v *node) {
+		f, _ := o.number(key, v)
+		switch key {
+		case "critical":
+			r.Critical = f
+		case "high":
+			r.High = f
+		case "normal":
+			r.Normal = f
+		}
+	})
+	return r
 }
 
 func readCluster(p *problems, i int, id string, v *node) *flow.ClusterSpec {

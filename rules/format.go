@@ -27,8 +27,8 @@ type (
 		Resource   string       `json:"resource"`
 		Level      string       `json:"level"`
 		Algorithm  string       `json:"algorithm"`
-		Limit      float64      `json:"limit,omitempty"`  // not for circuit_breaker
-		Window     string       `json:"window,omitempty"` // not for concurrency
+		Limit      float64      `json:"limit,omitempty"`  // not for circuit_breaker, adaptive_concurrency
+		Window     string       `json:"window,omitempty"` // not for concurrency, adaptive_concurrency
 		Burst      float64      `json:"burst,omitempty"`
 		Warmup     string       `json:"warmup,omitempty"`
 		ColdFactor float64      `json:"coldFactor,omitempty"`
@@ -45,8 +45,21 @@ type (
 		OpenFor     string  `json:"openFor,omitempty"`
 		Probes      int     `json:"probes,omitempty"`
 		SlowCall    string  `json:"slowCall,omitempty"`
+		// adaptive_concurrency
+		InitialLimit int     `json:"initialLimit,omitempty"`
+		MinLimit     int     `json:"minLimit,omitempty"`
+		MaxLimit     int     `json:"maxLimit,omitempty"`
+		Tolerance    float64 `json:"tolerance,omitempty"`
+		Smoothing    float64 `json:"smoothing,omitempty"`
+		// concurrency and adaptive_concurrency
+		Reserve *reserveJSON `json:"reserve,omitempty"`
 		// any algorithm; written only when true
 		Shadow bool `json:"shadow,omitempty"`
+	}
+	reserveJSON struct {
+		Critical float64 `json:"critical"`
+		High     float64 `json:"high"`
+		Normal   float64 `json:"normal"`
 	}
 	clusterJSON struct {
 		Threshold string `json:"threshold"`
@@ -100,8 +113,10 @@ func (d *Document) Format() []byte {
 func formatRule(r flow.Rule) ruleJSON {
 	j := ruleJSON{
 		ID: r.ID, Resource: r.Resource, Level: r.Level.String(), Algorithm: r.Algorithm.String(),
-		Limit: r.Limit, Window: fmtDuration(r.Window), Burst: r.Burst, ColdFactor: r.ColdFactor,
-		Buckets: r.Buckets, MaxKeys: r.MaxKeys, Shadow: r.Shadow,
+		Limit: r.Limit, Burst: r.Burst, ColdFactor: r.ColdFactor,
+		Buckets: r.Buckets, MaxKeys: r.MaxKeys,
+		InitialLimit: r.InitialLimit, MinLimit: r.MinLimit, MaxLimit: r.MaxLimit,
+		Tolerance: r.Tolerance, Smoothing: r.Smoothing, Shadow: r.Shadow,
 	}
 	if r.Algorithm == flow.AlgoCircuitBreaker {
 		j.Strategy, j.Threshold, j.MinRequests, j.Probes = r.Strategy.String(), r.Threshold, r.MinRequests, r.Probes
@@ -113,7 +128,13 @@ func formatRule(r flow.Rule) ruleJSON {
 		adaptive := r.Adaptive
 		j.MaxWait, j.Adaptive = fmtDuration(r.MaxWait), &adaptive
 	}
-	if r.Algorithm == flow.AlgoConcurrency {
+	if r.Window != 0 {
+		j.Window = fmtDuration(r.Window)
+	}
+	if res := r.Reserve; res != nil {
+		j.Reserve = &reserveJSON{res.Critical, res.High, res.Normal}
+	}
+	if r.Algorithm == flow.AlgoConcurrency || r.Algorithm == flow.AlgoAdaptiveConcurrency {
 		j.Window, j.MaxWait = "", "" // they do not apply; the parser refuses them
 	}
 	if r.Warmup != 0 {

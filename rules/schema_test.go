@@ -16,7 +16,7 @@ import (
 
 // This file holds a small JSON Schema validator for the subset schema.json
 // uses (draft 2020-12: type, enum, const, properties, required,
-// additionalProperties, items, minimum, maximum, exclusiveMinimum,
+// additionalProperties, items, minimum, maximum, exclusiveMinimum, exclusiveMaximum,
 // minLength, pattern, $ref to #/$defs, allOf, not, if/then/else, boolean
 // schemas), so the schema can be tested against the parser without a
 // third-party library. Patterns are written to mean the same in RE2 and
@@ -27,7 +27,7 @@ type schemaValidator struct{ root map[string]any }
 var schemaKeywords = map[string]bool{
 	"type": true, "enum": true, "const": true, "properties": true, "required": true,
 	"additionalProperties": true, "items": true, "minimum": true, "maximum": true,
-	"exclusiveMinimum": true, "minLength": true, "pattern": true, "$ref": true, "allOf": true,
+	"exclusiveMinimum": true, "exclusiveMaximum": true, "minLength": true, "pattern": true, "$ref": true, "allOf": true,
 	"not": true, "if": true, "then": true, "else": true,
 	// annotations
 	"$schema": true, "$id": true, "$defs": true, "title": true, "description": true,
@@ -117,6 +117,9 @@ func (v *schemaValidator) validate(s any, inst any, at string) []string {
 			}
 			if m, ok := s["exclusiveMinimum"].(float64); ok && f <= m {
 				fail("not above %v", m)
+			}
+			if m, ok := s["exclusiveMaximum"].(float64); ok && f >= m {
+				fail("not below %v", m)
 			}
 		}
 		if str, ok := inst.(string); ok {
@@ -234,6 +237,8 @@ var beyondSchema = map[string]string{
 	"adaptive band inverted":      "a comparison between two fields",
 	"alerting resolve above fire": "a comparison between two fields",
 	"alerting window too short":   "the magnitude of a duration string",
+	"adaptive min above max":      "a comparison between two fields",
+	"reserve adds up to 1":        "a sum of fields",
 	"resource invalid UTF-8":      "the encoding of a string",
 	"resource lone surrogate":     "the encoding of a string",
 }

@@ -24,7 +24,6 @@ import (
 	"github.com/flowgate/flowgate/rules"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
-	"github.com/redis/go-redis/v9"
 )
 
 const serveUsage = "serve [flags]      run the cluster token service (gRPC) over Redis; -h lists the flags"
@@ -174,25 +173,6 @@ func watchRules(ctx context.Context, path string, log *slog.Logger) (*atomic.Poi
 		return nil, nil, err
 	}
 	return &doc, func() { w.Close() }, nil
-}
-
-func redisClient(rc redisConfig, timeout time.Duration) (redis.UniversalClient, error) {
-	password := ""
-	if rc.PasswordEnv != "" {
-		password = os.Getenv(rc.PasswordEnv)
-	}
-	opts := &redis.UniversalOptions{
-		Addrs: rc.Addrs, MasterName: rc.MasterName, IsClusterMode: rc.Cluster, DB: rc.DB,
-		Username: rc.Username, Password: password,
-		// The token server bounds each call with a deadline; let it reach
-		// the socket.
-		ContextTimeoutEnabled: true,
-		DialTimeout:           max(timeout, time.Second),
-	}
-	if rc.TLS {
-		opts.TLSConfig = &tls.Config{MinVersion: tls.VersionTLS12}
-	}
-	return redis.NewUniversalClient(opts), nil
 }
 
 func serverTLS(tc tlsConfig) (*tls.Config, error) {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -10,6 +11,8 @@ import (
 	"os"
 	"strings"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 )
 
 // serveConfig is `flowgate serve`'s configuration: a JSON file (-config)
@@ -204,6 +207,33 @@ func splitList(s string) []string {
 		}
 	}
 	return out
+}
+
+// redisClient builds the client `flowgate serve` hands the token server,
+// with the settings the README gives users.
+func redisClient(rc redisConfig, timeout time.Duration) (redis.UniversalClient, error) {
+	password := ""
+	if rc.PasswordEnv != "" {
+		password = os.Getenv(rc.PasswordEnv)
+	}
+	opts := &redis.UniversalOptions{
+		Addrs: rc.Addrs, MasterName: rc.MasterName, IsClusterMode: rc.Cluster, DB: rc.DB,
+		Username: rc.Username, Password: password,
+		// The token server bounds each call with a deadline; let it reach
+		// the socket (the server rebuilds a single or cluster client with
+		// these settings anyway; a sentinel client it uses as given).
+		ContextTimeoutEnabled: true,
+		// Never re-send a decision after a timeout: it may have counted.
+		MaxRetries: -1,
+		// One dial per call: a dead Redis fails the call at once instead
+		// of 5 dials 100ms apart; the server's prober reconnects.
+		DialerRetries: 1,
+		DialTimeout:   max(timeout, time.Second),
+	}
+	if rc.TLS {
+		opts.TLSConfig = &tls.Config{MinVersion: tls.VersionTLS12}
+	}
+	return redis.NewUniversalClient(opts), nil
 }
 
 // exposure says whether serving cf is safe to start: ok when Listen is on

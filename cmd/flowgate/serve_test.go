@@ -15,6 +15,7 @@ import (
 	"github.com/flowgate/flowgate/cluster"
 	"github.com/flowgate/flowgate/flow"
 	"github.com/flowgate/flowgate/internal/redistest"
+	"github.com/redis/go-redis/v9"
 )
 
 const serveRules = `{"rules": [{"id": "orders", "resource": "GET /orders", "algorithm": "fixed_window",
@@ -134,6 +135,34 @@ func TestServeConfig(t *testing.T) {
 	if got := serveUntil(context.Background(), []string{"-tls-cert", "x.pem"}, io.Discard, &stderr); got != exitUsage ||
 		!strings.Contains(stderr.String(), "cert and key go together") {
 		t.Fatalf("cert without key: exit %d, %q", got, stderr.String())
+	}
+}
+
+// TestServeRedisClientNeverResends: the client serve builds never re-sends
+// a command (a decision may have counted) and dials once per call.
+func TestServeRedisClientNeverResends(t *testing.T) {
+	for _, rc := range []redisConfig{{Addrs: []string{"127.0.0.1:1"}}, {Addrs: []string{"127.0.0.1:1", "127.0.0.1:2"}}} {
+		rdb, err := redisClient(rc, 20*time.Millisecond)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var retries, dials int
+		var ctxTimeout bool
+		switch c := rdb.(type) {
+		case *redis.Client:
+			o := c.Options()
+			retries, dials, ctxTimeout = o.MaxRetries, o.DialerRetries, o.ContextTimeoutEnabled
+		case *redis.ClusterClient:
+			o := c.Options()
+			retries, dials, ctxTimeout = o.MaxRetries, o.DialerRetries, o.ContextTimeoutEnabled
+		default:
+			t.Fatalf("%v: got %T", rc.Addrs, rdb)
+		}
+		// go-redis normalises MaxRetries -1 (none) to 0 and 0 (default) to 3.
+		if retries > 0 || dials != 1 || !ctxTimeout {
+			t.Errorf("%v: MaxRetries %d, DialerRetries %d, ContextTimeoutEnabled %v; want none, 1, true", rc.Addrs, retries, dials, ctxTimeout)
+		}
+		rdb.Close()
 	}
 }
 

@@ -1,16 +1,22 @@
-// Command adaptive shows the CPU controller at work: it runs a real
-// adaptive.Controller against a real flow.Engine on virtual time, with the
-// CPU signal coming from a simulated service (lag, dead time, noise), and
-// draws CPU and the factor over time as a text chart. It takes a second or
-// two and needs nothing but Go.
+// Command adaptive shows the adaptive controls at work, on virtual time and
+// the real engine. First the CPU controller: a real adaptive.Controller
+// against a real flow.Engine, with the CPU signal coming from a simulated
+// service (lag, dead time, noise), drawn as a text chart of CPU and the
+// factor. Then an adaptive_concurrency rule with no human-set limit in
+// front of a service of 50 concurrent calls (adaptive/simulate.Service)
+// under 30% critical / 70% low traffic from 0.5x to 10x its capacity: the
+// limit, in flight, latency and goodput per priority are written as an SVG
+// chart (open it in a browser) and summarised per phase. It takes a few
+// seconds and needs nothing but Go.
 //
-//	go run ./examples/adaptive [-seed 1] [-reject 0.03]
+//	go run ./examples/adaptive [-seed 1] [-reject 0.03] [-svg adaptive.svg]
 package main
 
 import (
 	"flag"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -33,8 +39,13 @@ const total = 80 * time.Second
 func main() {
 	seed := flag.Uint64("seed", 1, "noise and dead-time seed")
 	reject := flag.Float64("reject", 0.03, "CPU cost of a refused call relative to a served one")
+	svg := flag.String("svg", filepath.Join(os.TempDir(), "flowgate-adaptive-concurrency.svg"), "where to write the adaptive_concurrency chart")
 	flag.Parse()
 	if err := run(*seed, *reject); err != nil {
+		fmt.Fprintln(os.Stderr, "adaptive:", err)
+		os.Exit(1)
+	}
+	if err := runConcurrency(*svg); err != nil {
 		fmt.Fprintln(os.Stderr, "adaptive:", err)
 		os.Exit(1)
 	}

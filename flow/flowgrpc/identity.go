@@ -44,7 +44,7 @@ func peerAddr(addr net.Addr) netip.Addr {
 }
 
 // entryOptions builds the Entry options of a call into arr.
-func (cf *config) entryOptions(ctx context.Context, arr *[3]flowEntryOption, server bool) []flowEntryOption {
+func (cf *config) entryOptions(ctx context.Context, arr *[4]flowEntryOption, server bool) []flowEntryOption {
 	opts := append(arr[:0], withContext(ctx))
 	if cf.user != nil {
 		if u := cf.user(ctx); u != "" {
@@ -65,6 +65,11 @@ func (cf *config) entryOptions(ctx context.Context, arr *[3]flowEntryOption, ser
 	}
 	if ip != "" {
 		opts = append(opts, withIP(ip))
+	}
+	if server {
+		if p, ok := cf.priority(ctx); ok {
+			opts = append(opts, withPriority(p))
+		}
 	}
 	return opts
 }

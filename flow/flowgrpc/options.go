@@ -19,10 +19,12 @@ type config struct {
 	trusted  []netip.Prefix
 	failed   func(err error) bool
 	v6Bits   int
+	prioKey  string // "" turns priorities off
+	prioAll  bool
 }
 
 func newConfig(opts []Option) *config {
-	cf := &config{failed: ServerFault}
+	cf := &config{failed: ServerFault, prioKey: DefaultPriorityMetadata}
 	for _, o := range opts {
 		o(cf)
 	}

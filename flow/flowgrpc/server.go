@@ -12,9 +12,10 @@ import (
 type flowEntryOption = flow.EntryOption
 
 var (
-	withContext = flow.WithContext
-	withUser    = flow.WithUser
-	withIP      = flow.WithIP
+	withContext  = flow.WithContext
+	withUser     = flow.WithUser
+	withIP       = flow.WithIP
+	withPriority = flow.WithPriority
 )
 
 // interceptor holds what every interceptor of one configuration shares.
@@ -38,7 +39,7 @@ func (ic *interceptor) resource(ctx context.Context, method string) string {
 }
 
 func (ic *interceptor) enter(ctx context.Context, method string, server bool) (*flow.Permit, error) {
-	var arr [3]flowEntryOption
+	var arr [4]flowEntryOption
 	p, err := ic.eng.Entry(ic.resource(ctx, method), ic.cf.entryOptions(ctx, &arr, server)...)
 	if err != nil {
 		return nil, entryError(ctx, err)

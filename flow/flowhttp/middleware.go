@@ -62,7 +62,7 @@ type served struct {
 }
 
 func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	var arr [3]flow.EntryOption
+	var arr [4]flow.EntryOption
 	st := &served{sw: statusWriter{ResponseWriter: w}}
 	ctx := r.Context()
 	opts := append(arr[:0], flow.WithContext(ctx))
@@ -74,6 +74,9 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if id.IP = h.clientIP(r); id.IP != "" {
 		opts = append(opts, flow.WithIP(id.IP))
+	}
+	if p, ok := h.priority(r); ok {
+		opts = append(opts, flow.WithPriority(p))
 	}
 	res := h.resource(r)
 	if !h.cf.noIdentity {

@@ -19,10 +19,12 @@ type config struct {
 	noIdentity   bool // WithIdentityContext(false)
 	v6Bits       int
 	isError      func(status int) bool
+	prioHeader   string // "" turns priorities off
+	prioTrustAll bool
 }
 
 func newConfig(opts []Option) *config {
-	cf := &config{blocked: WriteProblem, isError: ServerError}
+	cf := &config{blocked: WriteProblem, isError: ServerError, prioHeader: DefaultPriorityHeader}
 	for _, o := range opts {
 		o(cf)
 	}

@@ -1,0 +1,214 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/flowgate/flowgate/flow"
+	"github.com/flowgate/flowgate/internal/redistest"
+	"github.com/redis/go-redis/v9"
+)
+
+// Clients here are built as users build them: go-redis defaults (only the
+// address), or the README's settings; never the tuned redistest options.
+
+// readmeOptions are the settings the README gives for a token server's client.
+func readmeOptions(addr string) *redis.Options {
+	return &redis.Options{Addr: addr, ContextTimeoutEnabled: true, MaxRetries: -1}
+}
+
+// realServer is a token server with the library's default timeout (20ms).
+func realServer(t *testing.T, rdb redis.UniversalClient, opts ...Option) *RedisTokenServer {
+	t.Helper()
+	ts, err := NewRedisTokenServer(rdb, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ts.Close() })
+	return ts
+}
+
+// realEngine is an engine on the real clock (fallback limiters and the
+// breaker measure real time here).
+func realEngine(t *testing.T, ts flow.TokenServer, rules ...flow.Rule) *flow.Engine {
+	t.Helper()
+	e := flow.NewEngine(flow.WithTokenServer(ts))
+	if err := e.LoadRules(rules); err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
+// TestDefaultClientRedisKilled: with go-redis's default client and Redis
+// killed, 400 decisions on two engines (deny and allow) take under 1s in
+// total, each following its policy. go-redis alone would dial 5 times,
+// 100ms apart, per call (11.8s measured before the server built its own
+// client).
+func TestDefaultClientRedisKilled(t *testing.T) {
+	srv := redistest.Start(t)
+	var engines []*flow.Engine
+	var servers []*RedisTokenServer
+	for _, fb := range []string{"deny", "allow"} {
+		ts := realServer(t, redis.NewClient(&redis.Options{Addr: srv.Addr}))
+		r := crule(fb, uniq("killed-"+fb), flow.AlgoFixedWindow, 1e6, time.Hour)
+		r.Cluster.Fallback = fb
+		servers, engines = append(servers, ts), append(engines, realEngine(t, ts, r))
+	}
+	res := func(i int) string { return []string{"deny", "allow"}[i] }
+	for i, e := range engines { // healthy: decided by Redis
+		p, err := e.Entry(e.Rules()[0].Resource)
+		if err != nil {
+			t.Fatalf("%s before the kill: %v", res(i), err)
+		}
+		p.Exit()
+	}
+	srv.Kill()
+	start := time.Now()
+	var slowest time.Duration
+	for n := range 400 {
+		i := n % 2
+		e := engines[i]
+		t0 := time.Now()
+		p, err := e.Entry(e.Rules()[0].Resource)
+		slowest = max(slowest, time.Since(t0))
+		var be *flow.BlockError
+		switch {
+		case i == 0 && !(errors.As(err, &be) && be.Reason == flow.ReasonClusterUnavailable):
+			t.Fatalf("deny call %d with Redis dead: %v, want refused as %q", n, err, flow.ReasonClusterUnavailable)
+		case i == 1 && err != nil:
+			t.Fatalf("allow call %d with Redis dead: %v, want passed", n, err)
+		case err == nil:
+			p.Exit()
+		}
+	}
+	total := time.Since(start)
+	t.Logf("Redis killed, default clients: 400 decisions in %v, slowest %v", total, slowest)
+	if total >= time.Second {
+		t.Errorf("400 decisions took %v, want < 1s", total)
+	}
+	for i, ts := range servers {
+		if ts.Stats().Passed+ts.Stats().Blocked != 1 {
+			t.Errorf("%s: stats %+v: want only the first call decided by Redis", res(i), ts.Stats())
+		}
+	}
+}
+
+// TestClientKindsBoundedWhenPaused: a frozen Redis (SIGSTOP: connections
+// are accepted, nothing is answered) costs each call the timeout, not the
+// client's 3s ReadTimeout, for every way a user may build the client.
+func TestClientKindsBoundedWhenPaused(t *testing.T) {
+	srv := redistest.Start(t)
+	cl := redistest.StartCluster(t)
+	pause := func(on bool, nodes ...*redistest.Server) {
+		for _, n := range nodes {
+			if on {
+				n.Pause()
+			} else {
+				n.Resume()
+			}
+		}
+	}
+	cases := []struct {
+		name  string
+		rdb   redis.UniversalClient
+		nodes []*redistest.Server
+	}{
+		{"defaults", redis.NewClient(&redis.Options{Addr: srv.Addr}), []*redistest.Server{srv}},
+		{"readme", redis.NewClient(readmeOptions(srv.Addr)), []*redistest.Server{srv}},
+		{"cluster defaults", redis.NewClusterClient(&redis.ClusterOptions{Addrs: cl.Addrs}), cl.Nodes},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			defer c.rdb.Close()
+			ts := realServer(t, c.rdb, WithHeartbeat(0, 0))
+			r := crule("r", uniq("paused"), flow.AlgoFixedWindow, 1e6, time.Hour)
+			r.Cluster.Fallback = "allow"
+			e := realEngine(t, ts, r)
+			call := func() time.Duration { return allowedEntry(t, e, r.Resource) }
+			call()
+			if ts.Stats().Passed != 1 {
+				t.Fatalf("healthy call not decided by Redis: %+v", ts.Stats())
+			}
+			pause(true, c.nodes...)
+			defer pause(false, c.nodes...)
+			var worst time.Duration
+			for range 8 {
+				worst = max(worst, call())
+			}
+			// 200ms of slack for -race on shared cores; unbounded, a call
+			// would wait the 3s ReadTimeout.
+			if worst > ts.cf.timeout+200*time.Millisecond {
+				t.Errorf("slowest call with Redis frozen: %v, want about the %v timeout", worst, ts.cf.timeout)
+			}
+			if !ts.BreakerOpen() {
+				t.Errorf("breaker closed after the timeouts: %+v", ts.Stats())
+			}
+		})
+	}
+}
+
+// TestFailoverClientNeedsContextTimeout: a failover client cannot be
+// rebuilt (its dialer asks the sentinels), so the server refuses one whose
+// reads the deadline would not bound, and names the setting.
+func TestFailoverClientNeedsContextTimeout(t *testing.T) {
+	fo := &redis.FailoverOptions{MasterName: "m", SentinelAddrs: []string{"127.0.0.1:1"}, DialTimeout: 50 * time.Millisecond}
+	rdb := redis.NewFailoverClient(fo)
+	defer rdb.Close()
+	if _, err := NewRedisTokenServer(rdb); err == nil || !strings.Contains(err.Error(), "ContextTimeoutEnabled") {
+		t.Fatalf("default failover client: %v, want an error naming ContextTimeoutEnabled", err)
+	}
+	fo.ContextTimeoutEnabled = true
+	ok := redis.NewFailoverClient(fo)
+	defer ok.Close()
+	ts, err := NewRedisTokenServer(ok)
+	if err != nil {
+		t.Fatalf("failover client with ContextTimeoutEnabled: %v", err)
+	}
+	defer ts.Close()
+	// No sentinel answers: the call fails within the timeout and falls back.
+	start := time.Now()
+	_, err = ts.Acquire(context.Background(), flow.TokenRequest{Resource: "r", Tokens: 1, Rules: []*flow.Rule{ptr(crule("r", "r", flow.AlgoFixedWindow, 1, time.Second))}})
+	if !errors.Is(err, flow.ErrTokenServerUnavailable) || time.Since(start) > ts.cf.timeout+200*time.Millisecond {
+		t.Fatalf("acquire without sentinels: %v after %v, want unavailable within the timeout", err, time.Since(start))
+	}
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// TestOwnClientClosedNotUsers: Close closes the client the server built,
+// never the one the user passed in.
+func TestOwnClientClosedNotUsers(t *testing.T) {
+	srv := redistest.Start(t)
+	user := redis.NewClient(&redis.Options{Addr: srv.Addr})
+	defer user.Close()
+	ts, err := NewRedisTokenServer(user)
+	if err != nil {
+		t.Fatal(err)
+	}
+	own := ts.client()
+	if own == redis.UniversalClient(user) {
+		t.Fatal("the server uses the user's client; want its own")
+	}
+	ts.Close()
+	if err := user.Ping(context.Background()).Err(); err != nil {
+		t.Errorf("user's client after Close: %v", err)
+	}
+	if err := own.Ping(context.Background()).Err(); err == nil {
+		t.Error("server's own client still open after Close")
+	}
+}
+
+// allowedEntry times one call of an "allow" rule, which must pass.
+func allowedEntry(t *testing.T, e *flow.Engine, res string) time.Duration {
+	t.Helper()
+	start := time.Now()
+	p, err := e.Entry(res)
+	if err != nil {
+		t.Fatalf("allow fallback: %v", err)
+	}
+	p.Exit()
+	return time.Since(start)
+}
