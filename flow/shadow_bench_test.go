@@ -10,36 +10,19 @@ import (
 //
 //	go test ./flow -run '^$' -bench 'RateAllow$|EntryExitPass$|Shadow' -benchmem -count 3
 
+// benchBreaker (breaker_bench_test.go) is Entry+Exit of "r" under the
+// rules given; TestShadowAllocations checks that the refusal path counts.
+
 func BenchmarkShadowEntryExitPass(b *testing.B) {
 	r := bigBucket
 	r.Shadow = true
-	e := benchEngine(b, r)
-	b.ReportAllocs()
-	for b.Loop() {
-		p, err := e.Entry("r")
-		if err != nil {
-			b.Fatal(err)
-		}
-		p.Exit()
-	}
+	benchBreaker(b, r)
 }
 
 // BenchmarkShadowEntryExitRefused: every call is one the shadow rule would
 // have refused; it is counted and goes on (logger silent: the default).
 func BenchmarkShadowEntryExitRefused(b *testing.B) {
-	r := Rule{ID: "tb", Resource: "r", Algorithm: AlgoTokenBucket, Limit: 1, Window: time.Hour, Shadow: true}
-	e := benchEngine(b, r)
-	b.ReportAllocs()
-	for b.Loop() {
-		p, err := e.Entry("r")
-		if err != nil {
-			b.Fatal(err)
-		}
-		p.Exit()
-	}
-	if got := e.Snapshot().Rules[0].ShadowBlocked; got < uint64(b.N)-2 {
-		b.Fatalf("ShadowBlocked %d of %d calls", got, b.N)
-	}
+	benchBreaker(b, Rule{ID: "tb", Resource: "r", Algorithm: AlgoTokenBucket, Limit: 1, Window: time.Hour, Shadow: true})
 }
 
 func TestShadowAllocations(t *testing.T) {
