@@ -106,14 +106,14 @@ func TestPrometheusEvaluatesDashboardAndAlerts(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer w.Close()
-	alertOpts, err := alerting.FromSection(w.Document().Alerting)
+	alertOpts, err := w.Document().AlertingSection().Options()
 	if err != nil {
 		t.Fatal(err)
 	}
 	al := alerting.New(eng, alertOpts...)
 	al.Start()
 	defer al.Close()
-	ctl := adaptive.NewController(eng, adaptive.WithConfig(adaptive.FromSection(w.Document().Adaptive)),
+	ctl := adaptive.NewController(eng, adaptive.WithConfig(w.Document().AdaptiveConfig()),
 		adaptive.WithSystemGuard(0.99))
 	if err := ctl.Err(); err != nil {
 		t.Fatal(err)

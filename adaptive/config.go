@@ -9,15 +9,19 @@ import (
 	"time"
 )
 
-// Config holds the controller's settings. A zero field means "use the
-// default" (see Defaults), so a document that sets only cpuTarget is valid.
-// The rules document's "adaptive" section decodes into it (UnmarshalJSON),
-// with durations as Go duration strings.
+// Config holds the controller's settings; this package owns each of them
+// and its default. A zero field means "use the default" (see WithDefaults),
+// so a document that sets only cpuTarget is valid. The rules document's
+// "adaptive" section is read into a Config (package rules sets the fields
+// it carries, then reports Check's problems under "adaptive."); its JSON
+// names are the ones UnmarshalJSON reads.
 type Config struct {
 	// CPUTarget is the utilisation the controller steers to. Default 0.80.
 	CPUTarget float64
 	// BandLow <= CPUTarget <= BandHigh, BandLow < BandHigh: the hysteresis band;
-	// inside it the factor is held. Defaults 0.70 and 0.88.
+	// inside it the factor is held. Defaults follow CPUTarget: 0.10 below
+	// and 0.08 above it (0.70 and 0.88 for the default target), rounded to
+	// hundredths and kept inside (0, 1) and on their side of the target.
 	BandLow, BandHigh float64
 	// MinFactor is the floor of the factor. Default 0.1.
 	MinFactor float64
@@ -97,6 +101,12 @@ func (c Config) WithDefaults() Config {
 		}
 	}
 	setF(&c.CPUTarget, d.CPUTarget)
+	// The band follows the target, so a target set alone stays inside it
+	// (a target out of range keeps the fixed band: Check reports the target).
+	if t := c.CPUTarget; t > 0 && t < 1 {
+		d.BandLow = min(t, max(0.01, round2(t-(d.CPUTarget-d.BandLow))))
+		d.BandHigh = max(t, min(0.99, round2(t+(d.BandHigh-d.CPUTarget))))
+	}
 	setF(&c.BandLow, d.BandLow)
 	setF(&c.BandHigh, d.BandHigh)
 	setF(&c.MinFactor, d.MinFactor)
@@ -127,14 +137,24 @@ func (c Config) WithDefaults() Config {
 	return c
 }
 
+// round2 rounds to hundredths, so 0.8-0.1 reads 0.7.
+func round2(f float64) float64 { return math.Round(f*100) / 100 }
+
 // Validate reports every problem of c (after defaults), errors.Join'ed, each
 // as "field: message" with the JSON field name.
 func (c Config) Validate() error {
-	c = c.WithDefaults()
 	var errs []error
-	bad := func(field, format string, args ...any) {
-		errs = append(errs, fmt.Errorf("%s: "+format, append([]any{field}, args...)...))
-	}
+	c.Check(func(field, msg string) { errs = append(errs, errors.New(field+": "+msg)) })
+	return errors.Join(errs...)
+}
+
+// Check calls report with the JSON field name and the message of every
+// problem of c (after defaults), in field order. Validate is built on it;
+// package rules uses it to place each problem in the document
+// ("adaptive.cpuTarget") without reading error text.
+func (c Config) Check(report func(field, msg string)) {
+	c = c.WithDefaults()
+	bad := func(field, format string, args ...any) { report(field, fmt.Sprintf(format, args...)) }
 	open01 := func(field string, v float64) bool {
 		if math.IsNaN(v) || v <= 0 || v >= 1 {
 			bad(field, "must be in (0, 1), got %v", v)
@@ -195,7 +215,6 @@ func (c Config) Validate() error {
 	if _, err := ParseCPUSource(string(c.CPUSource)); err != nil {
 		bad("cpuSource", "must be auto, cgroup, process or host, got %q", c.CPUSource)
 	}
-	return errors.Join(errs...)
 }
 
 // configJSON is the JSON form: flat, camelCase, durations as strings.
@@ -219,7 +238,7 @@ type configJSON struct {
 	CPUSource         string  `json:"cpuSource,omitempty"`
 }
 
-// UnmarshalJSON decodes the rules document's "adaptive" section strictly:
+// UnmarshalJSON decodes the JSON form of a Config strictly:
 // unknown fields and bad duration strings are errors naming the field. It
 // does not validate values; call Validate.
 func (c *Config) UnmarshalJSON(data []byte) error {

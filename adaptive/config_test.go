@@ -103,3 +103,31 @@ func FuzzConfigJSON(f *testing.F) {
 		}
 	})
 }
+
+// TestBandFollowsTarget: the band's defaults sit around the target given,
+// so a target set alone (as a rules document's "cpuTarget" often is) is
+// valid; the band given explicitly is kept.
+func TestBandFollowsTarget(t *testing.T) {
+	for _, c := range []struct {
+		in             Config
+		lo, hi         float64
+		wantProblemsOf string
+	}{
+		{Config{}, 0.70, 0.88, ""},
+		{Config{CPUTarget: 0.6}, 0.50, 0.68, ""},
+		{Config{CPUTarget: 0.95}, 0.85, 0.99, ""},
+		{Config{CPUTarget: 0.05}, 0.01, 0.13, ""},
+		{Config{CPUTarget: 0.6, BandLow: 0.4}, 0.40, 0.68, ""},
+		{Config{CPUTarget: 1.5}, 0.70, 0.88, "cpuTarget"}, // out of range: the fixed band, one problem
+	} {
+		got := c.in.WithDefaults()
+		if got.BandLow != c.lo || got.BandHigh != c.hi {
+			t.Errorf("%+v: band [%v, %v], want [%v, %v]", c.in, got.BandLow, got.BandHigh, c.lo, c.hi)
+		}
+		var fields []string
+		c.in.Check(func(field, _ string) { fields = append(fields, field) })
+		if strings.Join(fields, ",") != c.wantProblemsOf {
+			t.Errorf("%+v: problems in %q, want %q", c.in, fields, c.wantProblemsOf)
+		}
+	}
+}

@@ -42,4 +42,9 @@
 // last two seconds); refused calls carry flow.LevelSystem. The engine counts
 // the calls admitted since the guard switched on, so for about one response
 // time after it does, calls already running are not counted.
+//
+// This package owns the settings of a rules document's "adaptive" section
+// and their defaults (Config, Config.WithDefaults, Config.Check); package
+// rules reads the section into a Config, and Controller.SetConfig applies a
+// reloaded one.
 package adaptive

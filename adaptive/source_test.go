@@ -87,7 +87,7 @@ func TestControllerCPUSource(t *testing.T) {
 	if c.Err() == nil || c.CPUSource() != "" {
 		t.Errorf("bad source: CPUSource() = %q, err %v; want an error", c.CPUSource(), c.Err())
 	}
-	if got := FromSection(nil).CPUSource; got != SourceAuto {
+	if got := (Config{}).WithDefaults().CPUSource; got != SourceAuto {
 		t.Errorf("default CPUSource %q, want auto", got)
 	}
 }

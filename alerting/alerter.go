@@ -4,14 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"iter"
 	"log/slog"
+	"slices"
 	"sort"
 	"sync"
 	"time"
 
 	"github.com/flowgate/flowgate/clock"
 	"github.com/flowgate/flowgate/flow"
-	"github.com/flowgate/flowgate/metrics"
 )
 
 // ErrClosed is returned by Evaluate after Close.
@@ -23,19 +24,19 @@ var ErrClosed = errors.New("alerting: alerter closed")
 // Close. It reads only the engine's Snapshot, never the Entry hot path.
 // Its methods are safe for concurrent use.
 type Alerter struct {
-	eng     *flow.Engine
-	clk     clock.Clock
-	log     *slog.Logger
-	cfg     Config
-	name    string
-	labels  map[string]string
-	overall bool
-	drain   time.Duration
-	err     error // invalid options: Evaluate returns it, Start does nothing
-	queues  []*queue
-	quit    chan struct{} // closed by Close: workers drain and stop
-	sinkCtx context.Context
-	cancel  context.CancelFunc // cancels sinkCtx
+	snapshot func() flow.Snapshot // eng.Snapshot, or WithSnapshots'
+	clk      clock.Clock
+	log      *slog.Logger
+	cfg      Config
+	name     string
+	labels   map[string]string
+	overall  bool
+	drain    time.Duration
+	err      error // invalid options: Evaluate returns it, Start does nothing
+	queues   []*queue
+	quit     chan struct{} // closed by Close: workers drain and stop
+	sinkCtx  context.Context
+	cancel   context.CancelFunc // cancels sinkCtx
 
 	mu        sync.Mutex // serialises Evaluate, Start, Close and reads of state
 	series    map[string]*series
@@ -47,8 +48,6 @@ type Alerter struct {
 	loopDone  chan struct{}
 	closeOnce sync.Once
 }
-
-var _ metrics.AlertSource = (*Alerter)(nil)
 
 // series is the window and state of one resource (or of all traffic).
 type series struct {
@@ -64,19 +63,23 @@ type series struct {
 	lastSent          []time.Time // per queue, for repeats
 }
 
-// New returns an alerter on eng. Invalid options do not panic: Evaluate
-// returns the problem (so does Err) and Start does nothing.
+// New returns an alerter on eng (which may be nil with WithSnapshots).
+// Invalid options do not panic: Evaluate returns the problem (so does Err)
+// and Start does nothing.
 func New(eng *flow.Engine, opts ...Option) *Alerter {
 	o := newOptions(opts)
 	a := &Alerter{
-		eng: eng, clk: o.clk, log: o.log, cfg: o.cfg, name: o.name,
+		snapshot: o.snapshots, clk: o.clk, log: o.log, cfg: o.cfg, name: o.name,
 		labels: o.labels, overall: o.overall, drain: o.drainTimeout,
 		series: make(map[string]*series), quit: make(chan struct{}),
 	}
 	a.sinkCtx, a.cancel = context.WithCancel(context.Background())
 	var errs []error
-	if eng == nil {
+	switch {
+	case a.snapshot == nil && eng == nil:
 		errs = append(errs, errors.New("engine: must not be nil"))
+	case a.snapshot == nil:
+		a.snapshot = eng.Snapshot
 	}
 	if o.clk == nil {
 		errs = append(errs, errors.New("clock: must not be nil"))
@@ -106,7 +109,11 @@ func New(eng *flow.Engine, opts ...Option) *Alerter {
 func (a *Alerter) Err() error { return a.err }
 
 // Config returns the configuration in force.
-func (a *Alerter) Config() Config { return a.cfg }
+func (a *Alerter) Config() Config {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.cfg
+}
 
 func (a *Alerter) newSeries(resource string) *series {
 	return &series{
@@ -126,7 +133,7 @@ func (a *Alerter) Evaluate(ctx context.Context) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	return a.evaluate(a.eng.Snapshot(), a.clk.Now())
+	return a.evaluate(a.snapshot(), a.clk.Now())
 }
 
 // evaluate is Evaluate on a given snapshot and time.
@@ -299,22 +306,33 @@ func (a *Alerter) alert(s *series, status string, now time.Time) Alert {
 	return al
 }
 
-// Firing lists the alerts firing now (Resource "" for all traffic), for
-// metrics.WithAlerts: flowgate_alerts_firing{alert,resource}.
-func (a *Alerter) Firing() []metrics.FiringAlert {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	var out []metrics.FiringAlert
-	if a.all != nil && a.all.state == Firing {
-		out = append(out, metrics.FiringAlert{Alert: a.name})
-	}
-	for _, s := range a.series {
-		if s.state == Firing {
-			out = append(out, metrics.FiringAlert{Alert: a.name, Resource: s.resource})
+// Firing yields the name and resource ("" for all traffic) of each alert
+// firing now, all traffic first, then by resource. It makes an Alerter a
+// metrics.AlertSource (metrics.WithAlerts exports
+// flowgate_alerts_firing{alert,resource}) while naming only standard types,
+// so this package does not import the exporter.
+func (a *Alerter) Firing() iter.Seq2[string, string] {
+	return func(yield func(string, string) bool) {
+		// Copy under the lock and yield outside it: yield may take its
+		// own locks (the exporter's), or call back into the Alerter.
+		a.mu.Lock()
+		var resources []string
+		if a.all != nil && a.all.state == Firing {
+			resources = append(resources, "")
+		}
+		for _, s := range a.series {
+			if s.state == Firing {
+				resources = append(resources, s.resource)
+			}
+		}
+		a.mu.Unlock()
+		slices.Sort(resources)
+		for _, r := range resources {
+			if !yield(a.name, r) {
+				return
+			}
 		}
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Resource < out[j].Resource })
-	return out
 }
 
 // State returns every resource's state at the last evaluation, all traffic

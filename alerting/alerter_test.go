@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/flowgate/flowgate/flow"
-	"github.com/flowgate/flowgate/metrics"
 )
 
 func TestFiresAfterForWhenHalfIsBlocked(t *testing.T) {
@@ -52,8 +51,8 @@ func TestFiresAfterForWhenHalfIsBlocked(t *testing.T) {
 	if d := got[0].Annotations["description"]; !strings.Contains(d, "400 of 800 calls") {
 		t.Errorf("description = %q, want the counts", d)
 	}
-	wantFiring := []metrics.FiringAlert{{Alert: DefaultName, Resource: "orders"}}
-	if f := r.al.Firing(); !reflect.DeepEqual(f, wantFiring) {
+	wantFiring := []firingAlert{{Alert: DefaultName, Resource: "orders"}}
+	if f := firing(r.al); !reflect.DeepEqual(f, wantFiring) {
 		t.Errorf("Firing() = %+v, want %+v", f, wantFiring)
 	}
 	// Still firing: no repeat before RepeatInterval (4h).
@@ -123,7 +122,7 @@ func TestResolvesWithOneNotification(t *testing.T) {
 	if res.Fingerprint() != got[0].Fingerprint() {
 		t.Errorf("fingerprints differ: %s, %s", got[0].Fingerprint(), res.Fingerprint())
 	}
-	if f := r.al.Firing(); len(f) != 0 {
+	if f := firing(r.al); len(f) != 0 {
 		t.Errorf("Firing() = %+v after resolve", f)
 	}
 }
@@ -235,8 +234,8 @@ func TestPerResourceAndOverall(t *testing.T) {
 		fixedWindow("search", 100, time.Second),
 	}, WithOverall(true), WithFor(0), WithLabels(map[string]string{"service": "shop", "alertname": "ignored"}))
 	r.tick(map[string]int{"orders": 20, "search": 20}) // orders 0.5; all 100/400 = 0.25
-	want := []metrics.FiringAlert{{Alert: DefaultName, Resource: "orders"}}
-	if f := r.al.Firing(); !reflect.DeepEqual(f, want) {
+	want := []firingAlert{{Alert: DefaultName, Resource: "orders"}}
+	if f := firing(r.al); !reflect.DeepEqual(f, want) {
 		t.Fatalf("Firing() = %+v, want %+v", f, want)
 	}
 	states := r.al.State()
@@ -318,7 +317,7 @@ func TestVanishedResourceResolvesAndIsDropped(t *testing.T) {
 	}
 	step(map[string][2]uint64{"a": {0, 0}, "b": {0, 0}})
 	step(map[string][2]uint64{"a": {100, 100}, "b": {100, 0}})
-	if got := al.Firing(); len(got) != 1 || got[0].Resource != "a" {
+	if got := firing(al); len(got) != 1 || got[0].Resource != "a" {
 		t.Fatalf("Firing() = %+v, want a", got)
 	}
 	step(map[string][2]uint64{"b": {200, 0}}) // a is gone

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/flowgate/flowgate/clock"
+	"github.com/flowgate/flowgate/flow"
 )
 
 // Config holds the alerter's thresholds and timing. It mirrors the rules
@@ -71,9 +72,16 @@ func Defaults() Config {
 // "field: message" with the rules document's field names.
 func (c Config) Validate() error {
 	var errs []error
-	bad := func(field, format string, args ...any) {
-		errs = append(errs, fmt.Errorf("%s: "+format, append([]any{field}, args...)...))
-	}
+	c.Check(func(field, msg string) { errs = append(errs, errors.New(field+": "+msg)) })
+	return errors.Join(errs...)
+}
+
+// Check calls report with the rules document's field name and the message
+// of every problem of c, in field order. Validate is built on it; package
+// rules uses it to place each problem in the document ("alerting.window")
+// without reading error text.
+func (c Config) Check(report func(field, msg string)) {
+	bad := func(field, format string, args ...any) { report(field, fmt.Sprintf(format, args...)) }
 	okRatio := true
 	if math.IsNaN(c.RejectionRatio) || c.RejectionRatio <= 0 || c.RejectionRatio > 1 {
 		bad("rejectionRatio", "must be in (0, 1], got %v", c.RejectionRatio)
@@ -102,7 +110,15 @@ func (c Config) Validate() error {
 	if c.MinRequests < 0 {
 		bad("minRequests", "must be >= 0, got %d", c.MinRequests)
 	}
-	return errors.Join(errs...)
+}
+
+// WithResolveDefault returns c with ResolveRatio at its default for c's
+// RejectionRatio (DefaultResolveFraction × it, kept in [0, 1] so that a bad
+// RejectionRatio is reported once), as New does when no resolve ratio is
+// given: for a rules document that sets rejectionRatio alone.
+func (c Config) WithResolveDefault() Config {
+	c.ResolveRatio = min(1, max(0, c.RejectionRatio*DefaultResolveFraction))
+	return c
 }
 
 // Option configures an Alerter.
@@ -119,6 +135,7 @@ type options struct {
 	overall      bool
 	queue        int
 	drainTimeout time.Duration
+	snapshots    func() flow.Snapshot
 }
 
 func newOptions(opts []Option) options {
@@ -132,7 +149,7 @@ func newOptions(opts []Option) options {
 		}
 	}
 	if !o.resolveGiven {
-		o.cfg.ResolveRatio = o.cfg.RejectionRatio * DefaultResolveFraction
+		o.cfg = o.cfg.WithResolveDefault()
 	}
 	return o
 }
@@ -221,6 +238,13 @@ func WithOverall(on bool) Option { return func(o *options) { o.overall = on } }
 // (default 64); a notification that finds its queue full is dropped and
 // counted in Stats.
 func WithQueueSize(n int) Option { return func(o *options) { o.queue = n } }
+
+// WithSnapshots makes the alerter read its counts from f instead of the
+// engine's Snapshot (New's engine may then be nil): for a program whose
+// decisions are not an engine's, such as the token service, whose
+// tokenrpc.Server.Snapshot counts what it granted and refused. Only
+// Resources' Resource, Passed and Blocked are read.
+func WithSnapshots(f func() flow.Snapshot) Option { return func(o *options) { o.snapshots = f } }
 
 // WithDrainTimeout bounds how long Close waits for queued notifications to
 // be delivered before cancelling the sinks (default 5s).

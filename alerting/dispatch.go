@@ -14,7 +14,8 @@ import (
 type queue struct {
 	sink   Sink
 	name   string
-	repeat time.Duration
+	repeat time.Duration // guarded by Alerter.mu (SetConfig changes it)
+	own    bool          // the sink sets its own repeat (Repeater)
 	ch     chan item
 	done   chan struct{} // closed when the worker returns
 
@@ -32,7 +33,7 @@ type item struct {
 func newQueue(s Sink, i, size int, repeat time.Duration) *queue {
 	q := &queue{sink: s, repeat: repeat, ch: make(chan item, size), done: make(chan struct{})}
 	if r, ok := s.(Repeater); ok && r.RepeatInterval() > 0 {
-		q.repeat = r.RepeatInterval()
+		q.repeat, q.own = r.RepeatInterval(), true
 	}
 	if st, ok := s.(fmt.Stringer); ok {
 		q.name = st.String()

@@ -22,7 +22,13 @@
 // JSON, with retries and redacted errors) and AlertmanagerSink (Alertmanager's
 // /api/v2/alerts).
 //
-// An Alerter is a metrics.AlertSource: pass it to metrics.WithAlerts to
-// export flowgate_alerts_firing{alert,resource}. Settings in a rules
-// document's "alerting" section map field for field onto Config.
+// An Alerter is a metrics.AlertSource (its Firing method names only
+// standard types, so this package does not import metrics): pass it to
+// metrics.WithAlerts to export flowgate_alerts_firing{alert,resource}.
+//
+// This package owns the settings of a rules document's "alerting" section
+// and their defaults: Section (Config field for field, plus Webhook) with
+// Check for its problems and Options to build an Alerter; SetConfig applies
+// a reloaded section. WithSnapshots watches counts that are not an
+// engine's, such as the token service's decisions.
 package alerting

@@ -9,6 +9,7 @@ import (
 
 	"github.com/flowgate/flowgate/clock"
 	"github.com/flowgate/flowgate/flow"
+	"github.com/flowgate/flowgate/metrics"
 )
 
 var t0 = time.Date(2026, 1, 2, 3, 0, 0, 0, time.UTC)
@@ -132,4 +133,19 @@ func (r *rig) state(resource string) ResourceState {
 	}
 	r.t.Fatalf("no state for %q in %+v", resource, r.al.State())
 	return ResourceState{}
+}
+
+// An Alerter is what metrics.WithAlerts reads; this package itself does not
+// import metrics.
+var _ metrics.AlertSource = (*Alerter)(nil)
+
+type firingAlert struct{ Alert, Resource string }
+
+// firing collects what a.Firing yields.
+func firing(a *Alerter) []firingAlert {
+	var out []firingAlert
+	for name, res := range a.Firing() {
+		out = append(out, firingAlert{name, res})
+	}
+	return out
 }

@@ -24,7 +24,7 @@ func (a *Alerter) Start() {
 func (a *Alerter) loop(ctx context.Context, done chan struct{}) {
 	defer close(done)
 	for {
-		if a.clk.Sleep(ctx, a.cfg.Interval) != nil {
+		if a.clk.Sleep(ctx, a.Config().Interval) != nil { // SetConfig may change it
 			return
 		}
 		if err := a.Evaluate(ctx); err != nil {

@@ -71,3 +71,13 @@ func (w *window) counts() (admitted, blocked uint64) {
 	}
 	return last.admitted - base.admitted, last.blocked - base.blocked
 }
+
+// respaced returns a window over span with samples at least interval/2
+// apart, holding w's samples (oldest first, as add keeps them).
+func (w *window) respaced(span, interval time.Duration) window {
+	nw := newWindow(span, interval)
+	for i := range w.n {
+		nw.add(*w.at(i))
+	}
+	return nw
+}

@@ -46,8 +46,9 @@
 // closes it. The local fallback divides Limit by the last instance count
 // it trusted (a count read just after a wiped heartbeat set is not). Cluster concurrency permits are leases
 // that a live instance renews and a crashed one's expire
-// (WithConcurrencyTTL). Stats and ClusterMetrics (a metrics.ClusterSource)
-// expose request counts, latency and the breaker.
+// (WithConcurrencyTTL). Stats, Latency and BreakerOpen expose request
+// counts, latency and the breaker; the last two make a server a
+// metrics.ClusterSource without this package importing metrics.
 //
 // # Leasing
 //

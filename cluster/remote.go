@@ -13,7 +13,6 @@ import (
 	"github.com/flowgate/flowgate/clock"
 	"github.com/flowgate/flowgate/cluster/tokenpb"
 	"github.com/flowgate/flowgate/flow"
-	"github.com/flowgate/flowgate/metrics"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/connectivity"
 	"google.golang.org/grpc/credentials"
@@ -88,8 +87,7 @@ func (e *RemoteError) Error() string {
 }
 
 var (
-	_ flow.TokenServer      = (*RemoteTokenServer)(nil)
-	_ metrics.ClusterSource = (*RemoteTokenServer)(nil)
+	_ flow.TokenServer = (*RemoteTokenServer)(nil)
 
 	errRemoteNotReady = errors.New("no replica ready")
 )
@@ -365,17 +363,15 @@ func (s *RemoteTokenServer) Stats() Stats {
 	st := Stats{Passed: s.st.passed.Load(), Blocked: s.st.blocked.Load(), Errors: s.st.errors.Load(),
 		BreakerRejected: s.st.breakerRejected.Load(), LatencySum: time.Duration(s.st.sumNs.Load()),
 		BreakerOpen: s.BreakerOpen(), Instances: s.Instances()}
-	st.Latency = flow.Histogram{Bounds: latencyBounds, Counts: make([]uint64, len(s.st.hist))}
-	for i := range s.st.hist {
-		st.Latency.Counts[i] = s.st.hist[i].Load()
-	}
+	st.Latency = s.st.histogram()
 	return st
 }
 
-// ClusterMetrics implements metrics.ClusterSource.
-func (s *RemoteTokenServer) ClusterMetrics() metrics.ClusterMetrics {
-	st := s.Stats()
-	return metrics.ClusterMetrics{Duration: st.Latency, DurationSum: st.LatencySum, BreakerOpen: st.BreakerOpen}
+// Latency returns the round-trip histogram (seconds, failed calls included)
+// and the total time of those calls; with BreakerOpen it is what
+// metrics.WithCluster(ts) exports.
+func (s *RemoteTokenServer) Latency() (flow.Histogram, time.Duration) {
+	return s.st.histogram(), time.Duration(s.st.sumNs.Load())
 }
 
 // bearer is the per-call credential of WithRemoteToken.

@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"github.com/flowgate/flowgate/flow"
-	"github.com/flowgate/flowgate/metrics"
 )
 
 // latencyBounds are the upper bounds, in seconds, of the round-trip
@@ -27,6 +26,15 @@ func (s *stats) latency(ns int64) {
 		i++
 	}
 	s.hist[i].Add(1)
+}
+
+// histogram copies the round-trip counts now.
+func (s *stats) histogram() flow.Histogram {
+	h := flow.Histogram{Bounds: latencyBounds, Counts: make([]uint64, len(s.hist))}
+	for i := range s.hist {
+		h.Counts[i] = s.hist[i].Load()
+	}
+	return h
 }
 
 // Stats counts what a RedisTokenServer (or a RemoteTokenServer) did since
@@ -59,21 +67,17 @@ func (s *RedisTokenServer) Stats() Stats {
 		LatencySum:  time.Duration(s.st.sumNs.Load()),
 		BreakerOpen: s.br.open(), Instances: s.Instances(),
 	}
-	st.Latency = flow.Histogram{Bounds: latencyBounds, Counts: make([]uint64, len(s.st.hist))}
-	for i := range s.st.hist {
-		st.Latency.Counts[i] = s.st.hist[i].Load()
-	}
+	st.Latency = s.st.histogram()
 	return st
 }
 
 // BreakerOpen reports whether calls are failing fast without trying Redis.
 func (s *RedisTokenServer) BreakerOpen() bool { return s.br.open() }
 
-var _ metrics.ClusterSource = (*RedisTokenServer)(nil)
-
-// ClusterMetrics implements metrics.ClusterSource: round-trip latency and
-// the breaker state, for metrics.WithCluster(ts).
-func (s *RedisTokenServer) ClusterMetrics() metrics.ClusterMetrics {
-	st := s.Stats()
-	return metrics.ClusterMetrics{Duration: st.Latency, DurationSum: st.LatencySum, BreakerOpen: st.BreakerOpen}
+// Latency returns the round-trip histogram (seconds) and the total time of
+// those round trips, as Stats does. With BreakerOpen it is what
+// metrics.WithCluster(ts) exports; both name only flow and standard types,
+// so this package needs no import of the exporter.
+func (s *RedisTokenServer) Latency() (flow.Histogram, time.Duration) {
+	return s.st.histogram(), time.Duration(s.st.sumNs.Load())
 }

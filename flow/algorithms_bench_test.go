@@ -46,7 +46,7 @@ func BenchmarkAlgorithms(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
 				if d := l.tryAcquire(clock.Nanotime(clk), 1, 0); d.ok && conc {
-					l.release(1)
+					testRelease(l, 1)
 				}
 			}
 		})
@@ -58,7 +58,7 @@ func BenchmarkAlgorithms(b *testing.B) {
 			b.RunParallel(func(pb *testing.PB) {
 				for pb.Next() {
 					if d := l.tryAcquire(clock.Nanotime(clk), 1, 0); d.ok && conc {
-						l.release(1)
+						testRelease(l, 1)
 					}
 				}
 			})
@@ -112,8 +112,8 @@ func TestAlgorithmsZeroAlloc(t *testing.T) {
 				l.refund(now+int64(d.wait), 1)
 			}
 			l.tryAcquire(now, 2, 0)
-			l.release(1)
-			_ = l.remaining(now)
+			testRelease(l, 1)
+			_ = testRemaining(l, now)
 			clk.Advance(7 * time.Millisecond)
 		})
 		if allocs != 0 {

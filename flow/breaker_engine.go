@@ -52,8 +52,8 @@ type breakerRules struct {
 }
 
 // checkBreakers asks every breaker of rr that applies to the call; the
-// first that refuses gives the *BlockError, and the probes taken so far are
-// given back. The admitted uses go to st, for undo and the Permit.
+// first that refuses writes its refusal to st.refusal (see refuse), and
+// the probes taken so far are given back. The admitted uses go to st, for undo and the Permit.
 func (e *Engine) checkBreakers(a *entryArgs, resource string, rr *resourceRules, st *entryState) error {
 	for _, list := range [2][]*compiledRule{rr.breakers.keyed, rr.breakers.global} {
 		for _, cr := range list {
@@ -89,8 +89,11 @@ func (e *Engine) checkBreakers(a *entryArgs, resource string, rr *resourceRules,
 				}
 				e.undo(st)
 				rr.stats.block(st.now, cr.rule.Level)
-				return &BlockError{Resource: resource, Level: cr.rule.Level, RuleID: cr.rule.ID,
+				// Written into st, as refuse does, so Decide refuses
+				// without allocating here too.
+				st.refusal = BlockError{Resource: resource, Level: cr.rule.Level, RuleID: cr.rule.ID,
 					Reason: ReasonBreakerOpen, RetryAfter: v.retryAfter, Window: cr.rule.Window}
+				return errRefused
 			}
 			st.brk.add(breakerUse{b: b, cr: cr, key: key, v: v})
 		}

@@ -1,9 +1,6 @@
 package flow
 
-import (
-	"fmt"
-	"math"
-)
+import "math"
 
 // maxBreakerCount bounds an error_count threshold and MinRequests: the
 // window keeps 20-bit counts per bucket (see breakerWindow).
@@ -14,7 +11,7 @@ const maxBreakerCount = 100000
 func (r *Rule) breakerProblems() []error {
 	var errs []error
 	bad := func(field, format string, args ...any) {
-		errs = append(errs, fmt.Errorf("%s: "+format, append([]any{field}, args...)...))
+		errs = append(errs, fieldProblem(field, format, args...))
 	}
 	if r.Algorithm != AlgoCircuitBreaker {
 		for _, f := range []struct {

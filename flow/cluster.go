@@ -95,20 +95,9 @@ func (e *Engine) clusterLevel(a *entryArgs, resource string, rr *resourceRules, 
 		default:
 			e.cl.fbLocal.Add(1)
 			cr.recompute(e.AdaptiveFactor(), n)
-			lim, err := cr.limiterFor(key, st.now)
-			if err != nil {
-				e.logError("flow: building limiter", err, cr)
-				continue
+			if err := e.takeLocal(resource, rr, cr, key, st); err != nil {
+				return err
 			}
-			d := lim.tryAcquire(st.now, st.tokens, cr.rule.MaxWait)
-			if !d.ok {
-				if err := e.refuseOr(resource, rr, cr, d, cr.reason, st); err != nil {
-					return err
-				}
-				continue
-			}
-			st.take(takenLim{lim: lim, at: st.now + int64(d.wait), conc: cr.rule.Algorithm == AlgoConcurrency})
-			st.noteUnlessShadow(cr, d.wait, d.remaining, d.reset)
 		}
 	}
 	return nil

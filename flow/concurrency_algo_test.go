@@ -21,12 +21,12 @@ func TestConcurrencyCapsAndReleases(t *testing.T) {
 	if d := l.tryAcquire(now, 1, time.Hour); d.ok || d.never || d.retryAfter != 0 || d.wait != 0 {
 		t.Fatalf("4th call = %+v, want refused, retryAfter 0 (unknown)", d)
 	}
-	l.release(1)
+	testRelease(l, 1)
 	if d := l.tryAcquire(now, 1, 0); !d.ok {
 		t.Fatalf("after a release = %+v, want ok", d)
 	}
-	l.release(3)
-	if got := l.remaining(now); got != 3 {
+	testRelease(l, 3)
+	if got := testRemaining(l, now); got != 3 {
 		t.Fatalf("remaining after releasing all = %v, want 3", got)
 	}
 	if d := l.tryAcquire(now, 4, 0); !d.never {
@@ -42,7 +42,7 @@ func TestConcurrencySetLimit(t *testing.T) {
 	now := clk.Nanotime()
 	drain(t, l, now)
 	l.setLimit(now, 1) // three in flight stay; nobody new until below 1
-	l.release(2)
+	testRelease(l, 2)
 	if d := l.tryAcquire(now, 1, 0); d.ok {
 		t.Fatalf("one in flight at cap 1: %+v, want refused", d)
 	}
@@ -51,7 +51,7 @@ func TestConcurrencySetLimit(t *testing.T) {
 		t.Fatalf("cap raised to 5 with 1 in flight: admitted %d, want 4", got)
 	}
 	// An adaptive factor below 1/limit still leaves one permit.
-	l.release(5)
+	testRelease(l, 5)
 	l.setLimit(now, 0.4)
 	if got, _ := drain(t, l, now); got != 1 {
 		t.Fatalf("limit 0.4: admitted %d, want 1 (capacity is at least 1)", got)
@@ -62,8 +62,8 @@ func TestConcurrencyOverReleaseDoesNotOpenRoom(t *testing.T) {
 	l, clk := newTestLimiter(t, concRule(), 3)
 	now := clk.Nanotime()
 	l.tryAcquire(now, 1, 0)
-	l.release(1)
-	l.release(1) // twice: ignored below zero
+	testRelease(l, 1)
+	testRelease(l, 1) // twice: ignored below zero
 	if got, _ := drain(t, l, now); got != 3 {
 		t.Fatalf("after releasing one permit twice, admitted %d, want the cap, 3", got)
 	}

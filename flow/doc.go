@@ -9,7 +9,10 @@
 //	}
 //	defer p.Exit()
 //
-// or lets Guard do both around a function.
+// or lets Guard do both around a function. Decide is Entry returning a
+// Decision by value, for callers that answer refusals themselves (the HTTP
+// and gRPC middleware): a refused Decide allocates nothing, where Entry
+// allocates its *BlockError.
 //
 // # Levels
 //

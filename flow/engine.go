@@ -140,15 +140,6 @@ func (e *Engine) InFlight() int64 {
 	return n
 }
 
-// now reads the engine's clock: once per Entry, and at the Exits that
-// measure response time (see WithRTSampling).
-func (e *Engine) now() int64 {
-	if e.mono != nil {
-		return e.mono.Nanotime()
-	}
-	return clock.Nanotime(e.cf.clk)
-}
-
 // Sweep forgets, now, every user and IP idle past its rule's IdleTTL. Entry
 // does this lazily; Sweep is for callers who want memory back sooner.
 func (e *Engine) Sweep() {

@@ -101,9 +101,40 @@ func BenchmarkEntryBlocked(b *testing.B) {
 	}
 }
 
+// BenchmarkDecideBlocked is BenchmarkEntryBlocked through Decide: the
+// refusal comes back by value, so it allocates nothing. Compare it with
+// BenchmarkRateAllowBlocked in the same run.
+func BenchmarkDecideBlocked(b *testing.B) {
+	e := benchEngine(b, Rule{ID: "tb", Resource: "r", Algorithm: AlgoTokenBucket, Limit: 1, Window: time.Hour})
+	for range 2 { // as in BenchmarkEntryBlocked
+		if d := e.Decide("r"); d.Allowed {
+			d.Permit.Exit()
+		}
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if d := e.Decide("r"); d.Allowed {
+			b.Fatal("passed")
+		}
+	}
+}
+
+// BenchmarkDecideExitPass is BenchmarkEntryExitPass through Decide.
+func BenchmarkDecideExitPass(b *testing.B) {
+	e := benchEngine(b, bigBucket)
+	b.ReportAllocs()
+	for b.Loop() {
+		d := e.Decide("r")
+		if !d.Allowed {
+			b.Fatal("blocked")
+		}
+		d.Permit.Exit()
+	}
+}
+
 // BenchmarkEntryBlockedParallel: refusals from every P at once. A refusal
 // writes nothing to the bucket but reads its state as a reservation would
-// (asking for the line exclusive, see warmup's loadW), and counts itself in
+// (asking for the line exclusive, see hotpath.LoadForWrite), and counts itself in
 // the resource's current statistics bucket: both lines move between cores.
 func BenchmarkEntryBlockedParallel(b *testing.B) {
 	e := benchEngine(b, Rule{ID: "tb", Resource: "r", Algorithm: AlgoTokenBucket, Limit: 1, Window: time.Hour})

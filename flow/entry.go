@@ -4,6 +4,8 @@ import (
 	"context"
 	"log/slog"
 	"time"
+
+	"github.com/flowgate/flowgate/clock"
 )
 
 // Entry asks to enter resource. It returns a Permit to Exit when the call is
@@ -25,16 +27,21 @@ import (
 // The clock is read once per Entry (and by the Exits that measure response
 // time, 1 in 8 on the real clock: see WithRTSampling). The pass path
 // allocates nothing (Permits are pooled, see Permit.Exit); a refusal
-// allocates the *BlockError.
+// allocates the *BlockError (Decide refuses without allocating).
 func (e *Engine) Entry(resource string, opts ...EntryOption) (*Permit, error) {
-	return e.entry(nil, resource, opts)
+	return e.decide(nil, resource, opts, nil)
+}
+
+// entry is Entry with the context Guard passes.
+func (e *Engine) entry(ctx context.Context, resource string, opts []EntryOption) (*Permit, error) {
+	return e.decide(ctx, resource, opts, nil)
 }
 
 // takenLim is a local limiter a call took permits from.
 type takenLim struct {
 	lim  limiter
-	at   int64 // the moment the permits were taken for: now, or now+wait when queued
-	conc bool  // concurrency: released on Exit
+	at   int64  // the moment the permits were taken for: now, or now+wait when queued
+	held holder // lim when it holds permits until Exit (concurrency caps): released then
 }
 
 // clusterGrant is a token server answer to give back or release.
@@ -49,6 +56,8 @@ type clusterGrant struct {
 // escape through the limiter interface calls); past its size they spill to
 // the heap.
 type entryState struct {
+	refusal  BlockError // written by refuse (held by value: see decide)
+	prio     Priority   // the call's WithPriority, for classed limiters
 	now      int64
 	tokens   int
 	nTaken   int
@@ -89,6 +98,39 @@ func (st *entryState) note(cr *compiledRule, wait time.Duration, remaining float
 	}
 }
 
+// entryArgs is the parsed form of the EntryOptions of one call.
+type entryArgs struct {
+	ctx    context.Context
+	user   string
+	ip     string
+	tokens int
+	prio   Priority
+}
+
+func parseEntry(ctx context.Context, opts []EntryOption) entryArgs {
+	a := entryArgs{ctx: ctx, tokens: 1}
+	for i := range opts {
+		o := &opts[i]
+		switch o.kind {
+		case optContext:
+			if o.ctx != nil {
+				a.ctx = o.ctx
+			}
+		case optUser:
+			a.user = o.s
+		case optIP:
+			a.ip = o.s
+		case optTokens:
+			if o.n > 1 {
+				a.tokens = o.n
+			}
+		case optPriority:
+			a.prio = Priority(o.n)
+		}
+	}
+	return a
+}
+
 func (a *entryArgs) context() context.Context {
 	if a.ctx == nil {
 		return context.Background()
@@ -96,7 +138,20 @@ func (a *entryArgs) context() context.Context {
 	return a.ctx
 }
 
-func (e *Engine) entry(ctx context.Context, resource string, opts []EntryOption) (*Permit, error) {
+// now reads the engine's clock: once per Entry, and at the Exits that
+// measure response time (see WithRTSampling).
+func (e *Engine) now() int64 {
+	if e.mono != nil {
+		return e.mono.Nanotime()
+	}
+	return clock.Nanotime(e.cf.clk)
+}
+
+// decide admits the call and returns its Permit, or returns nil and the
+// refusal as a *BlockError, written to be (Decide's, on its caller's stack)
+// or, when be is nil, to a new one (Entry's error: Entry is then this call
+// alone, and inlines).
+func (e *Engine) decide(ctx context.Context, resource string, opts []EntryOption, be *BlockError) (*Permit, error) {
 	a := parseEntry(ctx, opts)
 	rr := e.rules.Load().byResource[resource]
 	sys := e.sysLimit.Load()
@@ -116,7 +171,9 @@ func (e *Engine) entry(ctx context.Context, resource string, opts []EntryOption)
 			if n <= sys {
 				reason = ReasonPriority
 			}
-			return nil, &BlockError{Resource: resource, Level: LevelSystem, Reason: reason}
+			be = refusalIn(be)
+			*be = BlockError{Resource: resource, Level: LevelSystem, Reason: reason}
+			return nil, be
 		}
 		if rr == nil {
 			e.unruled.Add(1)
@@ -130,18 +187,27 @@ func (e *Engine) entry(ctx context.Context, resource string, opts []EntryOption)
 			if sys > 0 {
 				e.sysInFlight.Add(-1)
 			}
+			if be != nil { // Decide: the refusal goes in its Block
+				*be = *err.(*BlockError)
+				return nil, be
+			}
 			return nil, err
 		}
 	}
 	if cr := rr.single; cr != nil && sys <= 0 {
-		return e.entrySingle(resource, rr, cr, now, a.tokens)
+		return e.entrySingle(resource, rr, cr, now, a.tokens, be)
 	}
-	st := entryState{now: now, tokens: a.tokens}
-	if err := e.admit(&a, resource, rr, &st); err != nil {
+	// The refusal is written into st, not through be: undo hands what st
+	// holds to the token server, so the compiler treats everything st
+	// points to as escaping, and be would go to the heap.
+	st := entryState{now: now, tokens: a.tokens, prio: a.prio}
+	if e.admit(&a, resource, rr, &st) != nil {
 		if sys > 0 {
 			e.sysInFlight.Add(-1)
 		}
-		return nil, err
+		be = refusalIn(be)
+		*be = st.refusal
+		return nil, be
 	}
 	if st.wait > 0 {
 		if err := e.cf.clk.Sleep(a.context(), st.wait); err != nil {
@@ -151,8 +217,10 @@ func (e *Engine) entry(ctx context.Context, resource string, opts []EntryOption)
 			e.undo(&st)
 			cr := st.waitRule
 			rr.stats.block(now, cr.rule.Level)
-			return nil, &BlockError{Resource: resource, Level: cr.rule.Level, RuleID: cr.rule.ID,
+			be = refusalIn(be)
+			*be = BlockError{Resource: resource, Level: cr.rule.Level, RuleID: cr.rule.ID,
 				Reason: ReasonWaitCancelled, Limit: cr.limit(), Window: cr.rule.Window, Err: err}
+			return nil, be
 		}
 	}
 	p := e.getPermit(now + int64(st.wait))
@@ -161,13 +229,13 @@ func (e *Engine) entry(ctx context.Context, resource string, opts []EntryOption)
 	p.waited = st.wait
 	p.quota = st.quota
 	for _, t := range st.taken[:st.nTaken] {
-		if t.conc {
-			p.held = append(p.held, t.lim)
+		if t.held != nil {
+			p.held = append(p.held, t.held)
 		}
 	}
 	for _, t := range st.more {
-		if t.conc {
-			p.held = append(p.held, t.lim)
+		if t.held != nil {
+			p.held = append(p.held, t.held)
 		}
 	}
 	for _, g := range st.grants {
@@ -186,11 +254,13 @@ func (e *Engine) entry(ctx context.Context, resource string, opts []EntryOption)
 // system guard is off: one decision, nothing to give back, no wait, nothing
 // held, so none of entryState's bookkeeping. It decides exactly as the
 // general path does.
-func (e *Engine) entrySingle(resource string, rr *resourceRules, cr *compiledRule, now int64, tokens int) (*Permit, error) {
+func (e *Engine) entrySingle(resource string, rr *resourceRules, cr *compiledRule, now int64, tokens int, be *BlockError) (*Permit, error) {
 	lim, _ := cr.limiterFor("", now) // global: never fails
 	d := lim.tryAcquire(now, tokens, 0)
 	if !d.ok {
-		return nil, blocked(resource, rr, cr, &d, cr.reason, now)
+		be = refusalIn(be)
+		blocked(be, resource, rr, cr, &d, cr.reason, now)
+		return nil, be
 	}
 	p := e.getPermit(now + int64(d.wait))
 	p.stats = rr.stats
@@ -202,7 +272,7 @@ func (e *Engine) entrySingle(resource string, rr *resourceRules, cr *compiledRul
 }
 
 // admit takes permits at every level that applies, or gives back what it
-// took and returns the *BlockError of the first rule that refused.
+// took, writes the first refusal to st.refusal and returns errRefused.
 func (e *Engine) admit(a *entryArgs, resource string, rr *resourceRules, st *entryState) error {
 	if rr.breakers != nil {
 		if err := e.checkBreakers(a, resource, rr, st); err != nil {
@@ -226,31 +296,9 @@ func (e *Engine) admit(a *entryArgs, resource string, rr *resourceRules, st *ent
 			}
 		}
 		for _, cr := range lr.local {
-			lim, err := cr.limiterFor(key, st.now)
-			if err != nil {
-				// Unreachable for validated rules (LoadRules built one);
-				// fail open rather than refuse every call.
-				e.logError("flow: building limiter", err, cr)
-				continue
+			if err := e.takeLocal(resource, rr, cr, key, st); err != nil {
+				return err
 			}
-			var d decision
-			if cr.classed {
-				d = lim.(classLimiter).tryAcquireClass(st.now, st.tokens, a.prio, cr.shares[a.prio+1])
-			} else {
-				d = lim.tryAcquire(st.now, st.tokens, cr.rule.MaxWait)
-			}
-			if !d.ok {
-				reason := cr.reason
-				if d.shed {
-					reason = ReasonPriority
-				}
-				if err := e.refuseOr(resource, rr, cr, d, reason, st); err != nil {
-					return err
-				}
-				continue // shadow: nothing taken, the call goes on
-			}
-			st.take(takenLim{lim: lim, at: st.now + int64(d.wait), conc: cr.classed})
-			st.noteUnlessShadow(cr, d.wait, d.remaining, d.reset)
 		}
 		for _, g := range [2]*clusterGroup{&lr.cluster, &lr.shadowCluster} {
 			if len(g.crs) > 0 {
@@ -263,19 +311,63 @@ func (e *Engine) admit(a *entryArgs, resource string, rr *resourceRules, st *ent
 	return nil
 }
 
-// refuse gives back everything st took, counts the block and builds the
-// error (the one allocation of a refused call).
-func (e *Engine) refuse(resource string, rr *resourceRules, cr *compiledRule, d decision, reason string, st *entryState) error {
-	e.undo(st)
-	return blocked(resource, rr, cr, &d, reason, st.now)
+// takeLocal takes st.tokens permits for key from cr's own limiter (a local
+// rule, or a cluster rule falling back to local), noting what it took so
+// undo can give it back, or refuses the call (see refuse).
+func (e *Engine) takeLocal(resource string, rr *resourceRules, cr *compiledRule, key string, st *entryState) error {
+	lim, err := cr.limiterFor(key, st.now)
+	if err != nil {
+		// Unreachable for validated rules (LoadRules built one); fail open
+		// rather than refuse every call.
+		e.logError("flow: building limiter", err, cr)
+		return nil
+	}
+	var d decision
+	if cr.classed {
+		d = lim.(classLimiter).tryAcquireClass(st.now, st.tokens, st.prio, cr.shares[st.prio+1])
+	} else {
+		d = lim.tryAcquire(st.now, st.tokens, cr.rule.MaxWait)
+	}
+	if !d.ok {
+		reason := cr.reason
+		if d.shed {
+			reason = ReasonPriority
+		}
+		return e.refuseOr(resource, rr, cr, d, reason, st) // shadow: nil, nothing taken
+	}
+	h, _ := lim.(holder)
+	st.take(takenLim{lim: lim, at: st.now + int64(d.wait), held: h})
+	st.noteUnlessShadow(cr, d.wait, d.remaining, d.reset)
+	return nil
 }
 
-// blocked counts a refusal at now and builds its error. d by pointer: a
+// errRefused tells admit's callers that the refusal is in st.refusal: a
+// static error value (typed error, so returning it converts nothing), so
+// refusing allocates nothing.
+var errRefused error = errorString("flow: refused")
+
+// refuse gives back everything st took, counts the block, writes the
+// refusal to st.refusal and returns errRefused.
+func (e *Engine) refuse(resource string, rr *resourceRules, cr *compiledRule, d decision, reason string, st *entryState) error {
+	e.undo(st)
+	blocked(&st.refusal, resource, rr, cr, &d, reason, st.now)
+	return errRefused
+}
+
+// refusalIn is where a refusal is written: the caller's be, or a new one.
+func refusalIn(be *BlockError) *BlockError {
+	if be == nil {
+		return new(BlockError)
+	}
+	return be
+}
+
+// blocked counts a refusal at now and writes it to *be. d by pointer: a
 // copy of the decision as it was just stored field by field stalls on
 // store-to-load forwarding.
-func blocked(resource string, rr *resourceRules, cr *compiledRule, d *decision, reason string, now int64) error {
+func blocked(be *BlockError, resource string, rr *resourceRules, cr *compiledRule, d *decision, reason string, now int64) {
 	rr.stats.block(now, cr.rule.Level)
-	be := &BlockError{Resource: resource, Level: cr.rule.Level, RuleID: cr.rule.ID, Reason: reason,
+	*be = BlockError{Resource: resource, Level: cr.rule.Level, RuleID: cr.rule.ID, Reason: reason,
 		RetryAfter: d.retryAfter, Never: d.never, Limit: cr.limit(), Window: cr.rule.Window, Remaining: d.remaining}
 	if d.limit > 0 {
 		be.Limit = d.limit
@@ -283,7 +375,6 @@ func blocked(resource string, rr *resourceRules, cr *compiledRule, d *decision, 
 	if d.never {
 		be.RetryAfter = Never
 	}
-	return be
 }
 
 // undo gives back every permit st took, local and cluster. Each limiter is

@@ -79,3 +79,9 @@ func (e *BlockError) Is(target error) bool { return target == ErrBlocked }
 
 // Unwrap returns the context error of a cancelled wait, or nil.
 func (e *BlockError) Unwrap() error { return e.Err }
+
+// onHeap copies a refusal built on the stack to the heap, for Entry's error.
+func (be *BlockError) onHeap() error {
+	c := *be
+	return &c
+}

@@ -36,6 +36,28 @@ func ExampleEngine_Entry() {
 	// call 3: blocked by orders-per-user at user level, retry after 1m0s
 }
 
+func ExampleEngine_Decide() {
+	eng := flow.NewEngine(flow.WithClock(clock.NewFake(time.Unix(0, 0))))
+	err := eng.LoadRules([]flow.Rule{{
+		ID: "search", Resource: "GET /search", Algorithm: flow.AlgoFixedWindow, Limit: 1, Window: time.Second,
+	}})
+	if err != nil {
+		panic(err)
+	}
+	for i := 1; i <= 2; i++ {
+		d := eng.Decide("GET /search")
+		if !d.Allowed { // d.Block is the refusal, by value: nothing allocated
+			fmt.Printf("call %d: %s by %s, retry after %v\n", i, d.Block.Reason, d.Block.RuleID, d.Block.RetryAfter)
+			continue
+		}
+		fmt.Printf("call %d: passed\n", i)
+		d.Permit.Exit()
+	}
+	// Output:
+	// call 1: passed
+	// call 2: rate limited by search, retry after 1s
+}
+
 func ExampleEngine_Guard() {
 	eng := flow.NewEngine(flow.WithClock(clock.NewFake(time.Unix(0, 0))))
 	if err := eng.LoadRules([]flow.Rule{{ID: "db", Resource: "db", Algorithm: flow.AlgoConcurrency, Limit: 1}}); err != nil {

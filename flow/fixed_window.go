@@ -89,8 +89,6 @@ func (w *fixedWindow) refund(at int64, n int) {
 	}
 }
 
-func (w *fixedWindow) release(int) {}
-
 // setLimit changes the capacity; the counts stay, so a lowered limit may
 // leave the current window over it until the window ends.
 func (w *fixedWindow) setLimit(_ int64, limit float64) {

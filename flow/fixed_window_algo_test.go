@@ -73,8 +73,8 @@ func TestFixedWindowSetLimitKeepsCount(t *testing.T) {
 		l.tryAcquire(now, 1, 0)
 	}
 	l.setLimit(now, 5)
-	if d := l.tryAcquire(now, 1, 0); d.ok || l.remaining(now) != 0 {
-		t.Fatalf("6 taken, limit lowered to 5: %+v, remaining %v; want refused, 0", d, l.remaining(now))
+	if d := l.tryAcquire(now, 1, 0); d.ok || testRemaining(l, now) != 0 {
+		t.Fatalf("6 taken, limit lowered to 5: %+v, remaining %v; want refused, 0", d, testRemaining(l, now))
 	}
 	l.setLimit(now, 20)
 	if got, _ := drain(t, l, now); got != 14 {

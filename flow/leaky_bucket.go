@@ -88,8 +88,6 @@ func (b *leakyBucket) refund(at int64, n int) {
 	b.last.CompareAndSwap(at, at-b.cost(n))
 }
 
-func (b *leakyBucket) release(int) {}
-
 // setLimit changes the spacing for calls from now on; the latest slot stays
 // where it is, so calls already queued keep their slots.
 func (b *leakyBucket) setLimit(_ int64, limit float64) {

@@ -16,15 +16,16 @@ type limiter interface {
 	// refund gives back n permits taken by a tryAcquire whose call did not go
 	// ahead because a later level or rule refused.
 	refund(now int64, n int)
-	// release ends n in-flight permits (concurrency); a no-op for rate algorithms.
-	release(n int)
 	// setLimit changes the effective limit (permits per window, or in flight),
 	// e.g. when the adaptive controller scales the rule. Keeps state (a token
 	// bucket keeps Guava's SetRate semantics; a window keeps its counts).
 	setLimit(now int64, limit float64)
-	// remaining reports the permits left at now, for quota headers and snapshots.
-	remaining(now int64) float64
 }
+
+// Only the concurrency caps (concurrency, adaptive_concurrency) hold
+// permits past Entry: they are holders, which the engine keeps and
+// releases on Exit, so release is not part of limiter. Each algorithm also has remaining(now), the permits left at
+// now, which the shared test suite checks.
 
 // decision is the outcome of one limiter's tryAcquire: a small value, never
 // allocated.
@@ -37,4 +38,10 @@ type decision struct {
 	reset      time.Duration // time until the quota is fully restored / the window resets
 	shed       bool          // !ok: refused for the call's priority (the whole limit had room)
 	limit      float64       // the limiter's own current limit (adaptive); 0: the rule's
+}
+
+// holder is a limiter whose permits stay taken until Exit releases them.
+type holder interface {
+	limiter
+	release(n int)
 }

@@ -123,36 +123,3 @@ type ExitOption struct {
 
 // WithError records that the guarded call failed with err (nil: success).
 func WithError(err error) ExitOption { return ExitOption{err: err} }
-
-// entryArgs is the parsed form of the EntryOptions of one call.
-type entryArgs struct {
-	ctx    context.Context
-	user   string
-	ip     string
-	tokens int
-	prio   Priority
-}
-
-func parseEntry(ctx context.Context, opts []EntryOption) entryArgs {
-	a := entryArgs{ctx: ctx, tokens: 1}
-	for i := range opts {
-		o := &opts[i]
-		switch o.kind {
-		case optContext:
-			if o.ctx != nil {
-				a.ctx = o.ctx
-			}
-		case optUser:
-			a.user = o.s
-		case optIP:
-			a.ip = o.s
-		case optTokens:
-			if o.n > 1 {
-				a.tokens = o.n
-			}
-		case optPriority:
-			a.prio = Priority(o.n)
-		}
-	}
-	return a
-}

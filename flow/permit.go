@@ -6,7 +6,8 @@ import (
 	"math/rand/v2"
 	"sync/atomic"
 	"time"
-	"unsafe"
+
+	"github.com/flowgate/flowgate/internal/hotpath"
 )
 
 // Permit is a call admitted by Entry. Call Exit exactly when the call ends.
@@ -37,12 +38,12 @@ type Permit struct {
 	quota  quotaNote
 	// sysCounted: counted in Engine.sysInFlight; unruled: in Engine.unruled.
 	sysCounted, unruled bool
-	held                []limiter      // concurrency limiters to release
+	held                []holder       // concurrency caps to release
 	grants              []clusterGrant // token server grants to release
 	brk                 []breakerUse   // circuit breakers to tell the outcome
-	// The size a multiple of 64 B, so the allocator's size class lays
-	// permits on whole cache lines: two permits sharing a line (those of
-	// two Ps, made one after the other) had every Entry and Exit on one
+	// The size a multiple of hotpath.CacheLine, so the allocator's size
+	// class lays permits on whole lines: two permits sharing a line (those
+	// of two Ps, made one after the other) had every Entry and Exit on one
 	// core invalidate the other's. TestPermitSize holds it.
 	_ [16]byte
 }
@@ -68,13 +69,11 @@ func (e *Engine) getPermit(start int64) *Permit {
 		p = &Permit{eng: e, rng: rand.Uint64(), lane: e.permitSeq.Add(1)}
 	}
 	p.start = start
-	// A plain store, not an atomic one (an XCHG, a full fence, on amd64:
-	// about a sixth of a pass's time): between the pool's Get and Entry's
-	// return the permit is ours alone, and whoever calls Exit later got it
-	// from us through something that orders memory (the pool's Put and Get
-	// do too). A stale pointer's Exit racing this is the misuse Permit's doc
-	// forbids.
-	*(*uint32)(unsafe.Pointer(&p.state)) = permitActive
+	// Between the pool's Get and Entry's return the permit is ours alone,
+	// and whoever calls Exit later got it from us through something that
+	// orders memory (the pool's Put and Get do too). A stale pointer's Exit
+	// racing this is the misuse Permit's doc forbids.
+	hotpath.StoreUnpublished32(&p.state, permitActive)
 	return p
 }
 

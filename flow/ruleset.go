@@ -2,7 +2,6 @@ package flow
 
 import (
 	"errors"
-	"fmt"
 	"math"
 	"sort"
 	"sync"
@@ -231,7 +230,7 @@ func (e *Engine) compile(rules []Rule, old *ruleSet, now int64) (*ruleSet, map[s
 		if cr == nil {
 			var err error
 			if cr, err = e.newCompiled(r, factor, now); err != nil {
-				errs = append(errs, fmt.Errorf("%s%w", rulePrefix(i, r.ID), err))
+				errs = append(errs, &RuleError{Index: i, ID: r.ID, Msg: err.Error(), cause: err})
 				continue
 			}
 		}

@@ -128,3 +128,25 @@ func TestShadowAdaptiveRuleShedsNoLowCall(t *testing.T) {
 		t.Fatal("enforcing: no low call shed at factor 0.1; the check above proves nothing")
 	}
 }
+
+// Decide decides as Entry does: a shadow rule over its limit admits, and
+// counts, without allocating.
+func TestShadowDecide(t *testing.T) {
+	r := fw("fw", "r", LevelGlobal, 1, time.Hour)
+	r.Shadow = true
+	e, _ := newTestEngine(t, r)
+	call := func() {
+		d := e.Decide("r")
+		if !d.Allowed || d.Err() != nil {
+			t.Fatalf("Decide: %+v", d.Block)
+		}
+		d.Permit.Exit()
+	}
+	call()
+	if n := testing.AllocsPerRun(100, call); n != 0 && !raceEnabled {
+		t.Errorf("%v allocs per Decide through a shadow refusal, want 0", n)
+	}
+	if got := shadowCount(e, "fw"); got != 101 {
+		t.Errorf("ShadowBlocked = %d, want 101", got)
+	}
+}

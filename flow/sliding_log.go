@@ -148,8 +148,6 @@ func (l *slidingLog) refund(at int64, n int) {
 	}
 }
 
-func (l *slidingLog) release(int) {}
-
 // setLimit changes the capacity. A capacity above the ring's size grows the
 // ring (one allocation, off the per-call path: limits change rarely), keeping
 // the entries in order.

@@ -139,7 +139,7 @@ func TestSlidingLogRetryAfterIsTheOldestRelevantEntry(t *testing.T) {
 	if d := l.tryAcquire(now, 2, 0); d.ok || d.retryAfter != 600*time.Millisecond {
 		t.Fatalf("2 permits = %+v, want retryAfter 600ms (second entry leaves)", d)
 	}
-	if got := l.remaining(now); got != 0 {
+	if got := testRemaining(l, now); got != 0 {
 		t.Fatalf("remaining %v, want 0", got)
 	}
 }
@@ -155,10 +155,10 @@ func TestSlidingLogMemoryBoundedAndSetLimit(t *testing.T) {
 		t.Fatalf("ring len %d holding %d after 10000 calls, want 5", len(sl.buf), sl.size)
 	}
 	now := clk.Nanotime()
-	before := l.remaining(now)
+	before := testRemaining(l, now)
 	l.setLimit(now, 8) // grows the ring, keeps the entries in order
-	if len(sl.buf) != 8 || l.remaining(now) != before+3 {
-		t.Fatalf("after raising to 8: ring %d, remaining %v; want 8 and %v", len(sl.buf), l.remaining(now), before+3)
+	if len(sl.buf) != 8 || testRemaining(l, now) != before+3 {
+		t.Fatalf("after raising to 8: ring %d, remaining %v; want 8 and %v", len(sl.buf), testRemaining(l, now), before+3)
 	}
 	l.setLimit(now, 2) // shrinks the capacity, not the ring
 	if len(sl.buf) != 8 {

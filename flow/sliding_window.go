@@ -183,8 +183,6 @@ func (s *slidingWindow) refund(at int64, n int) {
 	s.counts[s.hs] = max(s.counts[s.hs]-int32(n), 0)
 }
 
-func (s *slidingWindow) release(int) {}
-
 // setLimit changes the capacity; the counts stay.
 func (s *slidingWindow) setLimit(_ int64, limit float64) {
 	s.mu.Lock()

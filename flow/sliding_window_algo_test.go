@@ -28,7 +28,7 @@ func TestSlidingWindowEstimator(t *testing.T) {
 		}
 		clk.Advance(time.Second)
 		now := clk.Nanotime()
-		if got := l.remaining(now); got != tc.remaining {
+		if got := testRemaining(l, now); got != tc.remaining {
 			t.Errorf("buckets %d: remaining %v, want %v", tc.buckets, got, tc.remaining)
 		}
 		got, d := drain(t, l, now)

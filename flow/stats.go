@@ -1,11 +1,11 @@
 package flow
 
 import (
-	"math"
-	"math/bits"
 	"runtime"
 	"sync/atomic"
 	"time"
+
+	"github.com/flowgate/flowgate/internal/hotpath"
 )
 
 // histBounds are the shared histogram bounds, in seconds (Prometheus'
@@ -75,16 +75,6 @@ const lanePad = 3
 // maxLanes bounds the lanes of a resource: (buckets+3)*24 B each.
 const maxLanes = 16
 
-// laneCount is the lanes for GOMAXPROCS procs: a power of two, twice the
-// procs so that permits handed out to different Ps rarely share a lane.
-func laneCount(procs int) int {
-	n := 1
-	for n < 2*procs && n < maxLanes {
-		n <<= 1
-	}
-	return n
-}
-
 // resourceStats are one resource's counters, updated with atomics only:
 // Entry and Exit never lock, Snapshot never blocks them.
 type resourceStats struct {
@@ -96,7 +86,7 @@ type resourceStats struct {
 	lanes            []laneBucket
 	stride, laneMask uint64
 	// Divisions by bucketNs and len(ring) as multiplications.
-	byBucket, byRing divider
+	byBucket, byRing hotpath.Divider
 
 	// Folded lifetime totals; the live part sits in the ring.
 	passed    atomic.Uint64
@@ -119,11 +109,11 @@ type resourceStats struct {
 
 func newResourceStats(name string, window time.Duration, buckets int) *resourceStats {
 	bn := max(int64(window)/int64(buckets), 1)
-	nl := laneCount(runtime.GOMAXPROCS(0))
+	nl := hotpath.LaneCount(runtime.GOMAXPROCS(0), maxLanes)
 	stride := buckets + lanePad
 	s := &resourceStats{name: name, ring: make([]statBucket, buckets), bucketNs: bn,
 		lanes: make([]laneBucket, lanePad+nl*stride), stride: uint64(stride), laneMask: uint64(nl - 1),
-		byBucket: newDivider(uint64(bn)), byRing: newDivider(uint64(buckets))}
+		byBucket: hotpath.NewDivider(uint64(bn)), byRing: hotpath.NewDivider(uint64(buckets))}
 	// No bucket is current before its first use (pads included: they stay
 	// empty, and are summed with the rest).
 	for i := range s.ring {
@@ -137,7 +127,7 @@ func newResourceStats(name string, window time.Duration, buckets int) *resourceS
 
 func (s *resourceStats) epochOf(now int64) int64 {
 	if now >= 0 {
-		return int64(s.byBucket.div(uint64(now)))
+		return int64(s.byBucket.Div(uint64(now)))
 	}
 	idx := now / s.bucketNs
 	if now < 0 && now%s.bucketNs != 0 {
@@ -149,7 +139,7 @@ func (s *resourceStats) epochOf(now int64) int64 {
 func (s *resourceStats) bucket(now int64) *statBucket { return s.bucketAt(s.epochOf(now)) }
 
 func (s *resourceStats) bucketAt(idx int64) *statBucket {
-	b := &s.ring[s.byRing.mod(uint64(idx))]
+	b := &s.ring[s.byRing.Mod(uint64(idx))]
 	if e := b.epoch.Load(); e < idx && b.epoch.CompareAndSwap(e, idx) {
 		s.turnOver(b)
 	}
@@ -159,7 +149,7 @@ func (s *resourceStats) bucketAt(idx int64) *statBucket {
 // laneBucket is lane's bucket at now, claimed for now's epoch as bucket does.
 func (s *resourceStats) laneBucket(now int64, lane uint32) *laneBucket {
 	idx := s.epochOf(now)
-	b := &s.lanes[lanePad+(uint64(lane)&s.laneMask)*s.stride+s.byRing.mod(uint64(idx))]
+	b := &s.lanes[lanePad+(uint64(lane)&s.laneMask)*s.stride+s.byRing.Mod(uint64(idx))]
 	if e := b.epoch.Load(); e < idx && b.epoch.CompareAndSwap(e, idx) {
 		s.folding.Add(1)
 		s.passed.Add(b.passed.Swap(0))
@@ -357,27 +347,4 @@ func (s *resourceStats) read(now int64) ResourceStats {
 	}
 	out.Recent = w
 	return out
-}
-
-// divider divides by a fixed d with one multiplication: q = hi(n*m) with
-// m = floor((2^64-1)/d) is floor(n/d) or one less for every n < 2^63 (the
-// error of n*m/2^64 is below n(d+1)/(d*2^64) < 1), and the remainder test
-// corrects it. A hardware division costs several times more.
-type divider struct{ d, m uint64 }
-
-func newDivider(d uint64) divider { return divider{d: d, m: math.MaxUint64 / d} }
-
-func (v divider) div(n uint64) uint64 {
-	q, _ := bits.Mul64(n, v.m)
-	if n-q*v.d >= v.d {
-		q++
-	}
-	return q
-}
-
-func (v divider) mod(n uint64) uint64 {
-	if n >= 1<<63 { // only for negative epochs (a clock before its origin)
-		return n % v.d
-	}
-	return n - v.div(n)*v.d
 }

@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
-	"math/rand/v2"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -296,26 +294,6 @@ func errIf(b bool) error {
 		return errors.New("failed")
 	}
 	return nil
-}
-
-// TestDivider checks the multiply-and-correct division against the
-// hardware's, at the edges and on random values.
-func TestDivider(t *testing.T) {
-	ds := []uint64{1, 2, 3, 7, 10, 1000, 100_000_000, 1<<32 + 1, 1<<62 + 3, math.MaxInt64}
-	ns := []uint64{0, 1, 2, 9, 10, 11, 99_999_999, 100_000_000, 1 << 40, math.MaxInt64 - 1, math.MaxInt64}
-	r := rand.New(rand.NewPCG(1, 2))
-	for range 2000 {
-		ns = append(ns, r.Uint64N(math.MaxInt64))
-		ds = append(ds, 1+r.Uint64N(1<<uint(1+r.IntN(62))))
-	}
-	for _, d := range ds {
-		v := newDivider(d)
-		for _, n := range ns {
-			if q, m := v.div(n), v.mod(n); q != n/d || m != n%d {
-				t.Fatalf("%d / %d: got %d rem %d, want %d rem %d", n, d, q, m, n/d, n%d)
-			}
-		}
-	}
 }
 
 // TestPermitSampleUniform: each residue of the permit's stream modulo 8

@@ -6,6 +6,7 @@ import (
 	"unsafe"
 
 	"github.com/flowgate/flowgate/clock"
+	"github.com/flowgate/flowgate/internal/hotpath"
 	"github.com/flowgate/flowgate/warmup"
 )
 
@@ -31,32 +32,18 @@ type tokenBucket struct {
 }
 
 // newBucket allocates a token bucket for a rule's prototype or its global
-// level so that the limiter's state words start a cache line, beside only
-// what TryReserveAt reads, and window and warm (where the nil check of
-// every call on b reads) sit on the line before. Under parallel calls the
+// level with the limiter's state words starting a cache line (see
+// hotpath.LineAligned), so that window and warm, which the nil check of
+// every call on b reads, sit on the line before. Under parallel calls the
 // line with the words then moves between cores once per call, and only
 // once: nothing on it is read before it is asked for exclusive (see
-// warmup's TryReserveAtShared), and no other object writes it. The allocator does not
-// promise 64-byte alignment, so the bucket is one of eight slots 104 B
-// apart: their offsets modulo 64 are every multiple of 8, one of them is
-// right, the others stay unused. Per-key buckets (clones) are not placed:
-// memory per key matters more than the few keys that see parallel calls.
+// warmup's TryReserveAtShared), and no other object writes it. Per-key
+// buckets (clones) are not placed: memory per key matters more than the
+// few keys that see parallel calls.
 func newBucket(window float64, warm bool) *tokenBucket {
-	slots := new([8]bucketSlot)
-	b := &slots[0].b
-	for i := range slots {
-		if uintptr(unsafe.Pointer(&slots[i].b.l))%64 == 0 {
-			b = &slots[i].b
-			break
-		}
-	}
+	b := hotpath.LineAligned[tokenBucket](unsafe.Offsetof(tokenBucket{}.l))
 	b.window, b.warm, b.shared = window, warm, true
 	return b
-}
-
-type bucketSlot struct {
-	b tokenBucket // 96 B
-	_ [8]byte
 }
 
 // The per-key cost of a token bucket: this struct, 96 B with the
@@ -115,7 +102,7 @@ func (b *tokenBucket) tryAcquire(now int64, n int, maxWait time.Duration) decisi
 		return decision{ok: true, wait: res.Wait}
 	}
 	// res.Refill is reset(res.Stored), known without touching the bucket
-	// again: another core may be reserving on it (see warmup's loadW).
+	// again: another core may be reserving on it (see hotpath.LoadForWrite).
 	return decision{ok: true, wait: res.Wait, remaining: res.Stored, reset: res.Refill}
 }
 
@@ -133,8 +120,6 @@ func (b *tokenBucket) reset(stored float64) time.Duration {
 }
 
 func (b *tokenBucket) refund(at int64, n int) { b.l.Refund(at, n) }
-
-func (b *tokenBucket) release(int) {}
 
 // setLimit is Guava's setRate: elapsed time is credited at the old rate, the
 // stored permits keep their share of maxPermits, and the burst scales with

@@ -12,7 +12,7 @@ func bucketRule(limit, burst float64) Rule {
 func TestTokenBucketStartsFull(t *testing.T) {
 	l, clk := newTestLimiter(t, bucketRule(20, 40), 20)
 	now := clk.Nanotime()
-	if got := l.remaining(now); got != 40 {
+	if got := testRemaining(l, now); got != 40 {
 		t.Fatalf("remaining on a fresh bucket = %v, want 40 (full)", got)
 	}
 	// 40 stored permits, then Guava's one request that goes into debt.
@@ -27,7 +27,7 @@ func TestTokenBucketGuavaRefill(t *testing.T) {
 	// The debt (50ms) is paid first, then a permit is stored every 50ms.
 	clk.Advance(300 * time.Millisecond)
 	now := clk.Nanotime()
-	if got := l.remaining(now); got != 5 {
+	if got := testRemaining(l, now); got != 5 {
 		t.Fatalf("remaining 300ms after draining = %v, want 5", got)
 	}
 	if got, _ := drain(t, l, now); got != 6 {
@@ -35,7 +35,7 @@ func TestTokenBucketGuavaRefill(t *testing.T) {
 	}
 	// Refilling never stores more than the burst.
 	clk.Advance(time.Hour)
-	if got := l.remaining(clk.Nanotime()); got != 40 {
+	if got := testRemaining(l, clk.Nanotime()); got != 40 {
 		t.Fatalf("remaining after an hour = %v, want 40", got)
 	}
 }
@@ -44,7 +44,7 @@ func TestTokenBucketSetLimitScalesBurst(t *testing.T) {
 	l, clk := newTestLimiter(t, bucketRule(20, 40), 20)
 	now := clk.Nanotime()
 	l.setLimit(now, 10) // Guava: stored keeps its share of maxPermits
-	if got := l.remaining(now); got != 20 {
+	if got := testRemaining(l, now); got != 20 {
 		t.Fatalf("remaining after halving the rate = %v, want 20", got)
 	}
 	if got, d := drain(t, l, now); got != 21 || d.retryAfter != 100*time.Millisecond {
@@ -53,7 +53,7 @@ func TestTokenBucketSetLimitScalesBurst(t *testing.T) {
 	// Built directly at an adaptive factor of 0.5: the same bucket.
 	r := bucketRule(20, 40)
 	l2, clk2 := newTestLimiter(t, r, 10)
-	if got := l2.remaining(clk2.Nanotime()); got != 20 {
+	if got := testRemaining(l2, clk2.Nanotime()); got != 20 {
 		t.Fatalf("built at limit 10 for Limit 20 Burst 40: remaining %v, want 20", got)
 	}
 }
@@ -105,7 +105,7 @@ func TestTokenBucketStaleNow(t *testing.T) {
 	if d := l.tryAcquire(now-int64(time.Millisecond), 1, 0); !d.ok || d.wait != 0 || d.remaining != 38 {
 		t.Fatalf("1ms stale = %+v, want ok at once with 38 remaining", d)
 	}
-	if got := l.remaining(now); got != 38 {
+	if got := testRemaining(l, now); got != 38 {
 		t.Fatalf("remaining = %v, want 38", got)
 	}
 }

@@ -92,13 +92,13 @@ func (r Rule) WithDefaults() Rule {
 	return r
 }
 
-// Validate reports every problem of r, joined, each as "field: message"
-// with the rule document's field names, e.g. "limit: must be > 0".
-// Zero values that have defaults are valid.
+// Validate reports every problem of r, joined, each a *RuleError (Index -1)
+// that reads "field: message" with the rule document's field names, e.g.
+// "limit: must be > 0". Zero values that have defaults are valid.
 func (r Rule) Validate() error {
 	var errs []error
 	bad := func(field, format string, args ...any) {
-		errs = append(errs, fmt.Errorf("%s: "+format, append([]any{field}, args...)...))
+		errs = append(errs, fieldProblem(field, format, args...))
 	}
 	switch {
 	case strings.TrimSpace(r.Resource) == "":
@@ -204,24 +204,30 @@ func (r Rule) Validate() error {
 }
 
 // ValidateRules reports every problem of every rule, and duplicate ids, each
-// prefixed with the rule's place: `rules[3] (id "orders"): limit: must be > 0`
-// (`rules[0]: ` when the id is empty).
+// a *RuleError with the rule's place, reading
+// `rules[3] (id "orders"): limit: must be > 0` (`rules[0]: ` when the id is
+// empty). Callers that present problems their own way (package rules)
+// take them apart with errors.As, not by reading the text.
 func ValidateRules(rules []Rule) error {
 	var errs []error
 	seen := make(map[string]int, len(rules))
 	for i := range rules {
 		r := &rules[i]
-		prefix := rulePrefix(i, r.ID)
 		if err := r.Validate(); err != nil {
 			for _, e := range unjoin(err) {
-				errs = append(errs, fmt.Errorf("%s%w", prefix, e))
+				re := &RuleError{Index: i, ID: r.ID, Msg: e.Error()}
+				var fe *RuleError
+				if errors.As(e, &fe) {
+					re.Field, re.Msg = fe.Field, fe.Msg
+				}
+				errs = append(errs, re)
 			}
 		}
 		if r.ID == "" {
 			continue
 		}
 		if j, dup := seen[r.ID]; dup {
-			errs = append(errs, fmt.Errorf("%sid: duplicate of rules[%d]", prefix, j))
+			errs = append(errs, &RuleError{Index: i, ID: r.ID, Field: "id", Msg: "duplicate of rules[" + strconv.Itoa(j) + "]"})
 		} else {
 			seen[r.ID] = i
 		}
@@ -229,14 +235,60 @@ func ValidateRules(rules []Rule) error {
 	return errors.Join(errs...)
 }
 
-func rulePrefix(i int, id string) string {
-	if id == "" {
-		return "rules[" + strconv.Itoa(i) + "]: "
-	}
-	return "rules[" + strconv.Itoa(i) + "] (id " + strconv.Quote(id) + "): "
+// RuleError is one problem of one rule, as Rule.Validate and ValidateRules
+// report it: a typed value, so that a caller can place it (package rules
+// adds JSON line numbers and merges it with its own problems) without
+// parsing the text.
+type RuleError struct {
+	// Index is the rule's position in the slice given to ValidateRules; -1
+	// from Rule.Validate, which does not know it.
+	Index int
+	// ID is the rule's id; "" when it has none or Index is -1.
+	ID string
+	// Field is the field at fault, in the rule document's names ("limit",
+	// "cluster.fallback"); "" for the rule as a whole.
+	Field string
+	// Msg says what is wrong, such as "must be > 0, not 0".
+	Msg string
+
+	cause error // what Msg was made from, if an error (Unwrap)
 }
 
-// unjoin splits an errors.Join result so each problem gets its own prefix.
+// Unwrap returns the error the problem was made from, if any: building a
+// rule's limiter can fail with a lower package's error (warmup).
+func (e *RuleError) Unwrap() error { return e.cause }
+
+// Error reads `rules[3] (id "orders"): limit: must be > 0, not 0`: the
+// place (left out when Index is -1; the id when there is one), the field
+// (when there is one), then the message.
+func (e *RuleError) Error() string {
+	var b strings.Builder
+	if e.Index >= 0 {
+		b.WriteString("rules[")
+		b.WriteString(strconv.Itoa(e.Index))
+		b.WriteString("]")
+		if e.ID != "" {
+			b.WriteString(" (id ")
+			b.WriteString(strconv.Quote(e.ID))
+			b.WriteString(")")
+		}
+		b.WriteString(": ")
+	}
+	if e.Field != "" {
+		b.WriteString(e.Field)
+		b.WriteString(": ")
+	}
+	b.WriteString(e.Msg)
+	return b.String()
+}
+
+// fieldProblem is one problem of a rule's field, as Rule.Validate reports
+// it: a *RuleError that does not know the rule's place yet.
+func fieldProblem(field, format string, args ...any) error {
+	return &RuleError{Index: -1, Field: field, Msg: fmt.Sprintf(format, args...)}
+}
+
+// unjoin splits an errors.Join result so each problem gets its own place.
 func unjoin(err error) []error {
 	if j, ok := err.(interface{ Unwrap() []error }); ok {
 		return j.Unwrap()

@@ -42,7 +42,7 @@ func TestWarmUpRefusesWhileCold(t *testing.T) {
 	if d := l.tryAcquire(now, 1, 0); d.ok || d.retryAfter != 1375*time.Millisecond {
 		t.Fatalf("second call = %+v, want refused for the cold interval 1.375s", d)
 	}
-	if got := l.remaining(now); got != 0 {
+	if got := testRemaining(l, now); got != 0 {
 		t.Fatalf("remaining = %v, want 0: stored permits of a warming-up bucket are not room", got)
 	}
 }

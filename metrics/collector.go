@@ -189,10 +189,7 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		ch <- constMetric(d.cpuSource, prometheus.GaugeValue, 1, c.cfg.cpuSource)
 	}
 	if c.cfg.cluster != nil {
-		m := c.cfg.cluster.ClusterMetrics()
-		count, buckets := cumulative(m.Duration)
-		ch <- constHistogram(d.clusterDur, count, m.DurationSum.Seconds(), buckets)
-		ch <- constMetric(d.breaker, prometheus.GaugeValue, boolValue(m.BreakerOpen))
+		collectCluster(ch, d, c.cfg.cluster())
 	}
 	if c.cfg.reload != nil {
 		st := c.cfg.reload.ReloadStatus()
@@ -204,6 +201,13 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 			ch <- constMetric(d.alertsFiring, prometheus.GaugeValue, boolValue(firing), a.Alert, a.Resource)
 		}
 	}
+}
+
+// collectCluster sends a token server's latency histogram and breaker state.
+func collectCluster(ch chan<- prometheus.Metric, d *descs, m ClusterMetrics) {
+	count, buckets := cumulative(m.Duration)
+	ch <- constHistogram(d.clusterDur, count, m.DurationSum.Seconds(), buckets)
+	ch <- constMetric(d.breaker, prometheus.GaugeValue, boolValue(m.BreakerOpen))
 }
 
 func (c *collector) collectResource(ch chan<- prometheus.Metric, r *flow.ResourceStats) {

@@ -215,7 +215,7 @@ func (o *otelObserver) observe(_ context.Context, ob metric.Observer) error {
 		}
 	}
 	if o.cfg.cluster != nil {
-		ob.ObserveInt64(o.breaker, int64(boolValue(o.cfg.cluster.ClusterMetrics().BreakerOpen)))
+		ob.ObserveInt64(o.breaker, int64(boolValue(o.cfg.cluster().BreakerOpen)))
 	}
 	if o.cfg.reload != nil {
 		st := o.cfg.reload.ReloadStatus()

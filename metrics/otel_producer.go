@@ -67,7 +67,7 @@ func (p *otelProducer) Produce(context.Context) ([]metricdata.ScopeMetrics, erro
 				Description: "Time calls that queued (rules with MaxWait) waited before passing.", Data: wait})
 	}
 	if p.cfg.cluster != nil {
-		m := p.cfg.cluster.ClusterMetrics()
+		m := p.cfg.cluster()
 		ms = append(ms, metricdata.Metrics{Name: OTelClusterDuration, Unit: "s",
 			Description: "Latency of requests to the cluster token server.",
 			Data: metricdata.Histogram[float64]{Temporality: metricdata.CumulativeTemporality,

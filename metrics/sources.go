@@ -1,6 +1,7 @@
 package metrics
 
 import (
+	"iter"
 	"maps"
 	"sync"
 	"time"
@@ -14,8 +15,8 @@ type Option func(*config)
 type config struct {
 	histograms bool
 	cpu        func() float64
-	cpuSource  string // what cpu measures; "" = not exported
-	cluster    ClusterSource
+	cpuSource  string                // what cpu measures; "" = not exported
+	cluster    func() ClusterMetrics // from WithCluster
 	reload     ReloadSource
 	alerts     AlertSource
 }
@@ -74,14 +75,22 @@ func WithAdaptive(src AdaptiveSource) Option {
 
 // ClusterSource is what a token server client offers: the latency of its
 // requests to the token server and whether its circuit breaker is open.
-// Request and fallback counts come from the engine's Snapshot.
+// Request and fallback counts come from the engine's Snapshot. The methods
+// name only flow and standard types, so a token server (package cluster)
+// satisfies it without importing this package: the arrow runs from the
+// exporter to the producer, never back.
 type ClusterSource interface {
-	// ClusterMetrics returns the state now. It is called on every collection,
+	// Latency returns the histogram of request latencies in seconds, counted
+	// since start (Counts per bucket, the last one above every bound), and
+	// the total time of those requests. It is called on every collection,
 	// possibly concurrently.
-	ClusterMetrics() ClusterMetrics
+	Latency() (flow.Histogram, time.Duration)
+	// BreakerOpen is true while requests are not sent to the token server.
+	BreakerOpen() bool
 }
 
-// ClusterMetrics is a ClusterSource's state at one instant.
+// ClusterMetrics is a ClusterSource's state at one instant, as ClusterFunc
+// returns it.
 type ClusterMetrics struct {
 	// Duration is the histogram of request latencies in seconds, counted
 	// since start (Counts per bucket, the last one above every bound).
@@ -92,15 +101,35 @@ type ClusterMetrics struct {
 	BreakerOpen bool
 }
 
-// ClusterFunc adapts a function to ClusterSource.
+// ClusterFunc adapts a function to ClusterSource. WithCluster calls it once
+// per collection.
 type ClusterFunc func() ClusterMetrics
 
-// ClusterMetrics returns f().
-func (f ClusterFunc) ClusterMetrics() ClusterMetrics { return f() }
+// Latency returns f()'s Duration and DurationSum.
+func (f ClusterFunc) Latency() (flow.Histogram, time.Duration) {
+	m := f()
+	return m.Duration, m.DurationSum
+}
+
+// BreakerOpen returns f().BreakerOpen.
+func (f ClusterFunc) BreakerOpen() bool { return f().BreakerOpen }
 
 // WithCluster exports flowgate_cluster_request_duration_seconds and
-// flowgate_cluster_breaker_open from src.
-func WithCluster(src ClusterSource) Option { return func(c *config) { c.cluster = src } }
+// flowgate_cluster_breaker_open from src (a *cluster.RedisTokenServer or
+// *cluster.RemoteTokenServer, or a ClusterFunc). A nil src adds nothing.
+func WithCluster(src ClusterSource) Option {
+	if src == nil {
+		return nil
+	}
+	read, ok := src.(ClusterFunc)
+	if !ok {
+		read = func() ClusterMetrics {
+			h, sum := src.Latency()
+			return ClusterMetrics{Duration: h, DurationSum: sum, BreakerOpen: src.BreakerOpen()}
+		}
+	}
+	return func(c *config) { c.cluster = read }
+}
 
 // ReloadSource reports the outcome of the last rule reload, as a rules
 // watcher knows it.
@@ -130,11 +159,14 @@ func (f ReloadFunc) ReloadStatus() ReloadStatus { return f() }
 // flowgate_rules_last_reload_success_timestamp_seconds from src.
 func WithReload(src ReloadSource) Option { return func(c *config) { c.reload = src } }
 
-// AlertSource lists the alerts firing now.
+// AlertSource lists the alerts firing now. Its method names only standard
+// types, so an alerter (package alerting) satisfies it without importing
+// this package.
 type AlertSource interface {
-	// Firing returns the alerts firing now; the caller does not keep the
-	// slice. It is called on every collection, possibly concurrently.
-	Firing() []FiringAlert
+	// Firing yields the name (the alertname label) and the resource (""
+	// for an alert on all traffic) of each alert firing now. It is called on
+	// every collection, possibly concurrently.
+	Firing() iter.Seq2[string, string]
 }
 
 // FiringAlert names one firing alert.
@@ -146,8 +178,16 @@ type FiringAlert struct {
 // AlertFunc adapts a function to AlertSource.
 type AlertFunc func() []FiringAlert
 
-// Firing returns f().
-func (f AlertFunc) Firing() []FiringAlert { return f() }
+// Firing yields each alert f returns.
+func (f AlertFunc) Firing() iter.Seq2[string, string] {
+	return func(yield func(string, string) bool) {
+		for _, a := range f() {
+			if !yield(a.Alert, a.Resource) {
+				return
+			}
+		}
+	}
+}
 
 // WithAlerts exports flowgate_alerts_firing{alert,resource}: 1 for each
 // firing alert, and 0 for an alert that fired earlier and has resolved (so
@@ -165,7 +205,10 @@ type alertTracker struct {
 // states asks src what fires now and returns every alert seen so far, true
 // for those firing.
 func (t *alertTracker) states(src AlertSource) map[FiringAlert]bool {
-	firing := src.Firing()
+	var firing []FiringAlert
+	for name, res := range src.Firing() {
+		firing = append(firing, FiringAlert{Alert: name, Resource: res})
+	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.seen == nil {

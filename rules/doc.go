@@ -24,5 +24,8 @@
 // flow.Engine.LoadRules; Watch keeps an engine (any Loader) in step with a
 // file; Sync does the same for several Sources in order of precedence
 // (FileSource, and rules/etcdsource in a package of its own so that this one
-// does not import etcd); Diff lists what a new document would change.
+// does not import etcd); Diff lists what a new document would change. The
+// "adaptive" and "alerting" sections are read into their owners' types
+// (adaptive.Config, alerting.Section), whose defaults and checks they are;
+// Document.ApplySections keeps a controller and an alerter in step.
 package rules

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/flowgate/flowgate/adaptive"
+	"github.com/flowgate/flowgate/alerting"
 	"github.com/flowgate/flowgate/flow"
 )
 
@@ -15,10 +17,14 @@ import (
 type Document struct {
 	// Schema is the document's "$schema" reference, kept so fmt preserves it.
 	Schema string
-	// Adaptive is the document's "adaptive" section, nil when absent.
-	Adaptive *AdaptiveSection
-	// Alerting is the document's "alerting" section, nil when absent.
-	Alerting *AlertingSection
+	// Adaptive is the document's "adaptive" section, defaults filled; nil
+	// when absent. Package adaptive owns its settings: apply it with
+	// adaptive.WithConfig or Controller.SetConfig.
+	Adaptive *adaptive.Config
+	// Alerting is the document's "alerting" section, defaults filled; nil
+	// when absent. Package alerting owns its settings: apply it with
+	// Section.Options or Alerter.SetConfig.
+	Alerting *alerting.Section
 	// Shadow is the document's "shadow": true puts every rule in shadow
 	// (flow.Rule.Shadow): Rules sets Shadow on each rule it returns, so
 	// flipping this one field moves the whole document between trying and

@@ -4,10 +4,10 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"regexp"
 	"sort"
-	"strconv"
 	"strings"
+
+	"github.com/flowgate/flowgate/flow"
 )
 
 // FieldError is one problem in a rules document. Parse joins every problem it
@@ -111,26 +111,13 @@ func (p *problems) err() error {
 	return errors.Join(p.list...)
 }
 
-// flowPrefix matches the prefix flow.ValidateRules puts on each problem:
-// `rules[3] (id "orders"): ` or `rules[0]: `, then `field: message`.
-var flowPrefix = regexp.MustCompile(`^rules\[(\d+)\](?: \(id ("(?:[^"\\]|\\.)*")\))?: (?:([A-Za-z][A-Za-z.]*): )?`)
-
-// fromFlow turns one problem reported by flow.ValidateRules into a FieldError,
-// so that the engine's own checks and the file's read the same way. A message
-// that does not have flow's shape is kept whole.
+// fromFlow turns one problem reported by flow.ValidateRules (a
+// *flow.RuleError) into a FieldError, so that the engine's own checks and
+// the file's read the same way. Any other error is kept whole.
 func fromFlow(err error) *FieldError {
-	msg := err.Error()
-	m := flowPrefix.FindStringSubmatchIndex(msg)
-	if m == nil {
-		return &FieldError{Index: -1, Msg: msg}
+	var re *flow.RuleError
+	if !errors.As(err, &re) {
+		return &FieldError{Index: -1, Msg: err.Error()}
 	}
-	idx, _ := strconv.Atoi(msg[m[2]:m[3]])
-	fe := &FieldError{Index: idx, Msg: msg[m[1]:]}
-	if m[4] >= 0 {
-		fe.ID, _ = strconv.Unquote(msg[m[4]:m[5]])
-	}
-	if m[6] >= 0 {
-		fe.Field = msg[m[6]:m[7]]
-	}
-	return fe
+	return &FieldError{Index: re.Index, ID: re.ID, Field: re.Field, Msg: re.Msg}
 }

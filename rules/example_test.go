@@ -25,7 +25,7 @@ func ExampleParse() {
 	}
 	r := doc.Rules()[0]
 	fmt.Println(r.ID, r.Level, r.Algorithm, r.Limit, r.Window, r.MaxKeys, r.IdleTTL)
-	fmt.Println("alert window:", doc.Alerting.Window)
+	fmt.Println("alert window:", doc.Alerting.Config.Window)
 
 	eng := flow.NewEngine()
 	fmt.Println("load:", eng.LoadRules(doc.Rules()))

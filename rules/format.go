@@ -94,11 +94,12 @@ func (d *Document) Format() []byte {
 		out.Rules = append(out.Rules, formatRule(r))
 	}
 	if a := d.Adaptive; a != nil {
-		out.Adaptive = &adaptiveJSON{a.CPUTarget, a.BandLow, a.BandHigh, a.MinFactor, fmtDuration(a.Period), a.CPUSource}
+		out.Adaptive = &adaptiveJSON{a.CPUTarget, a.BandLow, a.BandHigh, a.MinFactor, fmtDuration(a.Period), string(a.CPUSource)}
 	}
-	if a := d.Alerting; a != nil {
+	if s := d.Alerting; s != nil {
+		a := s.Config
 		out.Alerting = &alertingJSON{a.RejectionRatio, a.ResolveRatio, fmtDuration(a.Window), fmtDuration(a.For),
-			fmtDuration(a.Interval), fmtDuration(a.RepeatInterval), a.MinRequests, a.Webhook}
+			fmtDuration(a.Interval), fmtDuration(a.RepeatInterval), a.MinRequests, s.Webhook}
 	}
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)

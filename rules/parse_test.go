@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flowgate/flowgate/adaptive"
+	"github.com/flowgate/flowgate/alerting"
 	"github.com/flowgate/flowgate/flow"
 )
 
@@ -45,12 +47,14 @@ func TestParseDesignDocument(t *testing.T) {
 	if got := doc.Rules(); !reflect.DeepEqual(got, want) {
 		t.Errorf("Rules() = %+v\nwant %+v", got, want)
 	}
-	wantA := &AdaptiveSection{CPUTarget: 0.8, BandLow: 0.7, BandHigh: 0.88, MinFactor: 0.1, Period: 250 * time.Millisecond, CPUSource: "auto"}
-	if !reflect.DeepEqual(doc.Adaptive, wantA) {
+	// The sections come back as their owners' types, the owners' defaults
+	// filled in.
+	wantA := adaptive.Defaults()
+	if !reflect.DeepEqual(doc.Adaptive, &wantA) {
 		t.Errorf("Adaptive = %+v, want %+v", doc.Adaptive, wantA)
 	}
-	wantL := &AlertingSection{RejectionRatio: 0.3, ResolveRatio: 0.8 * 0.3, Window: time.Minute, For: 30 * time.Second,
-		Interval: 10 * time.Second, RepeatInterval: 4 * time.Hour, MinRequests: 100}
+	wantL := &alerting.Section{Config: alerting.Config{RejectionRatio: 0.3, ResolveRatio: 0.8 * 0.3, Window: time.Minute, For: 30 * time.Second,
+		Interval: 10 * time.Second, RepeatInterval: 4 * time.Hour, MinRequests: 100}}
 	if !reflect.DeepEqual(doc.Alerting, wantL) {
 		t.Errorf("Alerting = %+v, want %+v", doc.Alerting, wantL)
 	}
@@ -88,9 +92,11 @@ func TestParseDefaults(t *testing.T) {
 	}
 }
 
+// TestAdaptiveBandFollowsTarget: the band's defaults are package adaptive's
+// (Config.WithDefaults), and the document gets them.
 func TestAdaptiveBandFollowsTarget(t *testing.T) {
 	for _, tc := range []struct{ target, low, high float64 }{
-		{0.8, 0.7, 0.88}, {0.5, 0.4, 0.58}, {0.95, 0.85, 1}, {0.05, 0.01, 0.13}, {1, 0.9, 1},
+		{0.8, 0.7, 0.88}, {0.5, 0.4, 0.58}, {0.95, 0.85, 0.99}, {0.05, 0.01, 0.13},
 	} {
 		doc, err := Parse([]byte(fmt.Sprintf(`{"rules": [], "adaptive": {"cpuTarget": %v}}`, tc.target)))
 		if err != nil {

@@ -13,7 +13,7 @@
 //
 // The state is two 64-bit words (nextFree and the stored permits) swapped
 // together by one 16-byte compare-and-swap, so a grant is one atomic
-// instruction after the Guava math, and a refusal is one load; see state.go.
+// instruction after the Guava math, and a refusal is one load; see reserve.go.
 //
 // Time is kept in whole microseconds since construction and every float to
 // integer conversion saturates, as Java's (long) cast does, so waits match

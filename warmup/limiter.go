@@ -23,7 +23,7 @@ var ErrInvalidArgument = errors.New("warmup: invalid argument")
 // The struct is small on purpose: the flow engine keeps one per user or IP key.
 type Limiter struct {
 	// words hold the mutable state, two words changed together by one
-	// 16-byte compare-and-swap (see state.go and pair): nextFree (Guava's
+	// 16-byte compare-and-swap (see reserve.go and pair): nextFree (Guava's
 	// nextFreeTicketMicros, with the rate version in its top byte) and the
 	// stored permits. A grant costs one CAS; a refusal reads two words.
 	// Three words, so an aligned pair always fits inside, and inline, so
@@ -221,6 +221,49 @@ func (l *Limiter) SetRate(permitsPerSecond float64) error {
 	}
 }
 
+// setRate is Guava's doSetRate on both levels: it resyncs st under its
+// current rate, then fills cfg for the new rate and moves st to it.
+func (l *Limiter) setRate(st *state, cfg *rateConfig, rate float64, now int64) {
+	l.resync(st, now)
+	old := st.maxP
+	st.rateConfig = cfg
+	st.stable = 1e6 / rate
+	if l.warmup < 0 {
+		st.maxP = 0 // a zero burst stays zero even at +Inf (0*Inf would be NaN)
+		if l.param > 0 {
+			st.maxP = l.param * rate
+		}
+		switch {
+		case old == math.Inf(1): // stored would be NaN below
+			st.stored = st.maxP
+		case old == 0: // initial state: empty
+			st.stored = 0
+		default:
+			st.stored = st.stored * st.maxP / old
+		}
+		return
+	}
+	if l.warmup == 0 {
+		// No warm-up: nothing is ever stored. Guava divides 0 by 0 here and
+		// can end up with NaN stored permits, which would wait for nothing.
+		st.threshold, st.maxP, st.slope, st.stored = 0, 0, 0, 0
+		return
+	}
+	w := float64(l.warmup)
+	cold := st.stable * l.param
+	st.threshold = 0.5 * w / st.stable
+	st.maxP = st.threshold + 2.0*w/(st.stable+cold)
+	st.slope = (cold - st.stable) / (st.maxP - st.threshold)
+	switch {
+	case old == math.Inf(1): // stored would be NaN below
+		st.stored = 0
+	case old == 0: // initial state: cold
+		st.stored = st.maxP
+	default:
+		st.stored = st.stored * st.maxP / old
+	}
+}
+
 // Rate reports the stable rate in permits per second.
 func (l *Limiter) Rate() float64 { return 1e6 / l.rate.Load().stable }
 
@@ -237,14 +280,4 @@ func (l *Limiter) StoredPermitsAt(now int64) float64 {
 	st := l.read()
 	l.resync(&st, l.micros(now))
 	return storedOrMax(&st)
-}
-
-// micros turns a clock.Nanotime reading into Guava's nowMicros: whole
-// microseconds since construction. A reading from before construction (the
-// engine reads the clock once, then may create a limiter) counts as 0.
-func (l *Limiter) micros(now int64) int64 {
-	if d := now - l.origin; d > 0 {
-		return d / 1000
-	}
-	return 0
 }

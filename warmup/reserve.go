@@ -3,8 +3,157 @@ package warmup
 import (
 	"fmt"
 	"math"
+	"runtime"
+	"sync/atomic"
 	"time"
+	"unsafe"
+
+	"github.com/flowgate/flowgate/internal/hotpath"
 )
+
+// The state lives in two 64-bit words updated together by a 16-byte CAS, so
+// a grant is one atomic instruction and the Guava math runs on a private
+// copy before it, exactly as written. Word 0 is nextFree in micros (never
+// negative, saturating at maxNext instead of Java's Long.MAX_VALUE: 2^56 us
+// is over two thousand years) with the version of the rate it was computed
+// under in its top byte; word 1 is the stored permits as float64 bits.
+//
+// The rate (stable interval, maxPermits, warm-up threshold and slope) is an
+// immutable rateConfig swapped by SetRate. A call uses a rateConfig only if
+// its version matches the state's, and SetRate's CAS bumps the version, so a
+// call never mixes one rate with the state of another.
+const (
+	verShift = 56
+	maxNext  = 1<<verShift - 1
+)
+
+// rateConfig is what SetRate changes, besides the state.
+type rateConfig struct {
+	stable    float64 // stableIntervalMicros
+	maxP      float64 // maxPermits
+	threshold float64 // warming up: thresholdPermits
+	slope     float64 // warming up: slope of the cost line above threshold
+	ver       uint64  // 0..255, matches the state's top byte
+	// WithStoredPermits as given at construction, carried from rate to rate
+	// so Clone starts a limiter as the constructor did.
+	optStored float64
+	hasStored bool
+}
+
+// initialStored is what a limiter built at this rate starts with: Guava's
+// (bursty empty, warming up cold), or WithStoredPermits clamped.
+func (c *rateConfig) initialStored(bursty bool) float64 {
+	switch {
+	case c.hasStored:
+		return max(0, min(c.optStored, c.maxP))
+	case bursty:
+		return 0
+	}
+	return c.maxP
+}
+
+// state is a private copy of the two words, with the rate they were read
+// under (embedded: the Guava math reads st.stable, st.maxP...).
+type state struct {
+	next   int64
+	stored float64
+	*rateConfig
+}
+
+func decode(w0, w1 uint64, c *rateConfig) state {
+	return state{next: int64(w0 & maxNext), stored: math.Float64frombits(w1), rateConfig: c}
+}
+
+func encodeNext(next int64, ver uint64) uint64 {
+	return uint64(min(next, maxNext)) | (ver&0xff)<<verShift
+}
+
+// The state's two words are read and written as one with the 16-byte CAS
+// of package hotpath where the CPU has it, and under l.guard where it does
+// not. hotpath explains the cache-line costs these calls are shaped by.
+
+// useCAS16 is hotpath.HasCAS16; tests turn it off to run the locked path.
+var useCAS16 = hotpath.HasCAS16
+
+func (l *Limiter) cas(old0, old1, new0, new1 uint64) bool {
+	if useCAS16 {
+		return hotpath.CAS128(l.pair(), old0, old1, new0, new1)
+	}
+	return l.casLocked(old0, old1, new0, new1)
+}
+
+func (l *Limiter) load128() (uint64, uint64) {
+	if useCAS16 {
+		return hotpath.Load128(l.pair())
+	}
+	return l.load128Locked()
+}
+
+func (l *Limiter) load0() uint64 { return atomic.LoadUint64(&l.pair()[0]) }
+func (l *Limiter) load1() uint64 { return atomic.LoadUint64(&l.pair()[1]) }
+
+// pair is the two state words, 16-byte aligned (see hotpath.Pair16), found
+// from unsafe.Pointer(l), not &l.words: words is the first field, and
+// taking its address would nil-check l with a load from the state's line.
+func (l *Limiter) pair() *[2]uint64 { return hotpath.Pair16(unsafe.Pointer(l)) }
+
+// snapshot reads the state for a CAS: the words, and a copy decoded under
+// the matching rate. The two loads may be torn; the CAS then fails and the
+// caller reads again.
+func (l *Limiter) snapshot() (w0, w1 uint64, st state) {
+	for spins := 0; ; spins++ {
+		w0 = l.load0()
+		c := l.rate.Load()
+		w1 = l.load1()
+		if w0>>verShift == c.ver {
+			return w0, w1, decode(w0, w1, c)
+		}
+		backoff(spins) // a SetRate is between its CAS and its store of the rate
+	}
+}
+
+// read returns a consistent copy of the state, for callers that only look.
+func (l *Limiter) read() state {
+	for spins := 0; ; spins++ {
+		w0, w1 := l.load128()
+		if c := l.rate.Load(); w0>>verShift == c.ver {
+			return decode(w0, w1, c)
+		}
+		backoff(spins)
+	}
+}
+
+// commit publishes st if the state still holds w0, w1.
+func (l *Limiter) commit(w0, w1 uint64, st *state) bool {
+	return l.cas(w0, w1, encodeNext(st.next, w0>>verShift), math.Float64bits(st.stored))
+}
+
+// lostRace is called when a CAS failed because another call changed the
+// state first (or the read was torn). Another call succeeding is progress,
+// so the first few retries go at once: a yield costs several times a
+// retry, and when each core runs one caller it only hands the line to the
+// other core for longer (EntryExitPassParallel lost a fifth of its CASes
+// and spent a sixth of its time in the scheduler). Past a few it yields,
+// so that a caller preempted while goroutines outnumber cores gets on.
+func lostRace(spins int) { backoff(spins) }
+
+// backoff yields after a few tries: what we wait for is a SetRate between
+// two of its instructions, or a CAS lost to a concurrent grant.
+func backoff(spins int) {
+	if spins > 4 {
+		runtime.Gosched()
+	}
+}
+
+// micros turns a clock.Nanotime reading into Guava's nowMicros: whole
+// microseconds since construction. A reading from before construction (the
+// engine reads the clock once, then may create a limiter) counts as 0.
+func (l *Limiter) micros(now int64) int64 {
+	if d := now - l.origin; d > 0 {
+		return d / 1000
+	}
+	return 0
+}
 
 // Reservation is the outcome of TryReserveAt: a small value, never allocated.
 type Reservation struct {
@@ -58,13 +207,15 @@ func (l *Limiter) tryReserveAt(now int64, permits int, maxWait time.Duration, sh
 		return Reservation{}, errPermits(permits)
 	}
 	timeout := max(int64(maxWait/time.Microsecond), 0)
-	// Shared: nothing of l is read before loadW, and nothing after the CAS:
+	// Shared: nothing of l is read before LoadForWrite, nor after the CAS:
 	// another core reserving on l wants its cache line, and every touch
-	// outside that window moves the line once more (see loadW).
+	// outside that window moves the line once more (see hotpath.LoadForWrite).
 	for spins := 0; ; spins++ {
 		var w0, w1 uint64
 		if shared {
-			w0, w1 = l.loadW()
+			// The line asked for exclusive (see hotpath.LoadForWrite);
+			// a torn pair fails the CAS.
+			w0, w1 = hotpath.LoadForWrite(l.pair())
 		} else {
 			w0, w1 = l.load0(), l.load1()
 		}
@@ -92,7 +243,7 @@ func (l *Limiter) tryReserveAt(now int64, permits int, maxWait time.Duration, sh
 		cool := l.coolDown(&st) // read now: l is not read after the CAS
 		// commit, one call less between the loads and the CAS.
 		if l.cas(w0, w1, encodeNext(st.next, w0>>verShift), math.Float64bits(st.stored)) {
-			// Only locals from here: the shorter the time between loadW
+			// Only locals from here: the shorter the time between LoadForWrite
 			// and the CAS, the less often another core takes the line
 			// in between.
 			stored := storedOrMax(&st)
@@ -118,90 +269,6 @@ func storedOrMax(st *state) float64 {
 		return st.maxP
 	}
 	return st.stored
-}
-
-// Refund gives back permits reserved by a TryReserveAt whose call did not go ahead (a later
-// level refused): it undoes that reservation's cost as far as is still possible (moves the
-// next-free moment back by the fresh part, never before now; returns the stored part, never
-// above maxPermits). Safe under concurrency; never creates more than maxPermits.
-//
-// With no other reservation in between, Refund leaves the limiter as it would
-// be had the reservation never been made (exactly, right after it; for a
-// bursty limiter, later too). Otherwise it is a best effort: the split of a
-// reservation between stored and fresh permits is not kept.
-func (l *Limiter) Refund(now int64, permits int) {
-	if permits <= 0 {
-		return
-	}
-	m := l.micros(now)
-	for spins := 0; ; spins++ {
-		w0, w1, st := l.snapshot()
-		l.refund(&st, m, float64(permits))
-		if l.commit(w0, w1, &st) {
-			return
-		}
-		lostRace(spins)
-	}
-}
-
-func (l *Limiter) refund(st *state, m int64, left float64) {
-	l.resync(st, m)
-	// A reservation takes fresh permits only once the stored ones are gone, so
-	// fresh permits are undone first, and only while nothing is stored.
-	if st.stored == 0 && st.next > m && st.stable > 0 {
-		fresh := min(left, float64(st.next-m)/st.stable)
-		st.next = max(st.next-javaLong(fresh*st.stable), m)
-		left -= fresh
-	}
-	if back := min(left, st.maxP-st.stored); back > 0 {
-		// Undo the stored part's cost too (non-zero only when warming up).
-		cost := l.storedPermitsToWaitTime(st, st.stored+back, back)
-		st.next = max(st.next-cost, m)
-		st.stored += back
-	}
-}
-
-// setRate is Guava's doSetRate on both levels: it resyncs st under its
-// current rate, then fills cfg for the new rate and moves st to it.
-func (l *Limiter) setRate(st *state, cfg *rateConfig, rate float64, now int64) {
-	l.resync(st, now)
-	old := st.maxP
-	st.rateConfig = cfg
-	st.stable = 1e6 / rate
-	if l.warmup < 0 {
-		st.maxP = 0 // a zero burst stays zero even at +Inf (0*Inf would be NaN)
-		if l.param > 0 {
-			st.maxP = l.param * rate
-		}
-		switch {
-		case old == math.Inf(1): // stored would be NaN below
-			st.stored = st.maxP
-		case old == 0: // initial state: empty
-			st.stored = 0
-		default:
-			st.stored = st.stored * st.maxP / old
-		}
-		return
-	}
-	if l.warmup == 0 {
-		// No warm-up: nothing is ever stored. Guava divides 0 by 0 here and
-		// can end up with NaN stored permits, which would wait for nothing.
-		st.threshold, st.maxP, st.slope, st.stored = 0, 0, 0, 0
-		return
-	}
-	w := float64(l.warmup)
-	cold := st.stable * l.param
-	st.threshold = 0.5 * w / st.stable
-	st.maxP = st.threshold + 2.0*w/(st.stable+cold)
-	st.slope = (cold - st.stable) / (st.maxP - st.threshold)
-	switch {
-	case old == math.Inf(1): // stored would be NaN below
-		st.stored = 0
-	case old == 0: // initial state: cold
-		st.stored = st.maxP
-	default:
-		st.stored = st.stored * st.maxP / old
-	}
 }
 
 // resync credits the idle time since nextFree as stored permits.

@@ -5,14 +5,13 @@ import (
 	"sync/atomic"
 
 	"github.com/flowgate/flowgate/cluster/tokenpb"
-	"github.com/flowgate/flowgate/metrics"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-// Metric names of the token service. The Redis side, when the wrapped
-// token server reports it (metrics.ClusterSource), keeps package metrics'
-// names: flowgate_cluster_request_duration_seconds and
-// flowgate_cluster_breaker_open.
+// Metric names of the token service. The Redis side (round-trip latency
+// and breaker) is not exported here: the program registers
+// metrics.NewClusterCollector(ts) beside Collector, as flowgate serve does,
+// so this package does not import the exporter.
 const (
 	NameServerRequests        = "flowgate_token_server_requests_total"
 	NameServerDuration        = "flowgate_token_server_request_duration_seconds"
@@ -79,17 +78,12 @@ func (s *Server) Collector() prometheus.Collector {
 		unauth: prometheus.NewDesc(NameServerUnauthenticated,
 			"Calls refused for a missing or wrong bearer token.", nil, nil),
 	}
-	if _, ok := s.ts.(metrics.ClusterSource); ok {
-		c.redisDur = prometheus.NewDesc(metrics.NameClusterDuration, "Latency of requests to the cluster token server's Redis.", nil, nil)
-		c.breaker = prometheus.NewDesc(metrics.NameClusterBreaker, "1 while the circuit breaker in front of Redis is open, else 0.", nil, nil)
-	}
 	return c
 }
 
 type collector struct {
 	s                                   *Server
 	requests, duration, backend, unauth *prometheus.Desc
-	redisDur, breaker                   *prometheus.Desc // nil unless ts is a metrics.ClusterSource
 }
 
 func (c *collector) Describe(ch chan<- *prometheus.Desc) {
@@ -97,10 +91,6 @@ func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- c.duration
 	ch <- c.backend
 	ch <- c.unauth
-	if c.redisDur != nil {
-		ch <- c.redisDur
-		ch <- c.breaker
-	}
 }
 
 func (c *collector) Collect(ch chan<- prometheus.Metric) {
@@ -121,22 +111,4 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	}
 	ch <- prometheus.MustNewConstMetric(c.backend, prometheus.CounterValue, float64(st.backendErrors.Load()))
 	ch <- prometheus.MustNewConstMetric(c.unauth, prometheus.CounterValue, float64(st.unauthenticated.Load()))
-	if c.redisDur != nil {
-		m := c.s.ts.(metrics.ClusterSource).ClusterMetrics()
-		var count uint64
-		buckets := make(map[float64]uint64, len(m.Duration.Bounds))
-		for i, b := range m.Duration.Bounds {
-			count += m.Duration.Counts[i]
-			buckets[b] = count
-		}
-		if n := len(m.Duration.Bounds); n < len(m.Duration.Counts) {
-			count += m.Duration.Counts[n]
-		}
-		ch <- prometheus.MustNewConstHistogram(c.redisDur, count, m.DurationSum.Seconds(), buckets)
-		open := 0.0
-		if m.BreakerOpen {
-			open = 1
-		}
-		ch <- prometheus.MustNewConstMetric(c.breaker, prometheus.GaugeValue, open)
-	}
 }

@@ -29,6 +29,7 @@ type Server struct {
 	guard  *guard
 	sets   *ruleSets
 	st     serverStats
+	dec    decisions
 	grpc   *grpc.Server
 	health *health.Server
 
@@ -135,6 +136,7 @@ func (s *Server) acquire(ctx context.Context, in *tokenpb.AcquireRequest, now in
 	}
 	out := &tokenpb.AcquireResponse{Status: tokenpb.Status_STATUS_OK, Remaining: res.Remaining,
 		RetryAfterNanos: int64(res.RetryAfter), WaitNanos: int64(res.Wait), Lease: res.Lease, Refused: -1}
+	s.dec.record(req.Resource, req.Level, res.Allowed) // every rule of a request is at req.Level
 	switch {
 	case !res.Allowed:
 		out.Status, out.Refused = tokenpb.Status_STATUS_BLOCKED, int32(res.Refused)

@@ -18,9 +18,11 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/flowgate/flowgate/clock"
 	"github.com/flowgate/flowgate/cluster"
 	"github.com/flowgate/flowgate/cluster/tokenrpc"
 	"github.com/flowgate/flowgate/flow"
+	"github.com/flowgate/flowgate/metrics"
 	"github.com/flowgate/flowgate/rules"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -97,17 +99,37 @@ func serve(ctx context.Context, cf serveConfig, stdout io.Writer, log *slog.Logg
 	defer ts.Close()
 
 	var byID func(string) (*flow.Rule, bool)
+	var watcher *rules.Watcher
+	var alerts atomic.Pointer[serveAlerts] // set once the server exists
 	if cf.Rules != "" {
-		doc, closeWatch, err := watchRules(ctx, cf.Rules, log)
+		doc, w, err := watchRules(ctx, cf.Rules, log, func(d *rules.Document) {
+			if sa := alerts.Load(); sa != nil {
+				sa.apply(d)
+			}
+		})
 		if err != nil {
 			return fmt.Errorf("rules: %w", err)
 		}
-		defer closeWatch()
+		defer w.Close()
+		watcher = w
 		byID = func(id string) (*flow.Rule, bool) { r, ok := (*doc.Load())[id]; return r, ok }
 	}
 	srv, err := tokenrpc.NewServer(ts, byID, opts...)
 	if err != nil {
 		return err
+	}
+	if watcher != nil {
+		first := watcher.Document()
+		sa, err := newServeAlerts(first, srv.Snapshot, clock.Real(), log)
+		if err != nil {
+			return fmt.Errorf("alerting: %w", err)
+		}
+		defer sa.Close()
+		alerts.Store(sa)
+		if d := watcher.Document(); d != first { // reloaded meanwhile
+			sa.apply(d)
+		}
+		sa.Start()
 	}
 	lis, err := net.Listen("tcp", cf.Listen)
 	if err != nil {
@@ -120,7 +142,7 @@ func serve(ctx context.Context, cf serveConfig, stdout io.Writer, log *slog.Logg
 	var hs *http.Server
 	if cf.MetricsListen != "" {
 		reg := prometheus.NewRegistry()
-		reg.MustRegister(srv.Collector())
+		reg.MustRegister(srv.Collector(), metrics.NewClusterCollector(ts))
 		mux := http.NewServeMux()
 		mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 		ml, err := net.Listen("tcp", cf.MetricsListen)
@@ -153,7 +175,9 @@ func serve(ctx context.Context, cf serveConfig, stdout io.Writer, log *slog.Logg
 // watchRules keeps an id -> rule map in step with the rules document. The
 // pointers stay the same until the document changes, as tokenrpc needs. The
 // watcher hands the validated rules straight to the map: no engine needed.
-func watchRules(ctx context.Context, path string, log *slog.Logger) (*atomic.Pointer[map[string]*flow.Rule], func(), error) {
+// onChange sees each document loaded (the first one too, from Watch
+// itself), right after its rules.
+func watchRules(ctx context.Context, path string, log *slog.Logger, onChange func(*rules.Document)) (*atomic.Pointer[map[string]*flow.Rule], *rules.Watcher, error) {
 	var doc atomic.Pointer[map[string]*flow.Rule]
 	publish := rules.LoaderFunc(func(rs []flow.Rule) error {
 		m := make(map[string]*flow.Rule, len(rs))
@@ -166,13 +190,16 @@ func watchRules(ctx context.Context, path string, log *slog.Logger) (*atomic.Poi
 	})
 	w, err := rules.Watch(ctx, path, publish, rules.WithLogger(log), rules.WithOnReload(func(ev rules.Event) {
 		if ev.Err == nil && ev.Changed {
+			if ev.Doc != nil {
+				onChange(ev.Doc)
+			}
 			log.Info("flowgate serve: rules reloaded", slog.String("version", ev.Version))
 		}
 	}))
 	if err != nil {
 		return nil, nil, err
 	}
-	return &doc, func() { w.Close() }, nil
+	return &doc, w, nil
 }
 
 func serverTLS(tc tlsConfig) (*tls.Config, error) {

@@ -19,11 +19,13 @@ import (
 )
 
 const serveRules = `{"rules": [{"id": "orders", "resource": "GET /orders", "algorithm": "fixed_window",
-  "limit": 3, "window": "1h", "cluster": {"threshold": "global", "fallback": "deny"}}]}`
+  "limit": 3, "window": "1h", "cluster": {"threshold": "global", "fallback": "deny"}}],
+  "alerting": {"rejectionRatio": 0.3, "minRequests": 1}}`
 
 // TestServe runs `flowgate serve` in-process on Redis with a rules
 // document and a token: a client naming the rule by id gets the served
-// limit, a change to the document applies, /metrics counts the calls, and cancelling drains and exits 0.
+// limit, a change to the document (rules and alerting section) applies,
+// /metrics counts the calls, and cancelling drains and exits 0.
 func TestServe(t *testing.T) {
 	srv := redistest.Start(t)
 	dir := t.TempDir()
@@ -81,7 +83,9 @@ func TestServe(t *testing.T) {
 	}
 	// Hot reload: the served limit goes up to 5; the document's change,
 	// not the client's copy, lets more through.
-	if err := os.WriteFile(rulesPath, []byte(strings.Replace(serveRules, `"limit": 3`, `"limit": 5`, 1)), 0o600); err != nil {
+	// The alerting section changes with it.
+	reloaded := strings.NewReplacer(`"limit": 3`, `"limit": 5`, `"rejectionRatio": 0.3`, `"rejectionRatio": 0.9`).Replace(serveRules)
+	if err := os.WriteFile(rulesPath, []byte(reloaded), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	for deadline := time.Now().Add(5 * time.Second); ; {
@@ -113,6 +117,13 @@ func TestServe(t *testing.T) {
 	}
 	if strings.Contains(stderr.String(), "s3cret") {
 		t.Fatalf("the token was logged:\n%s", stderr.String())
+	}
+	// The alerter took the document's section at start and on the reload
+	// (applied by the watcher's goroutine, which serve's exit waits for).
+	for _, want := range []string{`alerting section applied" rejectionRatio=0.3 `, `alerting section applied" rejectionRatio=0.9 `} {
+		if !strings.Contains(stderr.String(), want) {
+			t.Errorf("log lacks %q:\n%s", want, stderr.String())
+		}
 	}
 }
 

@@ -104,31 +104,36 @@ func run(ctx context.Context, stop func(), cfg config) (*monitor, error) {
 	eng := flow.NewEngine(flow.WithBreakerListener(func(ev flow.BreakerEvent) { mon.onBreaker(ev) }))
 	sc := newScenario()
 	mon = newMonitor(eng, sc, cfg.duration)
-	w, err := rules.Watch(ctx, path, eng, rules.WithOnReload(mon.onReload))
+	// The controller and the alerter take their settings from the file's
+	// "adaptive" and "alerting" sections, and follow them on reload.
+	doc, err := rules.LoadFile(path)
 	if err != nil {
 		return nil, err
 	}
-	defer w.Close()
-	mon.watcher = w
-
-	// The thresholds come from the document's "alerting" section; rules.json
-	// keeps its window and "for" short so the alert fires within the run.
-	alertOpts, err := alerting.FromSection(w.Document().Alerting)
-	if err != nil {
-		return nil, err
-	}
-	al := alerting.New(eng, append(alertOpts,
+	ctrls, err := newControls(eng, doc, nil, []alerting.Option{
 		alerting.WithOverall(false), // one alert per resource tells the story better
 		alerting.WithSink(alerting.SinkFunc(func(_ context.Context, a alerting.Alert) error {
 			mon.onAlert(a)
 			return nil
 		})),
-	)...)
-	if err := al.Err(); err != nil {
+	})
+	if err != nil {
 		return nil, err
 	}
-	defer al.Close()
+	defer ctrls.Close()
+	al := ctrls.al
 	mon.alerter = al
+	w, err := rules.Watch(ctx, path, eng, rules.WithOnReload(func(ev rules.Event) {
+		mon.onReload(ev)
+		if err := ctrls.onReload(ev); err != nil {
+			mon.noteError("applying the adaptive and alerting sections", err)
+		}
+	}))
+	if err != nil {
+		return nil, err
+	}
+	defer w.Close()
+	mon.watcher = w
 
 	reg := prometheus.NewRegistry()
 	if err := reg.Register(metrics.NewCollector(eng,
@@ -170,7 +175,7 @@ func run(ctx context.Context, stop func(), cfg config) (*monitor, error) {
 	fmt.Fprintf(intro, "metrics: %s (try: curl -s %s | grep flowgate_requests)\n", mon.metricsURL, mon.metricsURL)
 	printIntro(intro, eng.Rules(), cfg.duration)
 
-	al.Start()
+	ctrls.Start()
 	client := newClient(cfg.workers)
 	defer client.CloseIdleConnections()
 	start := time.Now()

@@ -87,6 +87,13 @@ func (m *monitor) onReload(ev rules.Event) {
 		short(m.versions[len(m.versions)-2]), short(ev.Version), lag)
 }
 
+// noteError records a failure met in the watcher's callback.
+func (m *monitor) noteError(what string, err error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.addEvent(m.since(time.Now()), "%s failed: %v", what, err)
+}
+
 // loadWarmup remembers the warm-up rule's figures for the ramp.
 func (m *monitor) loadWarmup() {
 	for _, r := range m.eng.Rules() {

@@ -38,13 +38,15 @@ func (ic *interceptor) resource(ctx context.Context, method string) string {
 	return method
 }
 
+// enter decides with Decide, so the refusal stays on this stack frame
+// until blockedError has turned it into a status.
 func (ic *interceptor) enter(ctx context.Context, method string, server bool) (*flow.Permit, error) {
 	var arr [4]flowEntryOption
-	p, err := ic.eng.Entry(ic.resource(ctx, method), ic.cf.entryOptions(ctx, &arr, server)...)
-	if err != nil {
-		return nil, entryError(ctx, err)
+	d := ic.eng.Decide(ic.resource(ctx, method), ic.cf.entryOptions(ctx, &arr, server)...)
+	if !d.Allowed {
+		return nil, blockedError(ctx, &d.Block)
 	}
-	return p, nil
+	return d.Permit, nil
 }
 
 // exit ends p, recording err when the configuration counts it a failure.

@@ -49,14 +49,10 @@ func BlockedStatus(be *flow.BlockError) *status.Status {
 	return st
 }
 
-// entryError turns a refusal from Entry into the error the call returns: the
-// blocked status, the context's status when the caller went away during a
-// queued wait, and Internal for anything the engine could not decide.
-func entryError(ctx context.Context, err error) error {
-	var be *flow.BlockError
-	if !errors.As(err, &be) {
-		return status.Error(codes.Internal, err.Error())
-	}
+// blockedError turns a refusal into the error the call returns: the blocked
+// status, or the context's status when the caller went away during a queued
+// wait.
+func blockedError(ctx context.Context, be *flow.BlockError) error {
 	if be.Err != nil && ctx.Err() != nil {
 		return status.FromContextError(ctx.Err()).Err()
 	}

@@ -67,16 +67,22 @@ const (
 	HeaderXRealIP       = "X-Real-Ip" // canonical form of X-Real-IP
 )
 
-// DefaultProxyHeaders is the order in which forwarding headers are read from
-// a trusted peer: the first one present is used, the others are ignored. Set
-// WithProxyHeaders to the one header your proxy writes when it does not strip
-// the others, or a client could choose which header is believed.
-var DefaultProxyHeaders = []string{HeaderForwarded, HeaderXForwardedFor, HeaderXRealIP}
+// DefaultProxyHeaders returns the order in which forwarding headers are read
+// from a trusted peer: the first one present is used, the others are
+// ignored. Set WithProxyHeaders to the one header your proxy writes when it
+// does not strip the others, or a client could choose which header is
+// believed. Each call returns a new slice: the default itself cannot be
+// changed.
+func DefaultProxyHeaders() []string { return append([]string(nil), defaultProxyHeaders[:]...) }
+
+// defaultProxyHeaders is never written; an array, so no caller can be handed
+// it to write.
+var defaultProxyHeaders = [...]string{HeaderForwarded, HeaderXForwardedFor, HeaderXRealIP}
 
 // ClientIP returns the address of the client that sent r.
 //
 // It is the connection's peer (r.RemoteAddr) unless the peer is in trusted.
-// Then the forwarding headers named by headers (DefaultProxyHeaders when nil;
+// Then the forwarding headers named by headers (DefaultProxyHeaders() when nil;
 // the first present is used) are walked from the right: trusted proxies are
 // skipped and the first untrusted address is the client. When every address is
 // trusted the left-most is the client. A malformed, obfuscated ("_hidden") or
@@ -98,7 +104,7 @@ func clientAddr(r *http.Request, trusted []netip.Prefix, headers []string) (neti
 		return peer, r.RemoteAddr
 	}
 	if headers == nil {
-		headers = DefaultProxyHeaders
+		headers = defaultProxyHeaders[:]
 	}
 	for _, name := range headers {
 		vals := r.Header.Values(name)

@@ -83,11 +83,12 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		st.ctx.Context = ctx
 		r = r.WithContext(&st.ctx) // handlers read the identity with IdentityFrom
 	}
-	p, err := h.eng.Entry(res, opts...)
-	if err != nil {
-		h.refuse(w, r, err)
+	d := h.eng.Decide(res, opts...)
+	if !d.Allowed {
+		h.refuse(w, r, &d.Block)
 		return
 	}
+	p := d.Permit
 	if h.cf.quotaHeaders {
 		if q, ok := p.Quota(); ok {
 			SetQuotaHeaders(w.Header(), q)
@@ -175,31 +176,19 @@ func hostOf(s string) string {
 	return s
 }
 
-func (h *handler) refuse(w http.ResponseWriter, r *http.Request, err error) {
-	be, ok := err.(*flow.BlockError)
-	if !ok {
-		be = asBlockError(err)
-	}
-	if be == nil {
-		// Not a refusal: the engine could not decide. Say so rather than
-		// serve a call no rule admitted.
-		http.Error(w, http.StatusText(http.StatusInternalServerError), http.StatusInternalServerError)
-		return
-	}
+// refuse answers a refused request. be is the Decision's, on ServeHTTP's
+// stack: the default handler reads it there, and only a handler given by
+// WithBlockedHandler, which may keep it, gets a copy on the heap.
+func (h *handler) refuse(w http.ResponseWriter, r *http.Request, be *flow.BlockError) {
 	if errors.Is(be.Err, context.Canceled) && r.Context().Err() != nil {
 		w.WriteHeader(StatusClientClosedRequest)
 		return
 	}
 	SetBlockedHeaders(w.Header(), be)
-	h.cf.blocked(w, r, be)
-}
-
-// asBlockError is errors.As for a wrapped refusal, kept out of refuse so the
-// target variable does not escape on the common unwrapped path.
-func asBlockError(err error) *flow.BlockError {
-	var be *flow.BlockError
-	if errors.As(err, &be) {
-		return be
+	if h.cf.customBlocked {
+		c := *be
+		h.cf.blocked(w, r, &c)
+		return
 	}
-	return nil
+	WriteProblem(w, r, be)
 }

@@ -15,12 +15,15 @@ type config struct {
 	trusted      []netip.Prefix
 	proxyHeaders []string
 	blocked      BlockedHandler
-	quotaHeaders bool
-	noIdentity   bool // WithIdentityContext(false)
-	v6Bits       int
-	isError      func(status int) bool
-	prioHeader   string // "" turns priorities off
-	prioTrustAll bool
+	// customBlocked: blocked was set by WithBlockedHandler (not WriteProblem,
+	// which the middleware calls directly so the refusal stays on its stack).
+	customBlocked bool
+	quotaHeaders  bool
+	noIdentity    bool // WithIdentityContext(false)
+	v6Bits        int
+	isError       func(status int) bool
+	prioHeader    string // "" turns priorities off
+	prioTrustAll  bool
 }
 
 func newConfig(opts []Option) *config {
@@ -64,7 +67,7 @@ func WithTrustedProxies(prefixes ...netip.Prefix) Option {
 }
 
 // WithProxyHeaders sets which forwarding headers a trusted peer may use, in
-// order of preference. Default DefaultProxyHeaders.
+// order of preference. Default DefaultProxyHeaders().
 func WithProxyHeaders(names ...string) Option {
 	return func(cf *config) {
 		cf.proxyHeaders = make([]string, len(names))
@@ -80,7 +83,7 @@ func WithProxyHeaders(names ...string) Option {
 func WithBlockedHandler(h BlockedHandler) Option {
 	return func(cf *config) {
 		if h != nil {
-			cf.blocked = h
+			cf.blocked, cf.customBlocked = h, true
 		}
 	}
 }

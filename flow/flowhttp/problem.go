@@ -128,20 +128,18 @@ func appendJSONString(b []byte, s string) []byte {
 	return append(b, '"')
 }
 
-// Shared header values of every refusal, never modified.
-var (
-	problemContentType = []string{contentTypeProblemJSON}
-	noSniff            = []string{"nosniff"}
-)
-
 // WriteProblem is the default BlockedHandler: status 429 (503 for an open
 // circuit breaker, see Status) and the Problem of be as
 // application/problem+json.
 func WriteProblem(w http.ResponseWriter, r *http.Request, be *flow.BlockError) {
 	p := NewProblem(be)
 	h := w.Header()
-	h[headerContentType] = problemContentType
-	h[headerContentTypeOptions] = noSniff
+	// Each response gets its own values (cut from one array, one
+	// allocation): a slice shared by every refusal would let one handler's
+	// h[k][0] = v rewrite the header of all the others.
+	vals := &[2]string{contentTypeProblemJSON, "nosniff"}
+	h[headerContentType] = vals[0:1:1]
+	h[headerContentTypeOptions] = vals[1:2:2]
 	w.WriteHeader(p.Status)
 	if r.Method != http.MethodHead {
 		_, _ = w.Write(append(p.AppendJSON(make([]byte, 0, 256)), '\n'))

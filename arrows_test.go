@@ -1,0 +1,66 @@
+package flowgate_test
+
+import (
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+// TestArrowsRunOneWay keeps DESIGN.md's dependency rule from regressing: a
+// producer (a token server, the alerter, the CPU controller) never imports
+// its consumer (the metrics exporter), so a program that uses one does not
+// link Prometheus or OpenTelemetry for it; and adaptive and alerting, which
+// own their settings, do not import the rules document. It asks the go command for each
+// package's dependencies (go test puts GOROOT/bin first on PATH).
+func TestArrowsRunOneWay(t *testing.T) {
+	const (
+		metricsPkg = "github.com/flowgate/flowgate/metrics"
+		rulesPkg   = "github.com/flowgate/flowgate/rules"
+		prom       = "github.com/prometheus/"
+		otel       = "go.opentelemetry.io/"
+	)
+	for _, tc := range []struct {
+		pkg       string
+		forbidden []string
+	}{
+		// The Redis token server. gRPC is still linked here (the remote
+		// client lives in the same package until it is split by transport).
+		{"./cluster", []string{metricsPkg, prom, otel}},
+		// The gRPC token service exports its own counters with Prometheus,
+		// but reads the Redis side through no exporter of ours.
+		{"./cluster/tokenrpc", []string{metricsPkg, otel}},
+		// The settings' owners do not know the document that carries them:
+		// rules reads the sections into their types, never the other way.
+		{"./alerting", []string{metricsPkg, rulesPkg, prom, otel}},
+		{"./adaptive", []string{metricsPkg, rulesPkg, prom, otel}},
+		{"./rules", []string{metricsPkg, prom, otel}},
+	} {
+		out, err := exec.Command("go", "list", "-deps", tc.pkg).CombinedOutput()
+		if err != nil {
+			t.Fatalf("go list -deps %s: %v\n%s", tc.pkg, err, out)
+		}
+		deps := strings.Fields(string(out))
+		if len(deps) < 2 {
+			t.Fatalf("go list -deps %s listed %d packages; want its dependencies", tc.pkg, len(deps))
+		}
+		for _, d := range deps {
+			for _, f := range tc.forbidden {
+				if d == f || strings.HasPrefix(d, f) {
+					t.Errorf("%s depends on %s (forbidden: %s)", tc.pkg, d, f)
+				}
+			}
+		}
+	}
+
+	// rules reads the engine's problems as values (flow.RuleError with
+	// errors.As), not by matching their text.
+	out, err := exec.Command("go", "list", "-f", `{{join .Imports " "}}`, "./rules").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go list ./rules: %v\n%s", err, out)
+	}
+	for _, imp := range strings.Fields(string(out)) {
+		if imp == "regexp" {
+			t.Errorf("rules imports regexp: problems from flow must be read with errors.As")
+		}
+	}
+}

@@ -1,0 +1,31 @@
+// Package hotpath holds the speed techniques of flowgate's hot paths, so
+// that the code deciding a call reads plainly and the next algorithm can
+// reuse them. Each one answers the same cost: on a multi-core machine a
+// 64-byte cache line written by one core must move to another core before
+// that core can write it, and a line read and then written moves twice.
+// Under parallel calls those transfers, not the arithmetic, are what a pass
+// costs. The helpers, and when to reach for one:
+//
+//   - LineAligned places a hot object so that its contended words start a
+//     cache line, with nothing another object writes on that line. Use it
+//     for state every core writes (a rule's global limiter), not for
+//     per-key state, where memory per key matters more.
+//   - Pad with a blank `_ [n]byte` field to a multiple of CacheLine where
+//     the allocator lays many small objects side by side (pooled permits,
+//     the shards of a table); a test pins each such size.
+//   - LaneCount sizes per-core lanes: counters every call writes (passes,
+//     completions) are split so calls on different cores write different
+//     lines, and readers add the lanes up.
+//   - LoadForWrite asks for a line exclusive (PREFETCHW) before reading it
+//     for a compare-and-swap, so the line moves once, not twice; CAS128 and
+//     Load128 update and read two words as one (CMPXCHG16B), so a state of
+//     two numbers needs no lock. Pair16 finds the 16-byte aligned pair
+//     CMPXCHG16B needs inside three words.
+//   - StoreUnpublished32 is a plain store to an atomic word that no other
+//     goroutine can see yet (an XCHG, a full fence on amd64, costs a sixth
+//     of a pass).
+//   - Divider divides by a fixed number with one multiplication.
+//
+// Nothing here decides anything; every helper is measured by the
+// benchmarks of the package that uses it.
+package hotpath

@@ -1,0 +1,124 @@
+package hotpath
+
+import (
+	"math"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"unsafe"
+)
+
+// Objects of an odd and of an even word count, with the field to place
+// at several offsets.
+type odd struct {
+	a, b, c uint64
+	w       [2]uint64
+}
+
+type even struct {
+	a, b, c uint64
+	w       [2]uint64
+	d       uint64
+}
+
+func TestLineAligned(t *testing.T) {
+	for range 64 {
+		o := LineAligned[odd](unsafe.Offsetof(odd{}.w))
+		if addr := uintptr(unsafe.Pointer(&o.w)); addr%CacheLine != 0 {
+			t.Fatalf("odd: field at %#x, want %d-byte aligned", addr, CacheLine)
+		}
+		e := LineAligned[even](unsafe.Offsetof(even{}.c))
+		if addr := uintptr(unsafe.Pointer(&e.c)); addr%CacheLine != 0 {
+			t.Fatalf("even: field at %#x, want %d-byte aligned", addr, CacheLine)
+		}
+		if *o != (odd{}) || *e != (even{}) {
+			t.Fatal("not zero")
+		}
+	}
+}
+
+func TestLaneCount(t *testing.T) {
+	for _, c := range []struct{ procs, max, want int }{
+		{1, 16, 2}, {2, 16, 4}, {3, 16, 8}, {8, 16, 16}, {64, 16, 16}, {0, 16, 1},
+	} {
+		if got := LaneCount(c.procs, c.max); got != c.want {
+			t.Errorf("LaneCount(%d, %d): got %d, want %d", c.procs, c.max, got, c.want)
+		}
+	}
+}
+
+func TestPair16(t *testing.T) {
+	for range 16 {
+		w := new([3]uint64)
+		p := Pair16(unsafe.Pointer(w))
+		if addr := uintptr(unsafe.Pointer(p)); addr%16 != 0 {
+			t.Fatalf("pair at %#x, want 16-byte aligned", addr)
+		}
+		if base := uintptr(unsafe.Pointer(w)); uintptr(unsafe.Pointer(&p[1]))+8 > base+24 {
+			t.Fatal("pair runs past the three words")
+		}
+	}
+}
+
+// TestCAS128 runs the 16-byte CAS from several goroutines, each adding one
+// to both words; the words must end equal to the number of adds.
+func TestCAS128(t *testing.T) {
+	if !HasCAS16 {
+		t.Skip("no CMPXCHG16B on this CPU")
+	}
+	w := new([3]uint64)
+	p := Pair16(unsafe.Pointer(w))
+	if CAS128(p, 1, 0, 2, 2) {
+		t.Fatal("CAS succeeded on a wrong old value")
+	}
+	const goroutines, adds = 4, 2000
+	var wg sync.WaitGroup
+	for range goroutines {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range adds {
+				for {
+					a, b := LoadForWrite(p)
+					if CAS128(p, a, b, a+1, b+1) {
+						break
+					}
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	a, b := Load128(p)
+	if a != goroutines*adds || b != goroutines*adds {
+		t.Fatalf("got %d, %d, want %d each", a, b, goroutines*adds)
+	}
+}
+
+func TestStoreUnpublished32(t *testing.T) {
+	var w atomic.Uint32
+	StoreUnpublished32(&w, 7)
+	if got := w.Load(); got != 7 {
+		t.Fatalf("got %d, want 7", got)
+	}
+}
+
+// TestDivider checks the multiply-and-correct division against the
+// hardware's, at the edges and on random values.
+func TestDivider(t *testing.T) {
+	ds := []uint64{1, 2, 3, 7, 10, 1000, 100_000_000, 1<<32 + 1, 1<<62 + 3, math.MaxInt64}
+	ns := []uint64{0, 1, 2, 9, 10, 11, 99_999_999, 100_000_000, 1 << 40, math.MaxInt64 - 1, math.MaxInt64, 1 << 63, math.MaxUint64}
+	r := rand.New(rand.NewPCG(1, 2))
+	for range 2000 {
+		ns = append(ns, r.Uint64N(math.MaxInt64))
+		ds = append(ds, 1+r.Uint64N(1<<uint(1+r.IntN(62))))
+	}
+	for _, d := range ds {
+		v := NewDivider(d)
+		for _, n := range ns {
+			if q, m := v.Div(n), v.Mod(n); (n < 1<<63 && q != n/d) || m != n%d {
+				t.Fatalf("%d / %d: got %d rem %d, want %d rem %d", n, d, q, m, n/d, n%d)
+			}
+		}
+	}
+}
