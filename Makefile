@@ -1,13 +1,17 @@
 # flowgate — the commands a newcomer and CI run. `make demo` needs nothing but Go;
-# `make test` installs what the tests need (redis-server, prometheus with promtool, etcd) when it can.
+# `make test` installs what the tests need (redis-server, prometheus with promtool, etcd, chromium)
+# when it can.
 
 GO      ?= go
 PKGS    ?= ./...
 export FLOWGATE_REQUIRE_REDIS ?=
 export FLOWGATE_REQUIRE_PROMETHEUS ?=
 export FLOWGATE_REQUIRE_ETCD ?=
+export FLOWGATE_REQUIRE_BROWSER ?=
+# Modules of their own beside the core, tested by make test (scripts/modules.sh).
+MODULES ?= contrib/gin contrib/echo
 
-.PHONY: all demo test soak bench bench-peers lint deps vet fmt examples
+.PHONY: all demo test test-modules soak bench bench-peers lint deps vet fmt examples
 
 all: lint test
 
@@ -16,12 +20,18 @@ all: lint test
 demo:
 	$(GO) run ./examples/demo $(ARGS)
 
-## test: vet + race-enabled tests with a real redis-server, prometheus and etcd (installed by deps
-## when missing); a test that needs one fails instead of skipping.
+## test: vet + race-enabled tests with a real redis-server, prometheus, etcd and chromium (installed
+## by deps when missing); a test that needs one fails instead of skipping. Then the modules of their
+## own (MODULES) and the examples.
 test: deps
 	$(GO) vet $(PKGS)
-	FLOWGATE_REQUIRE_REDIS=1 FLOWGATE_REQUIRE_PROMETHEUS=1 FLOWGATE_REQUIRE_ETCD=1 $(GO) test -race -count=1 -timeout 20m $(PKGS)
+	FLOWGATE_REQUIRE_REDIS=1 FLOWGATE_REQUIRE_PROMETHEUS=1 FLOWGATE_REQUIRE_ETCD=1 FLOWGATE_REQUIRE_BROWSER=1 $(GO) test -race -count=1 -timeout 20m $(PKGS)
+	@$(MAKE) --no-print-directory test-modules
 	@$(MAKE) --no-print-directory examples
+
+## test-modules: vet and race-enabled tests of each module of its own (contrib/gin, contrib/echo).
+test-modules:
+	@GO=$(GO) sh scripts/modules.sh $(MODULES)
 
 ## soak: the cluster chaos soak, 60 s per policy x algorithm (6 min), with its figures
 ## (make test runs a 4 s version of each, race-enabled; this one is not, so latencies are real).

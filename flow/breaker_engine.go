@@ -89,6 +89,10 @@ func (e *Engine) checkBreakers(a *entryArgs, resource string, rr *resourceRules,
 				}
 				e.undo(st)
 				rr.stats.block(st.now, cr.rule.Level)
+				cr.refused.Add(1) // BlockedByRule
+				if key != "" {
+					e.recordRefusal(cr, key, st.now)
+				}
 				// Written into st, as refuse does, so Decide refuses
 				// without allocating here too.
 				st.refusal = BlockError{Resource: resource, Level: cr.rule.Level, RuleID: cr.rule.ID,

@@ -333,6 +333,9 @@ func (e *Engine) takeLocal(resource string, rr *resourceRules, cr *compiledRule,
 		if d.shed {
 			reason = ReasonPriority
 		}
+		if key != "" && !cr.shadow.Load() {
+			e.recordRefusal(cr, key, st.now) // TopKeys: refusals only, not would-be ones
+		}
 		return e.refuseOr(resource, rr, cr, d, reason, st) // shadow: nil, nothing taken
 	}
 	h, _ := lim.(holder)
@@ -367,6 +370,7 @@ func refusalIn(be *BlockError) *BlockError {
 // store-to-load forwarding.
 func blocked(be *BlockError, resource string, rr *resourceRules, cr *compiledRule, d *decision, reason string, now int64) {
 	rr.stats.block(now, cr.rule.Level)
+	cr.refused.Add(1) // BlockedByRule
 	*be = BlockError{Resource: resource, Level: cr.rule.Level, RuleID: cr.rule.ID, Reason: reason,
 		RetryAfter: d.retryAfter, Never: d.never, Limit: cr.limit(), Window: cr.rule.Window, Remaining: d.remaining}
 	if d.limit > 0 {

@@ -20,6 +20,10 @@ type config struct {
 	rtSampling   int    // as given to WithRTSampling; 0: not given
 	rtMask       uint32 // measure when rand & rtMask == 0
 	onBreaker    func(BreakerEvent)
+
+	// WithTopKeys (keys.go): counters (0 default, < 0 off) and window.
+	topKeys   int
+	topWindow time.Duration
 }
 
 // WithRTSampling has Exit measure response time on a random 1 in n calls

@@ -93,6 +93,8 @@ type compiledRule struct {
 	globalGen atomic.Uint64
 	keys      *keyTable // LevelUser, LevelIP
 	proto     atomic.Pointer[bucketProto]
+	top       atomic.Pointer[topKeys] // refused keys, from the first refusal (keys.go)
+	refused   atomic.Uint64           // calls this rule refused (rule_blocks.go)
 
 	// transitions counts a circuit breaker rule's changes into each state.
 	transitions [numBreakerStates]atomic.Uint64

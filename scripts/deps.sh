@@ -1,7 +1,8 @@
 #!/bin/sh
 # Installs what flowgate's tests need when it is missing: redis-server (with
-# redis-cli), prometheus (Debian's package, which also brings promtool) and
-# etcd (Debian's etcd-server).
+# redis-cli), prometheus (Debian's package, which also brings promtool),
+# etcd (Debian's etcd-server) and chromium (the admin console's browser test
+# drives it headless).
 # It uses apt-get when we are root and says what to do otherwise; the tests
 # that need a missing one then fail under make test (FLOWGATE_REQUIRE_*).
 set -u
@@ -14,13 +15,17 @@ if ! command -v prometheus >/dev/null 2>&1 || ! command -v promtool >/dev/null 2
 fi
 command -v etcd >/dev/null 2>&1 || [ -x /usr/bin/etcd ] || need="$need etcd-server"
 
+if ! command -v chromium >/dev/null 2>&1 && ! command -v chromium-browser >/dev/null 2>&1 && [ -z "${CHROMIUM:-}" ]; then
+	need="$need chromium"
+fi
+
 if [ -z "$need" ]; then
 	exit 0
 fi
 
 if [ "$(id -u)" != "0" ] || ! command -v apt-get >/dev/null 2>&1; then
 	echo "flowgate: missing:$need. Install it (e.g. 'sudo apt-get install$need')," >&2
-	echo "flowgate: or the tests that need it will fail under FLOWGATE_REQUIRE_REDIS=1 / FLOWGATE_REQUIRE_PROMETHEUS=1 / FLOWGATE_REQUIRE_ETCD=1." >&2
+	echo "flowgate: or the tests that need it will fail under FLOWGATE_REQUIRE_REDIS=1 / FLOWGATE_REQUIRE_PROMETHEUS=1 / FLOWGATE_REQUIRE_ETCD=1 / FLOWGATE_REQUIRE_BROWSER=1." >&2
 	exit 0
 fi
 

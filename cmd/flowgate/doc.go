@@ -22,7 +22,12 @@
 // flags override) choose the Redis deployment (one server, Sentinel or
 // Cluster), TLS with an optional client CA, the shared bearer token (from a
 // file or an environment variable, never a flag), the rules document served
-// by id and hot reloaded, and an optional /metrics listener. It listens on
+// by id and hot reloaded, and an optional /metrics listener, which also
+// serves the admin API and console (package admin) under /flowgate/: the
+// served document, its file's status and the console, read-only unless
+// -admin-token-env names the variable holding a bearer token, with which
+// PUT /flowgate/api/rules replaces the document (validated as validate
+// does) and writes it back to the rules file. It listens on
 // 127.0.0.1:7600 by default and refuses to listen beyond loopback unless
 // callers authenticate (a token or client certificates), or
 // -allow-unauthenticated is given, which logs a warning. On SIGINT or

@@ -99,10 +99,11 @@ func serve(ctx context.Context, cf serveConfig, stdout io.Writer, log *slog.Logg
 	defer ts.Close()
 
 	var byID func(string) (*flow.Rule, bool)
+	var watched *watchedRules
 	var watcher *rules.Watcher
 	var alerts atomic.Pointer[serveAlerts] // set once the server exists
 	if cf.Rules != "" {
-		doc, w, err := watchRules(ctx, cf.Rules, log, func(d *rules.Document) {
+		wr, err := watchRules(ctx, cf.Rules, log, func(d *rules.Document) {
 			if sa := alerts.Load(); sa != nil {
 				sa.apply(d)
 			}
@@ -110,9 +111,9 @@ func serve(ctx context.Context, cf serveConfig, stdout io.Writer, log *slog.Logg
 		if err != nil {
 			return fmt.Errorf("rules: %w", err)
 		}
-		defer w.Close()
-		watcher = w
-		byID = func(id string) (*flow.Rule, bool) { r, ok := (*doc.Load())[id]; return r, ok }
+		defer wr.w.Close()
+		watched, watcher = wr, wr.w
+		byID = func(id string) (*flow.Rule, bool) { r, ok := (*wr.byID.Load())[id]; return r, ok }
 	}
 	srv, err := tokenrpc.NewServer(ts, byID, opts...)
 	if err != nil {
@@ -145,6 +146,11 @@ func serve(ctx context.Context, cf serveConfig, stdout io.Writer, log *slog.Logg
 		reg.MustRegister(srv.Collector(), metrics.NewClusterCollector(ts))
 		mux := http.NewServeMux()
 		mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+		if err := mountAdmin(mux, cf, watched, log); err != nil {
+			srv.Stop()
+			<-served
+			return fmt.Errorf("admin: %w", err)
+		}
 		ml, err := net.Listen("tcp", cf.MetricsListen)
 		if err != nil {
 			srv.Stop()
@@ -154,6 +160,7 @@ func serve(ctx context.Context, cf serveConfig, stdout io.Writer, log *slog.Logg
 		hs = &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 		go hs.Serve(ml)
 		fmt.Fprintf(stdout, "metrics on %s\n", ml.Addr())
+		fmt.Fprintf(stdout, "admin on http://%s/flowgate/\n", ml.Addr())
 	}
 
 	select {
@@ -172,14 +179,27 @@ func serve(ctx context.Context, cf serveConfig, stdout io.Writer, log *slog.Logg
 	return err
 }
 
+// watchedRules is the served rules document: an id -> rule map for
+// tokenrpc, and the watcher and engine holding it, for the admin API.
+type watchedRules struct {
+	byID *atomic.Pointer[map[string]*flow.Rule]
+	w    *rules.Watcher
+	eng  *flow.Engine
+}
+
 // watchRules keeps an id -> rule map in step with the rules document. The
 // pointers stay the same until the document changes, as tokenrpc needs. The
-// watcher hands the validated rules straight to the map: no engine needed.
-// onChange sees each document loaded (the first one too, from Watch
-// itself), right after its rules.
-func watchRules(ctx context.Context, path string, log *slog.Logger, onChange func(*rules.Document)) (*atomic.Pointer[map[string]*flow.Rule], *rules.Watcher, error) {
+// watcher hands the validated rules to the map and to an engine that only
+// holds them, for the admin API (no call is ever decided by it). onChange
+// sees each document loaded (the first one too, from Watch itself), right
+// after its rules.
+func watchRules(ctx context.Context, path string, log *slog.Logger, onChange func(*rules.Document)) (*watchedRules, error) {
 	var doc atomic.Pointer[map[string]*flow.Rule]
+	holder := flow.NewEngine()
 	publish := rules.LoaderFunc(func(rs []flow.Rule) error {
+		if err := holder.LoadRules(rs); err != nil {
+			return err
+		}
 		m := make(map[string]*flow.Rule, len(rs))
 		for i := range rs {
 			r := rs[i].WithDefaults()
@@ -197,9 +217,9 @@ func watchRules(ctx context.Context, path string, log *slog.Logger, onChange fun
 		}
 	}))
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	return &doc, w, nil
+	return &watchedRules{byID: &doc, w: w, eng: holder}, nil
 }
 
 func serverTLS(tc tlsConfig) (*tls.Config, error) {

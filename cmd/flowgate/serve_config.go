@@ -32,6 +32,10 @@ type serveConfig struct {
 	ShutdownTimeout duration    `json:"shutdownTimeout"` // drain limit; default 10s
 	Prefix          string      `json:"prefix"`          // Redis key prefix; default "flowgate:"
 	InlineRules     *bool       `json:"inlineRules"`     // accept rules sent inline; default true
+	// AdminTokenEnv names the environment variable holding the bearer
+	// token that turns on the admin API's writes (replace the rules,
+	// written back to Rules; reset a key); "" = the admin is read-only.
+	AdminTokenEnv string `json:"adminTokenEnv"`
 	// AllowUnauthenticated lets Listen be beyond loopback with neither a
 	// token nor client certificates (a warning is logged); default false,
 	// and serve refuses to start that way.
@@ -105,6 +109,7 @@ func parseServeFlags(args []string, fs *flag.FlagSet) (serveConfig, error) {
 	fs.DurationVar(&shutdown, "shutdown-timeout", time.Duration(cf.ShutdownTimeout), "longest wait for calls in flight on shutdown")
 	fs.StringVar(&cf.Prefix, "prefix", cf.Prefix, "Redis key prefix")
 	fs.BoolVar(&inline, "inline-rules", true, "accept rules sent inline by clients (false: only the served document's rules)")
+	fs.StringVar(&cf.AdminTokenEnv, "admin-token-env", "", "environment variable holding the bearer token for the admin API's writes (empty: read-only)")
 	fs.BoolVar(&cf.AllowUnauthenticated, "allow-unauthenticated", false,
 		"listen beyond loopback with neither a token nor client certificates (logs a warning)")
 	if err := fs.Parse(args); err != nil {
@@ -163,6 +168,8 @@ func parseServeFlags(args []string, fs *flag.FlagSet) (serveConfig, error) {
 				fromFile.Prefix = cf.Prefix
 			case "allow-unauthenticated":
 				fromFile.AllowUnauthenticated = cf.AllowUnauthenticated
+			case "admin-token-env":
+				fromFile.AdminTokenEnv = cf.AdminTokenEnv
 			}
 		})
 		cf = fromFile
@@ -192,6 +199,9 @@ func (cf *serveConfig) validate() error {
 	}
 	if cf.TLS.ClientCA != "" && cf.TLS.Cert == "" {
 		errs = append(errs, errors.New("tls: clientCA needs a server cert and key"))
+	}
+	if cf.AdminTokenEnv != "" && (cf.Rules == "" || cf.MetricsListen == "") {
+		errs = append(errs, errors.New("adminTokenEnv: needs rules (the document writes go back to) and metricsListen (where the admin is served)"))
 	}
 	if cf.Timeout <= 0 || cf.ShutdownTimeout <= 0 {
 		errs = append(errs, errors.New("timeout, shutdownTimeout: must be > 0"))

@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"flag"
 	"io"
 	"net/http"
@@ -12,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flowgate/flowgate/admin"
 	"github.com/flowgate/flowgate/cluster"
 	"github.com/flowgate/flowgate/flow"
 	"github.com/flowgate/flowgate/internal/redistest"
@@ -110,6 +112,26 @@ func TestServe(t *testing.T) {
 		if !strings.Contains(string(body), want) {
 			t.Errorf("/metrics lacks %q", want)
 		}
+	}
+	// The admin API beside /metrics shows the served document and its
+	// file; it is read-only without -admin-token-env.
+	resp, err = http.Get("http://" + metricsAddr + "/flowgate/api/rules")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rr admin.RulesResponse
+	if err := json.NewDecoder(resp.Body).Decode(&rr); err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if rr.Origin != "source" || rr.Source == nil || !rr.Source.OK || rr.Source.Path != rulesPath || rr.Version != rr.Source.Version {
+		t.Errorf("admin rules: origin %q source %+v version %s", rr.Origin, rr.Source, rr.Version)
+	}
+	req, _ := http.NewRequest("PUT", "http://"+metricsAddr+"/flowgate/api/rules", strings.NewReader(serveRules))
+	if resp, err := http.DefaultClient.Do(req); err != nil || resp.StatusCode != http.StatusForbidden {
+		t.Errorf("admin PUT without -admin-token-env: %v %v, want 403", resp.Status, err)
+	} else {
+		resp.Body.Close()
 	}
 	cancel()
 	if got := <-code; got != exitOK {

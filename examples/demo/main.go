@@ -18,11 +18,12 @@
 // passed, waited and was refused at which level, the warm-up ramp, the
 // rejection ratio and the alert. Halfway it edits the rules file and the
 // watcher applies the change; /metrics is served throughout and scraped at
-// the end.
+// the end, and the live console (package admin) at /flowgate/.
 package main
 
 import (
 	"context"
+	"crypto/rand"
 	_ "embed"
 	"errors"
 	"flag"
@@ -37,6 +38,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/flowgate/flowgate/admin"
 	"github.com/flowgate/flowgate/alerting"
 	"github.com/flowgate/flowgate/flow"
 	"github.com/flowgate/flowgate/metrics"
@@ -145,10 +147,16 @@ func run(ctx context.Context, stop func(), cfg config) (*monitor, error) {
 	)); err != nil {
 		return nil, err
 	}
-	h, err := newService(eng, reg, sc)
+	shop, err := newService(eng, reg, sc)
 	if err != nil {
 		return nil, err
 	}
+	// The admin API and live console beside the shop, unguarded. Writes
+	// (the console's reset-a-key form) take a token made for this run.
+	token := rand.Text()
+	h := http.NewServeMux()
+	h.Handle("/flowgate/", http.StripPrefix("/flowgate", admin.New(eng, admin.WithSource(w), admin.WithWriteToken(token))))
+	h.Handle("/", shop)
 	addr := cfg.addr
 	if addr == "" {
 		addr = "127.0.0.1:0"
@@ -173,6 +181,7 @@ func run(ctx context.Context, stop func(), cfg config) (*monitor, error) {
 	fmt.Fprintf(intro, "flowgate demo: a shop on %s guarded by flowhttp, %s of real traffic over loopback\n", base, cfg.duration)
 	fmt.Fprintf(intro, "rules:   %s (a copy of examples/demo/rules.json, watched), version %s\n", path, short(w.Status().Version))
 	fmt.Fprintf(intro, "metrics: %s (try: curl -s %s | grep flowgate_requests)\n", mon.metricsURL, mon.metricsURL)
+	fmt.Fprintf(intro, "console: %s/flowgate/ (live; token for its reset form: %s)\n", base, token)
 	printIntro(intro, eng.Rules(), cfg.duration)
 
 	ctrls.Start()

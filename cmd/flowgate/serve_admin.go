@@ -1,0 +1,34 @@
+package main
+
+import (
+	"errors"
+	"log/slog"
+	"net/http"
+	"os"
+
+	"github.com/flowgate/flowgate/admin"
+	"github.com/flowgate/flowgate/flow"
+)
+
+// mountAdmin serves the admin API and console under /flowgate/ beside
+// /metrics. It shows the served rules document and its file's status;
+// writes are on only with AdminTokenEnv, and a replaced document is
+// written back to the rules file, from which the watcher serves it (so
+// the file stays the one source of the served rules).
+func mountAdmin(mux *http.ServeMux, cf serveConfig, watched *watchedRules, log *slog.Logger) error {
+	eng := flow.NewEngine() // no rules file: an empty document
+	opts := []admin.Option{admin.WithLogger(log)}
+	if watched != nil {
+		eng = watched.eng
+		opts = append(opts, admin.WithSource(watched.w))
+	}
+	if cf.AdminTokenEnv != "" {
+		token := os.Getenv(cf.AdminTokenEnv)
+		if token == "" {
+			return errors.New("environment variable " + cf.AdminTokenEnv + " (adminTokenEnv) is empty")
+		}
+		opts = append(opts, admin.WithWriteToken(token), admin.WithWriteBack(admin.WriteFile(cf.Rules)))
+	}
+	mux.Handle("/flowgate/", http.StripPrefix("/flowgate", admin.New(eng, opts...)))
+	return nil
+}
