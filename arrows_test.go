@@ -18,14 +18,25 @@ func TestArrowsRunOneWay(t *testing.T) {
 		rulesPkg   = "github.com/flowgate/flowgate/rules"
 		prom       = "github.com/prometheus/"
 		otel       = "go.opentelemetry.io/"
+		grpc       = "google.golang.org/grpc"
+		protobuf   = "google.golang.org/protobuf"
+		redis      = "github.com/redis/"
+		flowPkg    = "github.com/flowgate/flowgate/flow"
+		flowhttp   = "github.com/flowgate/flowgate/flow/flowhttp"
 	)
 	for _, tc := range []struct {
 		pkg       string
 		forbidden []string
 	}{
-		// The Redis token server. gRPC is still linked here (the remote
-		// client lives in the same package until it is split by transport).
-		{"./cluster", []string{metricsPkg, prom, otel}},
+		// One package per transport: the Redis token server links no gRPC
+		// or protobuf, the gRPC client no Redis client; neither exports.
+		{"./cluster", []string{metricsPkg, prom, otel, grpc, protobuf}},
+		{"./cluster/remote", []string{metricsPkg, prom, otel, redis}},
+		// The generated wire form knows protobuf and gRPC only.
+		{"./cluster/tokenpb", []string{flowPkg, metricsPkg, redis}},
+		// gRPC interceptors share the forwarding walk with HTTP through an
+		// internal package, not by importing the HTTP middleware.
+		{"./flow/flowgrpc", []string{flowhttp, metricsPkg, prom, otel}},
 		// The gRPC token service exports its own counters with Prometheus,
 		// but reads the Redis side through no exporter of ours.
 		{"./cluster/tokenrpc", []string{metricsPkg, otel}},

@@ -19,6 +19,7 @@ import (
 	"github.com/flowgate/flowgate/adaptive"
 	"github.com/flowgate/flowgate/alerting"
 	"github.com/flowgate/flowgate/cluster"
+	"github.com/flowgate/flowgate/cluster/remote"
 	"github.com/flowgate/flowgate/cluster/tokenrpc"
 	"github.com/flowgate/flowgate/flow"
 	"github.com/flowgate/flowgate/internal/promtest"
@@ -32,8 +33,9 @@ import (
 // user-level rule (tracked keys) with a shadow rule behind it that would
 // refuse part of what it admits (the "would have blocked" panels), a queue
 // (waits), a cluster rule (the token service over Redis), adaptive rules,
-// an adaptive_concurrency rule and a circuit breaker on a dependency that
-// always fails (open, then failing probes); alerting and adaptive sections
+// an adaptive_concurrency rule, a circuit breaker on a dependency that
+// always fails (open, then failing probes), a deny list refusing one call
+// in five of its resource; alerting and adaptive sections
 // short enough to act within the test.
 const promRules = `{
   "rules": [
@@ -45,7 +47,9 @@ const promRules = `{
      "cluster": {"threshold": "global", "fallback": "local"}},
     {"id": "dep-breaker", "resource": "GET /dep", "algorithm": "circuit_breaker", "strategy": "error_ratio",
      "threshold": 0.5, "openFor": "1s"},
-    {"id": "auto", "resource": "GET /auto", "algorithm": "adaptive_concurrency"}
+    {"id": "auto", "resource": "GET /auto", "algorithm": "adaptive_concurrency"},
+    {"id": "blocked-origins", "resource": "GET /lists", "level": "param", "param": "origin", "algorithm": "deny",
+     "values": ["scraper"]}
   ],
   "adaptive": {"period": "100ms"},
   "alerting": {"rejectionRatio": 0.3, "window": "2s", "for": "1s", "interval": "250ms", "minRequests": 10}
@@ -88,12 +92,12 @@ func TestPrometheusEvaluatesDashboardAndAlerts(t *testing.T) {
 	tsMetrics := serveMetrics(t, tsReg)
 
 	// The service: an engine deciding "shared" through the token service.
-	remote, err := cluster.NewRemoteTokenServer([]string{grpcLis.Addr().String()})
+	rc, err := remote.New([]string{grpcLis.Addr().String()})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer remote.Close()
-	eng := flow.NewEngine(flow.WithTokenServer(remote))
+	defer rc.Close()
+	eng := flow.NewEngine(flow.WithTokenServer(rc))
 	dir := t.TempDir()
 	path := filepath.Join(dir, "rules.json")
 	if err := os.WriteFile(path, []byte(promRules), 0o644); err != nil {
@@ -123,7 +127,7 @@ func TestPrometheusEvaluatesDashboardAndAlerts(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(metrics.NewCollector(eng,
 		metrics.WithAdaptive(ctl),
-		metrics.WithCluster(remote),
+		metrics.WithCluster(rc),
 		metrics.WithAlerts(al),
 		metrics.WithReload(metrics.ReloadFunc(func() metrics.ReloadStatus {
 			st := w.Status()
@@ -241,6 +245,11 @@ func drive(eng *flow.Engine, stop <-chan struct{}, wg *sync.WaitGroup) {
 			call("GET /hot")
 			call("GET /shared")
 			call("GET /auto")
+			if n%5 == 0 {
+				call("GET /lists", flow.WithParam("origin", "scraper"))
+			} else {
+				call("GET /lists", flow.WithParam("origin", "web"))
+			}
 			if p, err := eng.Entry("GET /dep"); err == nil {
 				p.Exit(flow.WithError(context.DeadlineExceeded)) // the dependency is down
 			}

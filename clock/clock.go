@@ -30,6 +30,23 @@ func Nanotime(c Clock) int64 {
 	return c.Now().UnixNano()
 }
 
+// Origin is the wall time at which c's Nanotime reads 0, so that
+// Origin(c).UnixNano() + Nanotime(c) is a Unix time. Limiters align their
+// windows with it to whole multiples of the window since the Unix epoch, as
+// Sentinel and Redis-side windows are, so every process agrees where a
+// second starts. Real and Fake report it exactly; for another Clock it is
+// derived from one Now and one Nanotime reading (the Unix epoch itself when
+// the clock is not Monotonic).
+func Origin(c Clock) time.Time {
+	if o, ok := c.(interface{ Origin() time.Time }); ok {
+		return o.Origin()
+	}
+	if _, ok := c.(Monotonic); !ok {
+		return time.Unix(0, 0)
+	}
+	return c.Now().Add(-time.Duration(Nanotime(c)))
+}
+
 // Real returns the system clock. It is safe for concurrent use, and its
 // Nanotime reads the monotonic counter, so wall-clock steps do not move it.
 func Real() Clock { return realClock{} }
@@ -41,8 +58,9 @@ var origin = time.Now()
 
 type realClock struct{}
 
-func (realClock) Now() time.Time  { return time.Now() }
-func (realClock) Nanotime() int64 { return int64(time.Since(origin)) }
+func (realClock) Now() time.Time    { return time.Now() }
+func (realClock) Origin() time.Time { return origin.Round(0) }
+func (realClock) Nanotime() int64   { return int64(time.Since(origin)) }
 
 func (realClock) Sleep(ctx context.Context, d time.Duration) error {
 	if d <= 0 {

@@ -111,3 +111,27 @@ func BenchmarkRealNanotime(b *testing.B) {
 		_ = Nanotime(c)
 	}
 }
+
+func TestOrigin(t *testing.T) {
+	f := NewFake(epoch.Add(1300 * time.Millisecond))
+	f.Advance(time.Hour)
+	if got := Origin(f); !got.Equal(epoch.Add(1300 * time.Millisecond)) {
+		t.Fatalf("Origin(Fake) = %v, want its start", got)
+	}
+	// Real: origin plus Nanotime is the wall time, to within the two reads.
+	before := time.Now()
+	got := Origin(Real()).Add(time.Duration(Nanotime(Real())))
+	after := time.Now()
+	if got.Before(before.Add(-time.Millisecond)) || got.After(after.Add(time.Millisecond)) {
+		t.Fatalf("Origin(Real)+Nanotime = %v, want within [%v, %v]", got, before, after)
+	}
+	if got := Origin(wallOnly{}); !got.Equal(time.Unix(0, 0)) {
+		t.Fatalf("Origin of a non-monotonic clock = %v, want the Unix epoch", got)
+	}
+}
+
+// wallOnly is a Clock without Nanotime: its Nanotime is Unix nanoseconds.
+type wallOnly struct{}
+
+func (wallOnly) Now() time.Time                                   { return time.Now() }
+func (wallOnly) Sleep(ctx context.Context, _ time.Duration) error { return ctx.Err() }

@@ -25,6 +25,9 @@ func NewFake(start time.Time) *Fake {
 // Now returns the virtual time.
 func (f *Fake) Now() time.Time { return f.start.Add(time.Duration(f.elapsed.Load())) }
 
+// Origin returns the clock's start: the time at which Nanotime reads 0.
+func (f *Fake) Origin() time.Time { return f.start }
+
 // Nanotime returns the virtual nanoseconds elapsed since the clock's start.
 func (f *Fake) Nanotime() int64 { return f.elapsed.Load() }
 

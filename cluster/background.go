@@ -25,7 +25,7 @@ func (s *RedisTokenServer) beat(ctx context.Context, join bool) (int, error) {
 	if !join {
 		j = "0"
 	}
-	v, err := s.eval(ctx, heartbeatScript, []any{nil, nil, "1", s.heartbeatKey(), s.cf.id, s.cf.beatTTL.Microseconds(), j})
+	v, err := s.eval(ctx, heartbeatScript(), []any{nil, nil, "1", s.heartbeatKey(), s.cf.id, s.cf.beatTTL.Microseconds(), j})
 	if err != nil {
 		return 0, err
 	}
@@ -42,7 +42,7 @@ func (s *RedisTokenServer) beat(ctx context.Context, join bool) (int, error) {
 		return 0, fmt.Errorf("cluster: heartbeat reply: got %v, want two integers", v)
 	}
 	if join {
-		s.instances.Store(s.trust.observe(max(1, n), present == 1, s.cf.clk.Now(), s.cf.beatTTL))
+		s.instances.Store(s.trust.observe(max(1, n), present == 1, s.cf.Clock.Now(), s.cf.beatTTL))
 	}
 	return int(n), nil
 }
@@ -83,7 +83,7 @@ func (s *RedisTokenServer) loop() {
 }
 
 func (s *RedisTokenServer) background(msg string, f func(context.Context) error) {
-	ctx, cancel := context.WithTimeout(context.Background(), max(10*s.cf.timeout, 200*time.Millisecond))
+	ctx, cancel := context.WithTimeout(context.Background(), max(10*s.cf.Timeout, 200*time.Millisecond))
 	defer cancel()
 	if err := f(ctx); err != nil {
 		s.logWarn(msg, err)
@@ -109,7 +109,7 @@ func (s *RedisTokenServer) Close() error {
 		if s.leases != nil {
 			s.leases.sweep(true)
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), max(10*s.cf.timeout, 200*time.Millisecond))
+		ctx, cancel := context.WithTimeout(context.Background(), max(10*s.cf.Timeout, 200*time.Millisecond))
 		defer cancel()
 		if _, e := s.beat(ctx, false); e != nil {
 			err = errors.Join(err, e)
@@ -169,7 +169,7 @@ func (s *RedisTokenServer) renew(ctx context.Context) error {
 	var errs []error
 	for k, pairs := range byKey {
 		args := append([]any{nil, nil, "1", k, s.cf.concTTL.Microseconds()}, pairs...)
-		v, err := s.eval(ctx, renewScript, args)
+		v, err := s.eval(ctx, renewScript(), args)
 		counts, ok := v.([]any)
 		if err != nil || !ok || len(counts) != len(pairs)/2 {
 			if err == nil {

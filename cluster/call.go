@@ -17,18 +17,18 @@ import (
 // those rules. want is the reply length to decode (0: none).
 func (s *RedisTokenServer) call(ctx context.Context, main int, p *plan, key string, nonce any, tokens, want int, only []int) (reply, error) {
 	start := s.now()
-	if !s.br.allow(start) {
-		s.st.breakerRejected.Add(1)
+	if !s.br.Allow(start) {
+		s.st.BreakerRejected.Add(1)
 		return reply{}, unavailable("breaker", errBreakerOpen)
 	}
 	mask := p.mask
 	if only != nil {
 		mask = p.concMask
 	}
-	sc := scriptFor(main, mask)
 	if main == mainAcquire && p.n == 1 {
-		sc = singleAcquire[p.code1]
+		main, mask = mainAcquire1, 1<<(p.code1-1)
 	}
+	sc := scriptFor(main, mask)
 	ap := s.args(p, key, nonce, tokens, only)
 	cctx, cancel := s.withTimeout(ctx)
 	v, err := s.eval(cctx, sc, *ap)
@@ -38,9 +38,9 @@ func (s *RedisTokenServer) call(ctx context.Context, main int, p *plan, key stri
 	clear(*ap)
 	s.argPool.Put(ap)
 	end := s.now()
-	s.st.latency(end - start)
+	s.st.Latency(end - start)
 	if err != nil {
-		s.st.errors.Add(1)
+		s.st.Errors.Add(1)
 		if scriptError(err) {
 			s.succeeded() // Redis answered: it is up
 			return reply{}, err
@@ -54,7 +54,7 @@ func (s *RedisTokenServer) call(ctx context.Context, main int, p *plan, key stri
 			// The caller gave up (not our timeout): says nothing about Redis.
 			return reply{}, unavailable("redis", err)
 		}
-		if s.br.failure(end, timedOut(err)) {
+		if s.br.Failure(end, timedOut(err)) {
 			s.logBreaker("cluster: Redis unavailable; breaker open, calls use their rules' fallback", err)
 		}
 		return reply{}, unavailable("redis", err)
@@ -65,20 +65,20 @@ func (s *RedisTokenServer) call(ctx context.Context, main int, p *plan, key stri
 	}
 	r, err := decodeReply(v, want)
 	if err != nil {
-		s.st.errors.Add(1)
+		s.st.Errors.Add(1)
 		return reply{}, err
 	}
 	if r.allowed {
-		s.st.passed.Add(1)
+		s.st.Passed.Add(1)
 	} else {
-		s.st.blocked.Add(1)
+		s.st.Blocked.Add(1)
 	}
 	return r, nil
 }
 
 // succeeded tells the breaker Redis answered, and logs when that closed it.
 func (s *RedisTokenServer) succeeded() {
-	if s.br.success() {
+	if s.br.Success() {
 		s.logBreakerClosed()
 	}
 }
@@ -89,7 +89,7 @@ func (s *RedisTokenServer) withTimeout(ctx context.Context) (context.Context, co
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	dl := time.Now().Add(s.cf.timeout)
+	dl := time.Now().Add(s.cf.Timeout)
 	if s.conn.needDone {
 		return context.WithDeadline(ctx, dl)
 	}

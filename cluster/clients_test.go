@@ -140,8 +140,8 @@ func TestClientKindsBoundedWhenPaused(t *testing.T) {
 			}
 			// 200ms of slack for -race on shared cores; unbounded, a call
 			// would wait the 3s ReadTimeout.
-			if worst > ts.cf.timeout+200*time.Millisecond {
-				t.Errorf("slowest call with Redis frozen: %v, want about the %v timeout", worst, ts.cf.timeout)
+			if worst > ts.cf.Timeout+200*time.Millisecond {
+				t.Errorf("slowest call with Redis frozen: %v, want about the %v timeout", worst, ts.cf.Timeout)
 			}
 			if !ts.BreakerOpen() {
 				t.Errorf("breaker closed after the timeouts: %+v", ts.Stats())
@@ -171,7 +171,7 @@ func TestFailoverClientNeedsContextTimeout(t *testing.T) {
 	// No sentinel answers: the call fails within the timeout and falls back.
 	start := time.Now()
 	_, err = ts.Acquire(context.Background(), flow.TokenRequest{Resource: "r", Tokens: 1, Rules: []*flow.Rule{ptr(crule("r", "r", flow.AlgoFixedWindow, 1, time.Second))}})
-	if !errors.Is(err, flow.ErrTokenServerUnavailable) || time.Since(start) > ts.cf.timeout+200*time.Millisecond {
+	if !errors.Is(err, flow.ErrTokenServerUnavailable) || time.Since(start) > ts.cf.Timeout+200*time.Millisecond {
 		t.Fatalf("acquire without sentinels: %v after %v, want unavailable within the timeout", err, time.Since(start))
 	}
 }

@@ -74,13 +74,7 @@
 // /metrics. It keeps no decision state of its own, so it runs as N
 // replicas over one Redis.
 //
-// NewRemoteTokenServer is its client and a flow.TokenServer itself: the
-// engine uses it exactly as the embedded RedisTokenServer, with the same
-// per-call timeout (WithRemoteTimeout), a breaker per replica
-// (WithRemoteBreaker) and the rules' fallbacks when no replica answers.
-// It keeps one connection per replica and fails over to the next ready
-// one; a call handed to a replica is never re-sent elsewhere (it may have
-// counted), except an Exit release, which is idempotent. A busy replica
-// (namespace cap) sends the engine to its fallback without opening the
-// breaker. See RemoteTokenServer for thresholds through the service.
+// Its client is package cluster/remote, a flow.TokenServer itself, kept
+// apart so that a program using Redis directly links no gRPC, and a
+// program using the service links no Redis client.
 package cluster

@@ -110,8 +110,8 @@ func TestRedisKilledEachPolicy(t *testing.T) {
 	// The slack is for a goroutine descheduled on loaded cores under -race;
 	// a call the timeout did not bound would take the client's 1s dial or
 	// 2s read timeout.
-	if slowest > ts.cf.timeout+300*time.Millisecond {
-		t.Errorf("slowest call took %v, want under the %v timeout (+slack)", slowest, ts.cf.timeout)
+	if slowest > ts.cf.Timeout+300*time.Millisecond {
+		t.Errorf("slowest call took %v, want under the %v timeout (+slack)", slowest, ts.cf.Timeout)
 	}
 	st := ts.Stats()
 	if !st.BreakerOpen || st.BreakerRejected == 0 || st.Errors < 5 {
@@ -160,7 +160,7 @@ func TestRedisRestartedRecoversThroughNOSCRIPT(t *testing.T) {
 	}
 	srv.Restart()
 	ctx := context.Background()
-	sha := singleAcquire[algoCode[flow.AlgoSlidingLog]].sha // one rule: the one-rule script
+	sha := scriptFor(mainAcquire1, 1<<(6-1)).sha // one rule: the one-rule script
 	if ok, err := srv.Client().ScriptExists(ctx, sha).Result(); err != nil || ok[0] {
 		t.Fatalf("script cache after restart: %v %v, want empty", ok, err)
 	}
@@ -210,13 +210,13 @@ func TestRedisPausedFailsFastAfterBreakerOpens(t *testing.T) {
 	// Every call failed at the breaker, unsent: with Redis frozen a sent
 	// call would have taken the whole timeout (however loaded the cores,
 	// a call the breaker rejects takes far less).
-	if got := ts.Stats().BreakerRejected - rejected; got != 50 || slowest >= ts.cf.timeout {
+	if got := ts.Stats().BreakerRejected - rejected; got != 50 || slowest >= ts.cf.Timeout {
 		t.Fatalf("with the breaker open: %d of 50 calls rejected by it, slowest %v; want all, each under the %v timeout (first 5 took %v)",
-			got, slowest, ts.cf.timeout, slow)
+			got, slowest, ts.cf.Timeout, slow)
 	}
 	for _, d := range slow {
-		if d < ts.cf.timeout/2 || d > ts.cf.timeout+200*time.Millisecond {
-			t.Fatalf("calls before the breaker opened took %v, want about the %v timeout", slow, ts.cf.timeout)
+		if d < ts.cf.Timeout/2 || d > ts.cf.Timeout+200*time.Millisecond {
+			t.Fatalf("calls before the breaker opened took %v, want about the %v timeout", slow, ts.cf.Timeout)
 		}
 	}
 	srv.Resume()

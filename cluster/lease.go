@@ -259,7 +259,7 @@ func (t *leaseTable) sweep(all bool) {
 		l.mu.Lock()
 		if l.left > 0 && (it.drop || now >= l.until) {
 			used := l.taken - l.left
-			ctx, cancel := context.WithTimeout(context.Background(), max(10*t.s.cf.timeout, 200*time.Millisecond))
+			ctx, cancel := context.WithTimeout(context.Background(), max(10*t.s.cf.Timeout, 200*time.Millisecond))
 			t.returnLocked(ctx, it.k.p, it.k.key, l)
 			cancel()
 			l.size = max(1, used) // it was too big: ask for what was used

@@ -5,17 +5,15 @@ import (
 	"time"
 
 	"github.com/flowgate/flowgate/clock"
+	"github.com/flowgate/flowgate/cluster/internal/guard"
 )
 
 // Option configures a RedisTokenServer.
 type Option func(*config)
 
 type config struct {
+	guard.Settings
 	prefix       string
-	timeout      time.Duration
-	failures     int
-	openFor      time.Duration
-	clk          clock.Clock
 	log          *slog.Logger
 	id           string
 	beatEvery    time.Duration
@@ -27,11 +25,8 @@ type config struct {
 
 func defaults() config {
 	return config{
+		Settings:     guard.Defaults(),
 		prefix:       "flowgate:",
-		timeout:      20 * time.Millisecond,
-		failures:     5,
-		openFor:      time.Second,
-		clk:          clock.Real(),
 		beatEvery:    time.Second,
 		beatTTL:      3 * time.Second,
 		concTTL:      30 * time.Second,
@@ -45,38 +40,19 @@ func WithPrefix(p string) Option { return func(c *config) { c.prefix = p } }
 // WithTimeout bounds each call to Redis. Default 20ms (Sentinel's cluster
 // client default). It holds whatever the client's own timeouts and
 // retries: see NewRedisTokenServer.
-func WithTimeout(d time.Duration) Option {
-	return func(c *config) {
-		if d > 0 {
-			c.timeout = d
-		}
-	}
-}
+func WithTimeout(d time.Duration) Option { return func(c *config) { c.SetTimeout(d) } }
 
 // WithBreaker opens the circuit after failures consecutive failed calls;
 // while open, calls fail at once with an error wrapping
 // flow.ErrTokenServerUnavailable, and after openFor one call probes Redis:
 // success closes the circuit, failure opens it again. Default 5 and 1s.
 func WithBreaker(failures int, openFor time.Duration) Option {
-	return func(c *config) {
-		if failures > 0 {
-			c.failures = failures
-		}
-		if openFor > 0 {
-			c.openFor = openFor
-		}
-	}
+	return func(c *config) { c.SetBreaker(failures, openFor) }
 }
 
 // WithClock is the clock the breaker and leases measure time on. Decisions
 // never use it: their time is Redis's. Default clock.Real().
-func WithClock(clk clock.Clock) Option {
-	return func(c *config) {
-		if clk != nil {
-			c.clk = clk
-		}
-	}
-}
+func WithClock(clk clock.Clock) Option { return func(c *config) { c.SetClock(clk) } }
 
 // WithLogger receives background failures (heartbeats, lease returns,
 // renewals). Default: silent.

@@ -10,21 +10,6 @@ import (
 	"github.com/flowgate/flowgate/flow"
 )
 
-// Algorithm codes shared with the Lua files (ALGO[code]).
-var algoCode = map[flow.Algorithm]int{
-	flow.AlgoTokenBucket:   1,
-	flow.AlgoWarmUp:        2,
-	flow.AlgoLeakyBucket:   3,
-	flow.AlgoFixedWindow:   4,
-	flow.AlgoSlidingWindow: 5,
-	flow.AlgoSlidingLog:    6,
-	flow.AlgoConcurrency:   7,
-}
-
-// nparams is how many parameters each algorithm code takes after its code
-// (NPARAM in prelude.lua).
-var nparams = [8]int{0, 3, 6, 3, 2, 3, 2, 2}
-
 // plan is what a TokenRequest's rules turn into, computed once per rule
 // set, adaptive factor and instance count, and shared by every call: the
 // per-rule script parameters, already boxed, so a call copies them.
@@ -35,7 +20,7 @@ type plan struct {
 	instances int
 
 	suffixes []string // ":" + rule id, appended to the key's tag
-	params   []any    // per rule: code, then nparams[code] values; boxed strings
+	params   []any    // per rule: code, then spec(code).nparams values; boxed strings
 	paramAt  []int    // where each rule's part of params starts (and ends, last)
 	numkeys  any
 	conc     []int // indexes of concurrency rules
@@ -50,6 +35,7 @@ type plan struct {
 	prefix   string
 	resource string
 	level    flow.Level
+	tag      string // the level in keys: "global", "user", "ip", or "param:<name>"
 }
 
 func (p *plan) matches(req *flow.TokenRequest, instances int) bool {
@@ -63,9 +49,16 @@ func newPlan(prefix string, req *flow.TokenRequest, instances int, concTTL int64
 	p := &plan{first: req.Rules[0], n: len(req.Rules), factor: req.Factor, instances: instances,
 		resource: req.Resource, level: req.Level, leasable: true, prefix: prefix}
 	p.numkeys = strconv.Itoa(p.n)
+	p.tag = p.level.String()
+	if p.level == flow.LevelParam {
+		// The engine asks for a param rule alone (its values are its own
+		// keys); the parameter's name keeps two params' values apart even
+		// when their rules have no id.
+		p.tag += ":" + req.Rules[0].Param
+	}
 	var errs []error
 	for i, r := range req.Rules {
-		code, ok := algoCode[r.Algorithm]
+		code, ok := codeOf(r.Algorithm)
 		if !ok {
 			errs = append(errs, fmt.Errorf("rules[%d] (id %q): algorithm: %v not supported by the token server", i, r.ID, r.Algorithm))
 			continue
@@ -86,10 +79,10 @@ func newPlan(prefix string, req *flow.TokenRequest, instances int, concTTL int64
 		}
 		p.paramAt = append(p.paramAt, len(p.params))
 		p.params = append(p.params, strconv.Itoa(code))
-		for _, v := range vals[:nparams[code]] {
+		for _, v := range vals[:spec(code).nparams] {
 			p.params = append(p.params, v)
 		}
-		p.nonce = p.nonce || code == 6 || code == 7
+		p.nonce = p.nonce || spec(code).members
 		if r.Algorithm == flow.AlgoConcurrency {
 			p.concMask = 1 << (code - 1)
 			p.conc = append(p.conc, i)
@@ -110,7 +103,8 @@ func newPlan(prefix string, req *flow.TokenRequest, instances int, concTTL int64
 	return p, nil
 }
 
-// keys builds the state key of every rule: prefix{resource|level|key}:id.
+// keys builds the state key of every rule: prefix{resource|level|key}:id,
+// one per user, IP or param value (level "param:<name>").
 func (p *plan) keys(key string) []string {
 	ks := make([]string, 0, p.n)
 	p.eachKey(key, func(_ int, k string) { ks = append(ks, k) })
@@ -121,7 +115,7 @@ func (p *plan) keys(key string) []string {
 // Redis Cluster takes them in one call; they are slices of one string, one
 // allocation for all.
 func (p *plan) eachKey(key string, f func(i int, k string)) {
-	lvl := p.level.String()
+	lvl := p.tag
 	one := len(p.prefix) + len(p.resource) + len(lvl) + len(key) + 4
 	size := 0
 	for _, s := range p.suffixes {
@@ -167,7 +161,7 @@ func capacity(limit float64) int64 {
 }
 
 // ruleParams returns p1..p6 for one rule (see each .lua file's header);
-// only the first nparams[code] are sent.
+// only the first spec(code).nparams are sent.
 func ruleParams(r *flow.Rule, limit float64, concTTL int64) ([6]string, error) {
 	var v [6]string
 	win := float64(r.Window.Microseconds())

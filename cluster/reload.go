@@ -36,7 +36,7 @@ const probeEvery = 100 * time.Millisecond
 // loadBudget bounds one background Redis call (a script load, a probe, a
 // heartbeat): its own budget, not a caller's.
 func (s *RedisTokenServer) loadBudget() time.Duration {
-	return max(10*s.cf.timeout, 250*time.Millisecond)
+	return max(10*s.cf.Timeout, 250*time.Millisecond)
 }
 
 type scriptLoads struct {
@@ -154,7 +154,7 @@ func (s *RedisTokenServer) prober() {
 		case <-s.stop:
 			return
 		case now := <-t.C:
-			if !s.br.open() {
+			if !s.br.Open() {
 				continue
 			}
 			if err := s.probe(); err != nil {
@@ -201,7 +201,7 @@ func (s *RedisTokenServer) probe() error {
 			return err
 		}
 	}
-	for _, sc := range allScripts() {
+	for _, sc := range builtScripts() {
 		if !sc.used.Load() {
 			continue
 		}
@@ -211,7 +211,7 @@ func (s *RedisTokenServer) probe() error {
 			return l.err
 		}
 	}
-	if s.br.close() {
+	if s.br.Close() {
 		s.logBreakerClosed()
 	}
 	return nil
@@ -227,6 +227,6 @@ func (s *RedisTokenServer) logBreaker(msg string, err error) {
 func (s *RedisTokenServer) logBreakerClosed() {
 	if s.cf.log != nil {
 		s.cf.log.Info("cluster: Redis answers again; breaker closed", slog.String("instance", s.cf.id),
-			slog.Duration("open_for", time.Duration(s.now()-s.br.openedAt.Load())))
+			slog.Duration("open_for", time.Duration(s.now()-s.br.OpenedAt())))
 	}
 }

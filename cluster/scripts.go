@@ -6,6 +6,7 @@ import (
 	"embed"
 	"encoding/hex"
 	"strings"
+	"sync"
 	"sync/atomic"
 
 	"github.com/redis/go-redis/v9"
@@ -13,13 +14,6 @@ import (
 
 //go:embed lua/*.lua
 var luaFiles embed.FS
-
-// algorithmFiles are the per-algorithm files, indexed by code-1, in the
-// order they are assembled.
-var algorithmFiles = []string{
-	"token_bucket.lua", "warm_up.lua", "leaky_bucket.lua", "fixed_window.lua",
-	"sliding_window.lua", "sliding_log.lua", "concurrency.lua",
-}
 
 // script is one Lua program with its SHA1, run by EVALSHA.
 type script struct {
@@ -46,52 +40,59 @@ const (
 	mainAcquire = iota
 	mainLease
 	mainRelease
+	mainAcquire1 // acquire for one rule: prelude1.lua, acquire1.lua
 	numMains
 )
 
-var mainFiles = [numMains]string{"acquire.lua", "lease.lua", "release.lua"}
+var mainFiles = [numMains]string{"acquire.lua", "lease.lua", "release.lua", "acquire1.lua"}
 
-// numMasks covers every set of the 7 algorithm codes (bit code-1).
-const numMasks = 1 << 7
+// numMasks covers every set of the algorithm codes (bit code-1).
+const numMasks = 1 << numAlgos
 
-// decisionScripts holds, per main and algorithm set, the assembled script:
-// all of them built once, at package initialisation (a few hundred
-// kilobytes of text; Redis caches only those used).
-var decisionScripts = func() (s [numMains][numMasks]*script) {
-	for m := range numMains {
-		for mask := 1; mask < numMasks; mask++ {
-			s[m][mask] = assemble(mainFiles[m], mask)
-		}
+// scripts holds the assembled scripts, per main and algorithm set, built
+// on first use: 3 x 127 + 7 variants of 10-40 KB each would cost tens of
+// megabytes at package load, and a program uses a handful. A slot is
+// written once (CompareAndSwap), so a call after the first costs one
+// atomic load and no lock; two first calls racing may both assemble, and
+// both use the one stored.
+var scripts [numMains][numMasks]atomic.Pointer[script]
+
+// scriptFor returns main m for the algorithm set mask (for mainAcquire1,
+// the one bit of the rule's code).
+func scriptFor(m, mask int) *script {
+	slot := &scripts[m][mask]
+	if sc := slot.Load(); sc != nil {
+		return sc
 	}
-	return s
-}()
-
-// scriptFor returns main m for the algorithm set mask.
-func scriptFor(m, mask int) *script { return decisionScripts[m][mask] }
-
-// singleAcquire holds, per algorithm code, the acquire script for a
-// request of one rule (prelude1.lua + that algorithm + acquire1.lua): the
-// common case of one cluster rule at a level, without the generic
-// script's per-rule tables and loops.
-var singleAcquire = func() (s [8]*script) {
-	for code := 1; code <= 7; code++ {
-		s[code] = assembleWith("prelude1.lua", "acquire1.lua", 1<<(code-1))
+	prelude := "prelude.lua"
+	if m == mainAcquire1 {
+		prelude = "prelude1.lua"
 	}
-	return s
-}()
+	sc := assemble(prelude, mainFiles[m], mask)
+	if slot.CompareAndSwap(nil, sc) {
+		return sc
+	}
+	return slot.Load()
+}
 
+// The scripts of the background loops, small and built on first use too.
 var (
-	heartbeatScript = newScript(mustRead("heartbeat.lua"))
-	renewScript     = newScript(mustRead("renew.lua"))
+	heartbeatScript = sync.OnceValue(func() *script { return newScript(mustRead("heartbeat.lua")) })
+	renewScript     = sync.OnceValue(func() *script { return newScript(mustRead("renew.lua")) })
 )
 
-// allScripts lists every script, for the prober to reload the used ones.
-func allScripts() []*script {
-	out := []*script{heartbeatScript, renewScript}
-	for m := range numMains {
-		out = append(out, decisionScripts[m][1:]...)
+// builtScripts lists the scripts built so far (only those can have been
+// used), for the prober to reload the used ones.
+func builtScripts() []*script {
+	out := []*script{heartbeatScript(), renewScript()}
+	for m := range scripts {
+		for mask := range scripts[m] {
+			if sc := scripts[m][mask].Load(); sc != nil {
+				out = append(out, sc)
+			}
+		}
 	}
-	return append(out, singleAcquire[1:]...)
+	return out
 }
 
 func mustRead(name string) string {
@@ -102,24 +103,21 @@ func mustRead(name string) string {
 	return string(b)
 }
 
-// assemble joins the prelude, the algorithms of mask (bit code-1, in code
+// assemble joins a prelude, the algorithms of mask (bit code-1, in code
 // order) and one main into a script.
-func assemble(main string, mask int) *script { return assembleWith("prelude.lua", main, mask) }
-
-// assembleWith is assemble with another prelude.
-func assembleWith(prelude, main string, mask int) *script {
+func assemble(prelude, main string, mask int) *script {
 	var b strings.Builder
 	b.WriteString(mustRead(prelude))
-	if mask&(1<<5|1<<6) != 0 { // sliding_log, concurrency
+	if mask&membersMask != 0 {
 		b.WriteString("\n")
 		b.WriteString(mustRead("zset.lua"))
 	}
-	for i, f := range algorithmFiles {
+	for i, a := range algorithms {
 		if mask&(1<<i) == 0 {
 			continue
 		}
 		b.WriteString("\n")
-		b.WriteString(mustRead(f))
+		b.WriteString(mustRead(a.file))
 	}
 	b.WriteString("\n")
 	b.WriteString(mustRead(main))

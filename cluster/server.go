@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/flowgate/flowgate/clock"
+	"github.com/flowgate/flowgate/cluster/internal/guard"
 	"github.com/flowgate/flowgate/flow"
 	"github.com/redis/go-redis/v9"
 )
@@ -27,7 +28,7 @@ type RedisTokenServer struct {
 
 	seq       atomic.Uint64
 	instances atomic.Int64
-	br        breaker
+	br        guard.Breaker
 	st        stats
 	plans     sync.Map // *flow.Rule (first rule of a request) -> *plan
 	nplans    atomic.Int64
@@ -81,7 +82,7 @@ func NewRedisTokenServer(rdb redis.UniversalClient, opts ...Option) (*RedisToken
 	if strings.ContainsAny(cf.id, ":{}") {
 		return nil, fmt.Errorf("cluster: instance id %q: must not contain ':', '{' or '}'", cf.id)
 	}
-	c, err := ownClient(rdb, cf.timeout)
+	c, err := ownClient(rdb, cf.Timeout)
 	if err != nil {
 		return nil, err
 	}
@@ -89,12 +90,12 @@ func NewRedisTokenServer(rdb redis.UniversalClient, opts ...Option) (*RedisToken
 	s.box.set(c.rdb)
 	s.bg, s.bgCancel = context.WithCancel(context.Background())
 	s.instances.Store(1)
-	s.br.init(cf.failures, int64(cf.openFor), int64(cf.timeout))
+	s.br.Init(cf.Failures, int64(cf.OpenFor), int64(cf.Timeout))
 	s.held.init()
 	if cf.leasing != nil {
 		s.leases = newLeaseTable(s, *cf.leasing)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), max(cf.timeout, 250*time.Millisecond))
+	ctx, cancel := context.WithTimeout(context.Background(), max(cf.Timeout, 250*time.Millisecond))
 	if _, err := s.Heartbeat(ctx); err != nil {
 		s.logWarn("cluster: first heartbeat", err)
 	}
@@ -113,7 +114,7 @@ func (s *RedisTokenServer) Instances() int { return int(max(1, s.instances.Load(
 // ID is this instance's id.
 func (s *RedisTokenServer) ID() string { return s.cf.id }
 
-func (s *RedisTokenServer) now() int64 { return clock.Nanotime(s.cf.clk) }
+func (s *RedisTokenServer) now() int64 { return clock.Nanotime(s.cf.Clock) }
 
 // newNonce returns a string unique to one call among all instances.
 func (s *RedisTokenServer) newNonce() string {

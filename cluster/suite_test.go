@@ -116,26 +116,6 @@ func runSuite(t *testing.T, b backend) {
 	t.Run("user and ip keys", func(t *testing.T) { keyedLevels(t, b) })
 }
 
-// coldBound is the most a cold warm_up bucket of 200/s with a 1s warm-up
-// admits in d, by Guava's arithmetic: the first call passes at once and the
-// k+1-th once the first k have been paid for. Stored permits start at
-// max = 200 with threshold 100; above it a permit at level p costs
-// 5ms + (p-100)*100us (15ms at the top).
-func coldBound(d time.Duration) float64 {
-	paid, k := 0.0, 0
-	for stored := 200; ; stored-- {
-		cost := 5000.0
-		if stored > 100 {
-			cost += (float64(stored) - 100 - 0.5) * 100 // trapezoid of one permit
-		}
-		if paid+cost > float64(d.Microseconds()) {
-			return float64(k + 1)
-		}
-		paid += cost
-		k++
-	}
-}
-
 // leakyQueueing: with MaxWait, admitted calls are told to wait for slots
 // spaced by Window/Limit; none is further away than MaxWait.
 func leakyQueueing(t *testing.T, b backend) {

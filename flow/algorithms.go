@@ -44,9 +44,9 @@ func newLimiter(r *Rule, limit float64, clk clock.Clock, now int64) (limiter, er
 	case AlgoLeakyBucket:
 		return newLeakyBucket(r.Window, limit, now), nil
 	case AlgoFixedWindow:
-		return newFixedWindow(r.Window, limit, now), nil
+		return newFixedWindow(r.Window, limit, now, clock.Origin(clk).UnixNano()), nil
 	case AlgoSlidingWindow:
-		return newSlidingWindow(r.Window, r.Buckets, limit, now)
+		return newSlidingWindow(r.Window, r.Buckets, limit, now, clock.Origin(clk).UnixNano())
 	case AlgoSlidingLog:
 		return newSlidingLog(r.Window, max(r.Limit, limit), limit)
 	case AlgoConcurrency:
@@ -67,6 +67,9 @@ func capacity(limit float64) int64 {
 	}
 	return int64(c)
 }
+
+// floorMod is a - b*floorDiv(a, b): in [0, b) for b > 0.
+func floorMod(a, b int64) int64 { return a - b*floorDiv(a, b) }
 
 // floorDiv divides rounding toward minus infinity, so window indexes stay
 // right for the negative readings a Fake clock set backwards can give.

@@ -57,13 +57,7 @@ type breakerRules struct {
 func (e *Engine) checkBreakers(a *entryArgs, resource string, rr *resourceRules, st *entryState) error {
 	for _, list := range [2][]*compiledRule{rr.breakers.keyed, rr.breakers.global} {
 		for _, cr := range list {
-			key := ""
-			switch cr.rule.Level {
-			case LevelUser:
-				key = a.user
-			case LevelIP:
-				key = a.ip
-			}
+			key := a.keyFor(&cr.rule) // "" at the global level
 			if key == "" && cr.keyed {
 				continue
 			}

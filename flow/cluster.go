@@ -95,12 +95,51 @@ func (e *Engine) clusterLevel(a *entryArgs, resource string, rr *resourceRules, 
 		default:
 			e.cl.fbLocal.Add(1)
 			cr.recompute(e.AdaptiveFactor(), n)
+			if cr.fallbackResumes(e.cl.passed.Load()) {
+				drainLocal(cr, key, st.now)
+			}
 			if err := e.takeLocal(resource, rr, cr, key, st); err != nil {
 				return err
 			}
 		}
 	}
 	return nil
+}
+
+// The local fallback of a token_bucket cluster rule sits unused while Redis
+// answers, and a bucket left alone fills up: at the next outage every
+// instance would admit a full burst share at once on top of what Redis had
+// just admitted (the fleet: Redis's burst and rate plus one more burst).
+// So when the fallback resumes after the token server answered, its bucket
+// is emptied first and earns permits at the instance's share of the rate
+// from then on: an outage second then admits at most what Redis admitted
+// before the fault plus one cluster rate, as for fixed_window.
+
+// fallbackResumes reports whether the token server answered any call
+// (passed, the engine's count of admitted answers) since this rule's last
+// local fallback call: one load per fallback call, a write only when an
+// outage begins. Racing callers may both see a resume; draining twice is
+// harmless.
+func (cr *compiledRule) fallbackResumes(passed uint64) bool {
+	if cr.fallbackPassed.Load() == passed {
+		return false
+	}
+	return cr.fallbackPassed.Swap(passed) != passed
+}
+
+// drainLocal empties the plain token bucket the fallback is about to use
+// (warm-up buckets stay: their stored permits are the cold state, not a
+// burst, and taking them would slow the next callers instead).
+func drainLocal(cr *compiledRule, key string, now int64) {
+	lim, err := cr.limiterFor(key, now)
+	if err != nil {
+		return
+	}
+	if b, ok := lim.(*tokenBucket); ok && !b.warm {
+		if k := int(b.l.StoredPermitsAt(now)); k > 0 {
+			b.tryAcquire(now, k, 0)
+		}
+	}
 }
 
 // tightest is the cluster rule with the lowest rate: the token server's

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"strings"
@@ -97,3 +98,36 @@ func (downServer) Acquire(context.Context, TokenRequest) (TokenResult, error) {
 }
 func (downServer) Release(context.Context, TokenRequest, TokenResult) error { return nil }
 func (downServer) Instances() int                                           { return 4 }
+
+// TestClusterLocalTokenBucketStartsEmpty: a token_bucket cluster rule's
+// local bucket fills up while Redis answers; when an outage begins it is
+// emptied, so the instance admits its share of the rate from then on, not
+// a burst on top of what Redis just admitted.
+func TestClusterLocalTokenBucketStartsEmpty(t *testing.T) {
+	r := Rule{ID: "c", Resource: "r", Algorithm: AlgoTokenBucket, Limit: 8, Window: time.Second,
+		Cluster: &ClusterSpec{Threshold: "global", Fallback: "local"}}
+	ts := &fakeTokenServer{res: TokenResult{Allowed: true, Refused: -1}, instances: 4}
+	e, clk := clusterEngine(t, ts, r)
+	if got := seq(t, e, "r", 3); got != "pass pass pass" {
+		t.Fatalf("healthy: got %q", got)
+	}
+	clk.Advance(10 * time.Second) // the local bucket (2/s, burst 2) is full
+	ts.mu.Lock()
+	ts.err = fmt.Errorf("dial: %w", ErrTokenServerUnavailable)
+	ts.mu.Unlock()
+	// Emptied: only the one permit Guava's bucket grants on credit.
+	if got := seq(t, e, "r", 4); got != "pass c c c" {
+		t.Fatalf("outage start: got %q, want one pass (a full bucket would pass 3)", got)
+	}
+	// From then on the share of the rate (2/s) plus Guava's one permit on
+	// credit: 3 over [start, start+1s], where a full bucket passes 5.
+	clk.Advance(time.Second)
+	if got := seq(t, e, "r", 4); got != "pass pass c c" {
+		t.Fatalf("1s into the outage: got %q, want 2 (one second of 2/s)", got)
+	}
+	// Still the same outage: no second drain, the rate goes on.
+	clk.Advance(time.Second)
+	if got := seq(t, e, "r", 4); got != "pass pass c c" {
+		t.Fatalf("2s into the outage: got %q, want 2 (one second of 2/s)", got)
+	}
+}

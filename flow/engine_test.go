@@ -97,7 +97,7 @@ func TestRefundAcrossLevels(t *testing.T) {
 		t.Fatalf("got %q, want %q", got, want)
 	}
 	// The global rule saw exactly the 3 calls that passed.
-	if r := testRemaining(e.rules.Load().byResource["r"].levels[2].local[0].global, 0); r != 97 {
+	if r := testRemaining(e.rules.Load().byResource["r"].levels[levelSlot(LevelGlobal)].local[0].global, 0); r != 97 {
 		t.Fatalf("global remaining: got %v, want 97", r)
 	}
 	st := e.Snapshot().Resources[0]

@@ -105,6 +105,14 @@ type entryArgs struct {
 	ip     string
 	tokens int
 	prio   Priority
+	// params are the call's WithParam values, in order: the first ones in
+	// an array (the options slice itself must not be kept: entryArgs'
+	// contents reach the heap through the token server and Sleep calls,
+	// and would take the caller's variadic array with them), more in a
+	// slice. A scan of a few costs less than building a map.
+	params  [4]paramArg
+	nParams int
+	more    []paramArg
 }
 
 func parseEntry(ctx context.Context, opts []EntryOption) entryArgs {
@@ -126,6 +134,13 @@ func parseEntry(ctx context.Context, opts []EntryOption) entryArgs {
 			}
 		case optPriority:
 			a.prio = Priority(o.n)
+		case optParam:
+			if a.nParams < len(a.params) {
+				a.params[a.nParams] = paramArg{o.name, o.s}
+				a.nParams++
+			} else {
+				a.more = append(a.more, paramArg{o.name, o.s})
+			}
 		}
 	}
 	return a
@@ -245,6 +260,9 @@ func (e *Engine) decide(ctx context.Context, resource string, opts []EntryOption
 	}
 	p.brk = st.brk.appendTo(p.brk)
 	p.bucket = rr.stats.pass(now, st.wait, p.lane)
+	if rr.observers != nil {
+		feedObservers(rr, now, st.tokens)
+	}
 	p.sysCounted = sys > 0 // the guard counts only while on: it costs nothing when off
 	return p, nil
 }
@@ -274,6 +292,16 @@ func (e *Engine) entrySingle(resource string, rr *resourceRules, cr *compiledRul
 // admit takes permits at every level that applies, or gives back what it
 // took, writes the first refusal to st.refusal and returns errRefused.
 func (e *Engine) admit(a *entryArgs, resource string, rr *resourceRules, st *entryState) error {
+	if rr.lists != nil {
+		if err := e.checkLists(a, resource, rr, st); err != nil {
+			return err
+		}
+	}
+	if rr.refs != nil {
+		if err := e.checkRefs(resource, rr, st); err != nil {
+			return err
+		}
+	}
 	if rr.breakers != nil {
 		if err := e.checkBreakers(a, resource, rr, st); err != nil {
 			return err
@@ -294,14 +322,25 @@ func (e *Engine) admit(a *entryArgs, resource string, rr *resourceRules, st *ent
 			if key = a.user; key == "" {
 				continue
 			}
+		case LevelParam: // a key per rule: its parameter's value
+			if err := e.admitParams(a, resource, rr, lr, st); err != nil {
+				return err
+			}
+			continue
 		}
 		for _, cr := range lr.local {
-			if err := e.takeLocal(resource, rr, cr, key, st); err != nil {
+			if err := e.takeLocal(resource, rr, cr.forKey(key), key, st); err != nil {
 				return err
 			}
 		}
 		for _, g := range [2]*clusterGroup{&lr.cluster, &lr.shadowCluster} {
-			if len(g.crs) > 0 {
+			if lr.clusterSolo {
+				for _, cr := range g.crs {
+					if err := e.clusterLevel(a, resource, rr, lr.level, cr.forKey(key).solo, key, st); err != nil {
+						return err
+					}
+				}
+			} else if len(g.crs) > 0 {
 				if err := e.clusterLevel(a, resource, rr, lr.level, g, key, st); err != nil {
 					return err
 				}

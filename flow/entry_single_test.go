@@ -12,7 +12,7 @@ import (
 // the same, for every algorithm the short path serves.
 func TestSingleRulePathMatchesGeneral(t *testing.T) {
 	for _, a := range Algorithms() {
-		if a == AlgoConcurrency || a == AlgoCircuitBreaker || a == AlgoAdaptiveConcurrency {
+		if a == AlgoConcurrency || a == AlgoCircuitBreaker || a == AlgoAdaptiveConcurrency || a.isList() {
 			continue
 		}
 		r := Rule{ID: "g", Algorithm: a, Limit: 5, Window: time.Second}

@@ -6,9 +6,11 @@ import (
 )
 
 // fixedWindow counts permits per window. Windows are aligned to whole
-// multiples of Window counted from the engine clock's origin (the moment
-// clock.Nanotime reads 0: process start for clock.Real, the start time for a
-// clock.Fake), so every key of a rule shares the same boundaries.
+// multiples of Window since the Unix epoch on the engine's clock (see
+// clock.Origin), as Sentinel's and the cluster scripts' windows are: every
+// key of a rule, and every process whose clock agrees, shares the same
+// boundaries. A cluster rule's local fallback therefore counts in the same
+// seconds Redis did, instead of windows that straddle two of them.
 //
 // Its flaw is the one the seed articles document, kept honest here: the
 // count restarts at each boundary, so up to 2*limit permits can pass within a
@@ -21,6 +23,7 @@ import (
 type fixedWindow struct {
 	mu     sync.Mutex
 	window int64
+	off    int64 // the clock origin's phase in the window: now+off is aligned
 	cap    int64 // capacity(limit)
 	idx    int64 // index of the current window: floor(now / window)
 	cur    int64 // permits taken in window idx
@@ -29,14 +32,15 @@ type fixedWindow struct {
 
 var _ limiter = (*fixedWindow)(nil)
 
-func newFixedWindow(window time.Duration, limit float64, now int64) *fixedWindow {
-	w := &fixedWindow{window: int64(window), cap: capacity(limit)}
-	w.idx = floorDiv(now, w.window)
+// newFixedWindow counts from now; origin is clock.Origin's Unix ns.
+func newFixedWindow(window time.Duration, limit float64, now, origin int64) *fixedWindow {
+	w := &fixedWindow{window: int64(window), off: floorMod(origin, int64(window)), cap: capacity(limit)}
+	w.idx = floorDiv(now+w.off, w.window)
 	return w
 }
 
-// roll moves to the window of now; mu held. A clock that goes backwards
-// keeps the current window rather than reopening an old one.
+// roll moves to the window of now (already shifted by off); mu held. A
+// clock that goes backwards keeps the current window rather than reopening an old one.
 func (w *fixedWindow) roll(now int64) {
 	i := floorDiv(now, w.window)
 	switch {
@@ -49,7 +53,7 @@ func (w *fixedWindow) roll(now int64) {
 }
 
 func (w *fixedWindow) tryAcquire(now int64, n int, maxWait time.Duration) decision {
-	k := int64(n)
+	k, now := int64(n), now+w.off
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if k > w.cap {
@@ -81,7 +85,7 @@ func (w *fixedWindow) refund(at int64, n int) {
 	k := int64(n)
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	switch i := floorDiv(at, w.window); {
+	switch i := floorDiv(at+w.off, w.window); {
 	case i == w.idx+1:
 		w.next = max(w.next-k, 0)
 	case i == w.idx && w.next == 0:
@@ -101,7 +105,7 @@ func (w *fixedWindow) remaining(now int64) float64 {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	used := w.cur
-	switch i := floorDiv(now, w.window); {
+	switch i := floorDiv(now+w.off, w.window); {
 	case i == w.idx+1:
 		used = w.next
 	case i > w.idx+1:

@@ -2,6 +2,8 @@ package flow
 
 import (
 	"math/rand/v2"
+
+	"github.com/flowgate/flowgate/clock"
 	"sync"
 	"testing"
 	"time"
@@ -11,8 +13,8 @@ func fixedRule() Rule {
 	return Rule{ID: "fw", Resource: "r", Algorithm: AlgoFixedWindow, Limit: 10}.WithDefaults()
 }
 
-func TestFixedWindowAlignedToClockOrigin(t *testing.T) {
-	l, clk := newTestLimiter(t, fixedRule(), 10) // 250ms after the clock's origin
+func TestFixedWindowAlignedToTheSecond(t *testing.T) {
+	l, clk := newTestLimiter(t, fixedRule(), 10) // 250ms after a whole second
 	now := clk.Nanotime()
 	d := l.tryAcquire(now, 1, 0)
 	if !d.ok || d.remaining != 9 || d.reset != 750*time.Millisecond {
@@ -20,6 +22,33 @@ func TestFixedWindowAlignedToClockOrigin(t *testing.T) {
 	}
 	if _, d := drain(t, l, now); d.retryAfter != 750*time.Millisecond {
 		t.Fatalf("retryAfter %v, want 750ms: the window's end", d.retryAfter)
+	}
+}
+
+// TestFixedWindowAlignedToTheEpochNotTheOrigin: a clock whose Nanotime
+// starts mid-second (a process started at .300) still counts in whole Unix
+// seconds, the windows the cluster scripts count in, so a local fallback
+// never spreads one Redis second over two local windows.
+func TestFixedWindowAlignedToTheEpochNotTheOrigin(t *testing.T) {
+	for _, start := range []time.Duration{300 * time.Millisecond, -300 * time.Millisecond, 999 * time.Millisecond} {
+		clk := clock.NewFake(algoEpoch.Add(start))
+		r := fixedRule()
+		l, err := newLimiter(&r, 10, clk, clk.Nanotime())
+		if err != nil {
+			t.Fatal(err)
+		}
+		toSecond := (time.Second - start%time.Second) % time.Second
+		if n, d := drain(t, l, clk.Nanotime()); n != 10 || d.retryAfter != toSecond {
+			t.Fatalf("origin %v: admitted %d, retryAfter %v; want 10 and %v (the next whole second)", start, n, d.retryAfter, toSecond)
+		}
+		clk.Advance(toSecond - 1)
+		if d := l.tryAcquire(clk.Nanotime(), 1, 0); d.ok {
+			t.Fatalf("origin %v: admitted 1ns before the second", start)
+		}
+		clk.Advance(1)
+		if n, _ := drain(t, l, clk.Nanotime()); n != 10 {
+			t.Fatalf("origin %v: admitted %d at the whole second, want 10", start, n)
+		}
 	}
 }
 

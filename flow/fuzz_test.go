@@ -15,7 +15,7 @@ func FuzzValidateAgreesWithLoad(f *testing.F) {
 	f.Add(uint8(5), uint8(0), 1e6, int64(time.Hour), 0.0, int64(0), 0.0, 0, int64(time.Second), 0, int64(0))
 	f.Fuzz(func(t *testing.T, algo, level uint8, limit float64, window int64, burst float64, warmup int64,
 		cold float64, buckets int, maxWait int64, maxKeys int, idle int64) {
-		r := Rule{ID: "x", Resource: "r", Algorithm: Algorithm(algo % (uint8(numAlgorithms) + 1)), Level: Level(level % 4),
+		r := Rule{ID: "x", Resource: "r", Algorithm: Algorithm(algo % (uint8(numAlgorithms) + 1)), Level: Level(level % uint8(NumLevels+1)),
 			Limit: limit, Window: time.Duration(window), Burst: burst, Warmup: time.Duration(warmup), ColdFactor: cold,
 			Buckets: buckets, MaxWait: time.Duration(maxWait), MaxKeys: maxKeys % (1 << 20), IdleTTL: time.Duration(idle)}
 		if r.Algorithm == AlgoSlidingLog && r.Limit > 4096 {

@@ -78,6 +78,7 @@ func WithStatsWindow(d time.Duration, buckets int) Option {
 // handler that builds options per call allocates nothing for them.
 type EntryOption struct {
 	kind entryKind
+	name string // WithParam's name
 	s    string
 	n    int
 	ctx  context.Context
@@ -94,6 +95,7 @@ const (
 	optTokens
 	optFallback
 	optPriority
+	optParam
 )
 
 // WithContext gives the context that bounds a MaxWait wait (and is passed to
@@ -107,6 +109,16 @@ func WithUser(id string) EntryOption { return EntryOption{kind: optUser, s: id} 
 // WithIP names the client IP for ip-level rules. Without it (or with ""),
 // ip-level rules do not apply to the call.
 func WithIP(ip string) EntryOption { return EntryOption{kind: optIP, s: ip} }
+
+// WithParam gives the value of the call parameter name, for param-level
+// rules with that Param (a tenant, an API key, an origin application, a
+// product id, a downstream host). A call may carry several; for one name
+// given twice the last wins. Up to four per call allocate nothing. Without it (or with value ""), the rules of
+// that parameter do not apply to the call, except allow lists (see
+// AlgoAllow).
+func WithParam(name, value string) EntryOption {
+	return EntryOption{kind: optParam, name: name, s: value}
+}
 
 // WithTokens asks for n permits at every level (default 1; n < 1 counts as 1).
 func WithTokens(n int) EntryOption { return EntryOption{kind: optTokens, n: n} }
@@ -127,3 +139,22 @@ type ExitOption struct {
 
 // WithError records that the guarded call failed with err (nil: success).
 func WithError(err error) ExitOption { return ExitOption{err: err} }
+
+// paramArg is one WithParam of a call (see entryArgs.params).
+type paramArg struct{ name, value string }
+
+// param returns the call's value of the parameter name (the last one given),
+// "" when not given.
+func (a *entryArgs) param(name string) string {
+	for i := len(a.more) - 1; i >= 0; i-- {
+		if a.more[i].name == name {
+			return a.more[i].value
+		}
+	}
+	for i := a.nParams - 1; i >= 0; i-- {
+		if a.params[i].name == name {
+			return a.params[i].value
+		}
+	}
+	return ""
+}

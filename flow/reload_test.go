@@ -1,6 +1,7 @@
 package flow
 
 import (
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -29,7 +30,7 @@ func TestLoadRulesAllOrNothing(t *testing.T) {
 			t.Errorf("error lacks %q:\n%v", want, err)
 		}
 	}
-	if got := e.Rules(); len(got) != 1 || got[0] != good {
+	if got := e.Rules(); len(got) != 1 || !reflect.DeepEqual(got[0], good) {
 		t.Fatalf("rules changed after a failed load: %+v", got)
 	}
 	if got, want := seq(t, e, "r", 2), "pass g"; got != want {
@@ -102,15 +103,15 @@ func TestValidateTable(t *testing.T) {
 		{"defaults", func(*Rule) {}, ""},
 		{"nan limit", func(r *Rule) { r.Limit = nan() }, "limit: must be a finite number"},
 		{"negative window", func(r *Rule) { r.Window = -1 }, "window: must be >= 0"},
-		{"system level", func(r *Rule) { r.Level = LevelSystem }, "level: must be global, user or ip"},
+		{"system level", func(r *Rule) { r.Level = LevelSystem }, "level: must be global, user, ip or param"},
 		{"burst on window", func(r *Rule) { r.Algorithm = AlgoFixedWindow; r.Burst = 2 }, "burst: only for token_bucket rules"},
 		{"warm_up without warmup", func(r *Rule) { r.Algorithm = AlgoWarmUp }, "warmup: must be > 0 for warm_up rules"},
 		{"cold factor 1", func(r *Rule) { r.Algorithm = AlgoWarmUp; r.Warmup = time.Second; r.ColdFactor = 1 }, "coldFactor: must be a finite number > 1"},
 		{"buckets on log", func(r *Rule) { r.Algorithm = AlgoSlidingLog; r.Buckets = 3 }, "buckets: only for sliding_window rules"},
 		{"fractional concurrency", func(r *Rule) { r.Algorithm = AlgoConcurrency; r.Limit = 1.5 }, "limit: must be a whole number for concurrency"},
 		{"maxWait on concurrency", func(r *Rule) { r.Algorithm = AlgoConcurrency; r.MaxWait = time.Second }, "maxWait: not supported for concurrency rules"},
-		{"maxKeys on global", func(r *Rule) { r.MaxKeys = 5 }, "maxKeys: only for user and ip levels"},
-		{"idleTTL on global", func(r *Rule) { r.IdleTTL = time.Minute }, "idleTTL: only for user and ip levels"},
+		{"maxKeys on global", func(r *Rule) { r.MaxKeys = 5 }, "maxKeys: only for user, ip and param levels"},
+		{"idleTTL on global", func(r *Rule) { r.IdleTTL = time.Minute }, "idleTTL: only for user, ip and param levels"},
 		{"bad threshold", func(r *Rule) { r.Cluster = &ClusterSpec{Threshold: "all"} }, `cluster.threshold: must be global or per_instance, not "all"`},
 		{"bad fallback", func(r *Rule) { r.Cluster = &ClusterSpec{Fallback: "maybe"} }, `cluster.fallback: must be local, allow or deny, not "maybe"`},
 		{"huge log", func(r *Rule) { r.Algorithm = AlgoSlidingLog; r.Limit = 1e9 }, "limit: must be <= 1048576 for sliding_log"},

@@ -5,21 +5,25 @@ import (
 	"time"
 )
 
-// Level says whose traffic a rule counts: all callers, one user, or one client IP.
+// Level says whose traffic a rule counts: all callers, one user, one client
+// IP, or each value of a named call parameter.
 type Level uint8
 
-// The levels. A call is checked most specific first: IP, then user, then global.
-// LevelSystem appears only in a BlockError raised by the adaptive system guard.
+// The levels. A call is checked most specific first: IP, then user, then
+// param, then global. LevelSystem appears only in a BlockError raised by the
+// adaptive system guard. LevelParam comes after it so that the numbers of
+// the older levels (used as array indexes in snapshots) stay as they were.
 const (
 	LevelGlobal Level = iota
 	LevelUser
 	LevelIP
 	LevelSystem
+	LevelParam
 	// NumLevels is the number of levels, for arrays indexed by Level.
 	NumLevels
 )
 
-var levelNames = [NumLevels]string{"global", "user", "ip", "system"}
+var levelNames = [NumLevels]string{"global", "user", "ip", "system", "param"}
 
 // String returns the level's JSON name.
 func (l Level) String() string {
@@ -37,7 +41,7 @@ const (
 	AlgoTokenBucket    Algorithm = iota // Guava SmoothBursty
 	AlgoWarmUp                          // Guava SmoothWarmingUp
 	AlgoLeakyBucket                     // constant spacing; with MaxWait it queues (Sentinel's throttling)
-	AlgoFixedWindow                     // one counter per window; admits up to 2x across a boundary
+	AlgoFixedWindow                     // one counter per window (Unix-epoch aligned); admits up to 2x across a boundary
 	AlgoSlidingWindow                   // sub-window counters, previous window weighted by overlap
 	AlgoSlidingLog                      // exact: never more than Limit in any span of Window
 	AlgoConcurrency                     // at most Limit in flight
@@ -45,13 +49,15 @@ const (
 	// AlgoAdaptiveConcurrency caps calls in flight at a limit it finds from
 	// their response times (see InitialLimit..Smoothing).
 	AlgoAdaptiveConcurrency
+	AlgoAllow // refuses callers whose identity is not in Values; lists.go
+	AlgoDeny  // refuses callers whose identity is in Values; lists.go
 	numAlgorithms
 )
 
 var algorithmNames = [numAlgorithms]string{
 	"token_bucket", "warm_up", "leaky_bucket", "fixed_window", "sliding_window", "sliding_log", "concurrency",
 	"circuit_breaker",
-	"adaptive_concurrency",
+	"adaptive_concurrency", "allow", "deny",
 }
 
 // String returns the algorithm's JSON name.
@@ -71,8 +77,13 @@ type Rule struct {
 	// Resource is the name Entry is called with; required.
 	Resource string
 	// Level is who shares the limit: all callers (LevelGlobal, the
-	// default), each user (LevelUser) or each client IP (LevelIP).
+	// default), each user (LevelUser), each client IP (LevelIP) or each
+	// value of the call parameter Param (LevelParam).
 	Level Level
+	// Param names the call parameter a LevelParam rule counts per value
+	// (given per call by WithParam); required at that level, an error at
+	// any other.
+	Param string
 	// Algorithm decides how calls are admitted.
 	Algorithm Algorithm
 	// Limit is the permits per Window; for AlgoConcurrency the maximum in flight.
@@ -97,13 +108,25 @@ type Rule struct {
 	// Adaptive lets the CPU controller scale this rule's limit.
 	Adaptive bool
 	// Cluster, when set, has the rule decided cluster-wide by the token server.
-	// Not for circuit breakers: they are per instance.
+	// Not for circuit breakers, lists or RefResource rules: they are per instance.
 	Cluster *ClusterSpec
 	// Shadow has the rule decide and count as usual but never refuse: a
 	// call it would have refused goes on, and the would-be refusal is
 	// counted (RuleStats.ShadowBlocked) and logged at debug. See shadow.go
 	// for how its permits interact with the other rules'. Any algorithm.
 	Shadow bool
+	// Items gives single values of a keyed rule (user, ip, param) their own
+	// Limit, the rest of the rule unchanged (Sentinel's hotspot items). At
+	// most MaxItems; ip items are IP addresses in canonical form.
+	Items map[string]float64
+	// Values is the list of an AlgoAllow or AlgoDeny rule (and an error on
+	// any other): user ids, param values, or at the ip level addresses and
+	// CIDR prefixes (IPv4 and IPv6).
+	Values []string
+	// RefResource, on a global rate rule, has the rule decide calls of
+	// Resource on the traffic of another resource (Sentinel's associated
+	// strategy): see refs.go for the exact measure.
+	RefResource string
 
 	// The fields below are for AlgoCircuitBreaker only (and an error on any
 	// other algorithm); Window is the breaker's statistics span there.

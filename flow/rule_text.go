@@ -3,7 +3,7 @@ package flow
 import "fmt"
 
 // Levels lists the levels a rule may have, in JSON order.
-func Levels() []Level { return []Level{LevelGlobal, LevelUser, LevelIP} }
+func Levels() []Level { return []Level{LevelGlobal, LevelUser, LevelIP, LevelParam} }
 
 // Algorithms lists every algorithm.
 func Algorithms() []Algorithm {
@@ -14,7 +14,7 @@ func Algorithms() []Algorithm {
 	return out
 }
 
-// ParseLevel parses a level's JSON name ("global", "user", "ip"). "system"
+// ParseLevel parses a level's JSON name ("global", "user", "ip", "param"). "system"
 // is not a rule level and is refused.
 func ParseLevel(s string) (Level, error) {
 	for _, l := range Levels() {
@@ -22,7 +22,7 @@ func ParseLevel(s string) (Level, error) {
 			return l, nil
 		}
 	}
-	return 0, fmt.Errorf("unknown level %q (want global, user or ip)", s)
+	return 0, fmt.Errorf("unknown level %q (want global, user, ip or param)", s)
 }
 
 // ParseAlgorithm parses an algorithm's JSON name, e.g. "token_bucket".

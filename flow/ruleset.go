@@ -3,6 +3,7 @@ package flow
 import (
 	"errors"
 	"math"
+	"reflect"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -21,11 +22,16 @@ type ruleSet struct {
 
 // checkOrder is the order levels are checked in: most specific first, so a
 // flood from one client is refused before it touches the shared quota.
-var checkOrder = [3]Level{LevelIP, LevelUser, LevelGlobal}
+var checkOrder = [4]Level{LevelIP, LevelUser, LevelParam, LevelGlobal}
 
 type resourceRules struct {
 	stats  *resourceStats
-	levels [3]levelRules // in checkOrder
+	levels [4]levelRules // in checkOrder
+	// lists are the resource's allow and deny rules in checkOrder, refs its
+	// RefResource rules, observers the RefResource rules of other
+	// resources that count this one's passes; all nil when none (lists.go,
+	// refs.go).
+	lists, refs, observers []*compiledRule
 	// breakers are the resource's circuit breakers, checked before the
 	// levels; nil when it has none.
 	breakers *breakerRules
@@ -47,6 +53,10 @@ type levelRules struct {
 	// request of their own so their refusal never refuses the enforcing
 	// ones (the token server decides one request all or nothing).
 	shadowCluster clusterGroup
+	// clusterSolo: a cluster rule has items, so the level's cluster rules
+	// (enforcing, then shadow) are asked one by one (each through its
+	// solo), a value's item in place of its rule.
+	clusterSolo bool
 }
 
 // clusterGroup is cluster rules of one level asked in one TokenRequest.
@@ -91,13 +101,28 @@ type compiledRule struct {
 
 	global    limiter // LevelGlobal
 	globalGen atomic.Uint64
-	keys      *keyTable // LevelUser, LevelIP
+	keys      *keyTable // LevelUser, LevelIP, LevelParam
 	proto     atomic.Pointer[bucketProto]
 	top       atomic.Pointer[topKeys] // refused keys, from the first refusal (keys.go)
 	refused   atomic.Uint64           // calls this rule refused (rule_blocks.go)
+	// items are a keyed rule's per-value exceptions, each a rule of its
+	// own with one limiter (param.go); nil when it has none.
+	items map[string]*compiledRule
+	// list is an allow or deny rule's values (lists.go).
+	list *valueList
+	// solo holds this rule alone, for the token server, when it is a
+	// cluster keyed rule or one of its items (param.go).
+	solo *clusterGroup
+	// parent is an item's rule (param.go), nil for a rule: a shadow item's
+	// would-be refusals are counted on its rule.
+	parent *compiledRule
 
 	// transitions counts a circuit breaker rule's changes into each state.
 	transitions [numBreakerStates]atomic.Uint64
+	// fallbackPassed is the engine's count of answered token server calls
+	// at this cluster rule's latest local fallback call (see
+	// fallbackResumes); it starts at MaxUint64 so the first outage drains.
+	fallbackPassed atomic.Uint64
 	// seen is the latest Entry time a circuit breaker rule saw, to
 	// seenStep: its Exits' time when they do not read the clock.
 	seen atomic.Int64
@@ -152,6 +177,11 @@ func (cr *compiledRule) recompute(factor float64, instances int) {
 		cr.limitBits.Store(math.Float64bits(l))
 		cr.gen.Add(1)
 	}
+	// Items scale as their rule does: when the rule's limit is unchanged
+	// (the early return above), so are theirs.
+	for _, it := range cr.items {
+		it.recompute(factor, instances)
+	}
 }
 
 // limitFor is the effective limit at factor and an instance count.
@@ -193,20 +223,14 @@ func (cr *compiledRule) keyCount() int {
 	return cr.keys.len()
 }
 
-// ruleEqual reports whether a and b configure the same state; Shadow is
-// not part of it (compiledRule.shadow).
+// ruleEqual reports whether a and b configure the same state, comparing
+// them deeply (cluster spec, reserve, items, values): only on reload, so
+// reflection's cost does not matter. Shadow is not part of it
+// (compiledRule.shadow).
 func ruleEqual(a, b *Rule) bool {
 	x, y := *a, *b
-	x.Cluster, y.Cluster = nil, nil
-	x.Reserve, y.Reserve = nil, nil
 	x.Shadow, y.Shadow = false, false
-	if x != y || (a.Cluster == nil) != (b.Cluster == nil) || (a.Reserve == nil) != (b.Reserve == nil) {
-		return false
-	}
-	if a.Reserve != nil && *a.Reserve != *b.Reserve {
-		return false
-	}
-	return a.Cluster == nil || *a.Cluster == *b.Cluster
+	return reflect.DeepEqual(x, y)
 }
 
 // compile builds the snapshot for rules (already validated), reusing the
@@ -238,7 +262,7 @@ func (e *Engine) compile(rules []Rule, old *ruleSet, now int64) (*ruleSet, map[s
 		}
 		// Never cr.rule.Shadow: a reused rule is read by Entries on the
 		// old snapshot meanwhile (and its rule by the token server).
-		cr.shadow.Store(r.Shadow)
+		cr.setShadow(r.Shadow)
 		rs.compiled = append(rs.compiled, cr)
 		rr := rs.byResource[r.Resource]
 		if rr == nil {
@@ -257,7 +281,18 @@ func (e *Engine) compile(rules []Rule, old *ruleSet, now int64) (*ruleSet, map[s
 			rr.addBreaker(cr)
 			continue
 		}
+		if cr.list != nil {
+			rr.lists = append(rr.lists, cr)
+			continue
+		}
+		if r.RefResource != "" {
+			rr.refs = append(rr.refs, cr)
+			continue
+		}
 		lr := &rr.levels[levelSlot(r.Level)]
+		if cr.cluster {
+			lr.clusterSolo = lr.clusterSolo || len(r.Items) > 0
+		}
 		switch {
 		case cr.cluster && r.Shadow:
 			lr.shadowCluster.add(cr)
@@ -270,8 +305,10 @@ func (e *Engine) compile(rules []Rule, old *ruleSet, now int64) (*ruleSet, map[s
 	if len(errs) > 0 {
 		return nil, nil, errors.Join(errs...)
 	}
+	rs.linkRefs(stats, e.cf.statsWindow, e.cf.statsBuckets)
 	for _, rr := range rs.byResource {
-		if rr.breakers == nil {
+		sortLists(rr.lists)
+		if rr.breakers == nil && rr.lists == nil && rr.refs == nil && rr.observers == nil {
 			rr.single = singleRule(rr)
 		}
 		rr.cpuRule = firstAdaptive(rr)
@@ -329,7 +366,7 @@ func (e *Engine) newCompiled(r Rule, factor float64, now int64) (*compiledRule, 
 	cr := &compiledRule{
 		rule:    r,
 		clk:     e.cf.clk,
-		keyed:   r.Level == LevelUser || r.Level == LevelIP,
+		keyed:   r.Level.keyed(),
 		cluster: r.Cluster != nil && e.cf.ts != nil,
 		reason:  ReasonRateLimited,
 	}
@@ -341,12 +378,15 @@ func (e *Engine) newCompiled(r Rule, factor float64, now int64) (*compiledRule, 
 	case AlgoCircuitBreaker:
 		cr.reason = ReasonBreakerOpen
 		cr.cluster = false // validation refuses a Cluster spec on a breaker
+	case AlgoAllow, AlgoDeny:
+		return newListRule(cr)
 	}
 	cr.dynamic = r.Adaptive || cr.cluster
 	instances := 1
 	if cr.cluster {
 		instances = max(1, e.cf.ts.Instances())
 	}
+	cr.fallbackPassed.Store(math.MaxUint64)
 	cr.limitBits.Store(math.Float64bits(math.NaN())) // so recompute always sets it
 	cr.recompute(factor, instances)
 	cr.gen.Store(0)
@@ -361,6 +401,12 @@ func (e *Engine) newCompiled(r Rule, factor float64, now int64) (*compiledRule, 
 	} else {
 		cr.global = lim
 	}
+	if err := e.compileItems(cr, factor, instances, now); err != nil {
+		return nil, err
+	}
+	if cr.cluster && cr.keyed {
+		cr.solo = soloGroup(cr)
+	}
 	return cr, nil
 }
 
@@ -369,15 +415,7 @@ func (e *Engine) newCompiled(r Rule, factor float64, now int64) (*compiledRule, 
 func copyRules(rules []Rule) []Rule {
 	out := make([]Rule, len(rules))
 	for i, r := range rules {
-		if r.Cluster != nil {
-			c := *r.Cluster
-			r.Cluster = &c
-		}
-		if r.Reserve != nil {
-			res := *r.Reserve
-			r.Reserve = &res
-		}
-		out[i] = r
+		out[i] = r.Clone()
 	}
 	return out
 }

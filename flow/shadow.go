@@ -38,10 +38,11 @@ func (e *Engine) refuseOr(resource string, rr *resourceRules, cr *compiledRule, 
 	return e.refuse(resource, rr, cr, d, reason, st)
 }
 
-// shadowRefused counts a shadow rule's would-be refusal and logs it at
-// debug; nothing is built when the logger would drop the record.
+// shadowRefused counts a shadow rule's would-be refusal (an item's on its
+// rule) and logs it at debug; nothing is built when the logger would drop
+// the record.
 func (e *Engine) shadowRefused(resource string, cr *compiledRule, reason string) {
-	cr.shadowBlocked.Add(1)
+	cr.owner().shadowBlocked.Add(1)
 	if l := e.cf.log; l != nil && l.Enabled(context.Background(), slog.LevelDebug) {
 		l.LogAttrs(context.Background(), slog.LevelDebug, "flow: shadow rule would have refused",
 			slog.String("resource", resource), slog.String("rule", cr.rule.ID),

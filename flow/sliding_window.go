@@ -11,7 +11,8 @@ import (
 // sub-window counters, without keeping one timestamp per call.
 //
 // The estimator. Sub-windows are width w = Window/Buckets long, aligned to
-// multiples of w since the clock's origin; k is the one now falls in and
+// multiples of w since the Unix epoch (see clock.Origin), as Sentinel's
+// LeapArray aligns its buckets; k is the one now falls in and
 // f = (now - k*w)/w how far into it now is. The window (now-Window, now]
 // covers sub-windows k-B+1..k whole and the oldest one, k-B, for its last
 // (1-f) part. Its count is taken in proportion, assuming its calls were
@@ -35,6 +36,7 @@ import (
 type slidingWindow struct {
 	mu     sync.Mutex
 	width  int64   // sub-window length, ns
+	off    int64   // the clock origin's phase in a sub-window: now+off is aligned
 	head   int64   // index of the newest sub-window counted
 	hs     int     // its slot in counts (the ring's position is arbitrary)
 	cap    int64   // capacity(limit)
@@ -47,7 +49,8 @@ var _ limiter = (*slidingWindow)(nil)
 // from overflow.
 const maxSlidingWindowLimit = 1 << 29
 
-func newSlidingWindow(window time.Duration, buckets int, limit float64, now int64) (*slidingWindow, error) {
+// newSlidingWindow counts from now; origin is clock.Origin's Unix ns.
+func newSlidingWindow(window time.Duration, buckets int, limit float64, now, origin int64) (*slidingWindow, error) {
 	if buckets < 1 {
 		return nil, fmt.Errorf("flow: sliding_window: buckets %d must be >= 1", buckets)
 	}
@@ -58,12 +61,13 @@ func newSlidingWindow(window time.Duration, buckets int, limit float64, now int6
 	if width < 1 {
 		return nil, fmt.Errorf("flow: sliding_window: window %v is shorter than %d buckets of 1ns", window, buckets)
 	}
-	s := &slidingWindow{width: width, cap: capacity(limit), counts: make([]int32, buckets+1)}
-	s.head = floorDiv(now, width)
+	s := &slidingWindow{width: width, off: floorMod(origin, width), cap: capacity(limit), counts: make([]int32, buckets+1)}
+	s.head = floorDiv(now+s.off, width)
 	return s, nil
 }
 
 // roll moves head to now's sub-window, zeroing the ones it passes; mu held.
+// now is already shifted by off.
 // A clock that goes backwards keeps counting in head.
 func (s *slidingWindow) roll(now int64) (k int64, f float64) {
 	k = floorDiv(now, s.width)
@@ -100,6 +104,7 @@ func (s *slidingWindow) sums() (whole, oldest float64) {
 }
 
 func (s *slidingWindow) tryAcquire(now int64, n int, maxWait time.Duration) decision {
+	now += s.off
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if int64(n) > s.cap {
@@ -193,7 +198,7 @@ func (s *slidingWindow) setLimit(_ int64, limit float64) {
 func (s *slidingWindow) remaining(now int64) float64 {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	_, f := s.roll(now)
+	_, f := s.roll(now + s.off)
 	whole, oldest := s.sums()
 	return math.Max(0, math.Floor(float64(s.cap)-whole-oldest*(1-f)))
 }

@@ -3,10 +3,28 @@ package flow
 import (
 	"testing"
 	"time"
+
+	"github.com/flowgate/flowgate/clock"
 )
 
 func slidingRule(buckets int) Rule {
 	return Rule{ID: "sw", Resource: "r", Algorithm: AlgoSlidingWindow, Limit: 10, Buckets: buckets}.WithDefaults()
+}
+
+// TestSlidingWindowSubWindowsAlignedToTheEpoch: sub-windows start at whole
+// multiples of their width in Unix time, not at the clock's origin. With
+// 10 buckets of 100ms and a clock started at .250, the first sub-window is
+// [.200, .300), so a call at .250 has fully left the window at 1.300.
+func TestSlidingWindowSubWindowsAlignedToTheEpoch(t *testing.T) {
+	clk := clock.NewFake(algoEpoch.Add(250 * time.Millisecond))
+	r := slidingRule(10)
+	l, err := newLimiter(&r, 10, clk, clk.Nanotime())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := l.tryAcquire(clk.Nanotime(), 1, 0); !d.ok || d.reset != 1050*time.Millisecond {
+		t.Fatalf("call at .250 = %+v, want admitted with reset 1.05s (its sub-window [.200, .300) leaves at 1.300)", d)
+	}
 }
 
 // TestSlidingWindowEstimator checks the documented estimate on known counts.
@@ -84,7 +102,7 @@ func TestSlidingWindowHonestRetryAfterEverywhere(t *testing.T) {
 				}
 				// Probe without changing state: a copy of the limiter.
 				sw := l.(*slidingWindow)
-				probe := &slidingWindow{width: sw.width, head: sw.head, hs: sw.hs, cap: sw.cap, counts: append([]int32(nil), sw.counts...)}
+				probe := &slidingWindow{width: sw.width, off: sw.off, head: sw.head, hs: sw.hs, cap: sw.cap, counts: append([]int32(nil), sw.counts...)}
 				if e := probe.tryAcquire(now+int64(d.retryAfter)-1000, 3, 0); e.ok {
 					t.Fatalf("buckets %d, call %d: admitted 1µs before retryAfter %v", b, i, d.retryAfter)
 				}

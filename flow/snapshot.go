@@ -22,12 +22,15 @@ type ResourceStats struct {
 	// Blocked partition the calls, as the metrics' result label does: a
 	// call admitted at once is Passed, one admitted after queueing (MaxWait)
 	// is Waited, never both; Admitted is their sum.
-	Passed    uint64            // admitted without waiting
-	Waited    uint64            // admitted after queueing (MaxWait)
-	Blocked   [NumLevels]uint64 // indexed by Level
-	Completed uint64            // Exit calls
-	Errors    uint64            // Exit(WithError(err)) with err != nil, Guard fn errors
-	InFlight  int64             // entered and not yet exited, now
+	Passed  uint64            // admitted without waiting
+	Waited  uint64            // admitted after queueing (MaxWait)
+	Blocked [NumLevels]uint64 // indexed by Level
+	// Denied and NotAllowed count the Blocked calls refused by deny and
+	// allow rules, by level.
+	Denied, NotAllowed [NumLevels]uint64
+	Completed          uint64 // Exit calls
+	Errors             uint64 // Exit(WithError(err)) with err != nil, Guard fn errors
+	InFlight           int64  // entered and not yet exited, now
 	// RTSum and RTHist are over measured calls, each standing for the
 	// sampling factor n (WithRTSampling: default 1 in 8 on the real clock,
 	// every call on other clocks): estimates, with RTHist's counts adding up

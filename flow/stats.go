@@ -105,6 +105,8 @@ type resourceStats struct {
 	waitSum  atomic.Int64
 	waitHist histogram
 	errors   atomic.Uint64
+	// listRefused counts the refusals by allow (0) and deny (1) rules.
+	listRefused [NumLevels][2]atomic.Uint64
 }
 
 func newResourceStats(name string, window time.Duration, buckets int) *resourceStats {
@@ -192,6 +194,16 @@ func (s *resourceStats) pass(now int64, waited time.Duration, lane uint32) *lane
 
 func (s *resourceStats) block(now int64, l Level) {
 	s.bucket(now).blocked[l].Add(1)
+}
+
+// listRefusal counts a refusal by an allow or deny rule at level l (it is
+// also counted by block).
+func (s *resourceStats) listRefusal(l Level, deny bool) {
+	i := 0
+	if deny {
+		i = 1
+	}
+	s.listRefused[l][i].Add(1)
 }
 
 // exitUnmeasured counts a completed call whose response time was not
@@ -317,6 +329,10 @@ func (s *resourceStats) read(now int64) ResourceStats {
 		out.WaitHist.Counts[i] = s.waitHist[i].Load()
 	}
 	out.Blocked = blocked
+	for l := range s.listRefused {
+		out.NotAllowed[l] = s.listRefused[l][0].Load()
+		out.Denied[l] = s.listRefused[l][1].Load()
+	}
 	cur, n := s.epochOf(now), int64(len(s.ring))
 	w := WindowStats{Span: time.Duration(s.bucketNs * n)}
 	haveMin := false

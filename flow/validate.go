@@ -34,11 +34,12 @@ const (
 
 // WithDefaults returns a copy of r with the documented defaults filled in:
 // Window 1s; token_bucket Burst = Limit; warm_up ColdFactor 3; sliding_window
-// Buckets 10; circuit_breaker MinRequests 5 and Probes 1; user/ip MaxKeys 100000 and IdleTTL 10m; a Cluster spec's
+// Buckets 10; circuit_breaker MinRequests 5 and Probes 1; user/ip/param MaxKeys 100000 and
+// IdleTTL 10m (not for lists, which track no keys); a Cluster spec's
 // Threshold "global" and Fallback "local". Fields that do not apply to the
 // rule's algorithm or level stay zero. r is not modified.
 func (r Rule) WithDefaults() Rule {
-	if r.Window == 0 && r.Algorithm != AlgoAdaptiveConcurrency {
+	if r.Window == 0 && r.Algorithm != AlgoAdaptiveConcurrency && !r.Algorithm.isList() {
 		r.Window = DefaultWindow
 	}
 	switch r.Algorithm {
@@ -71,7 +72,7 @@ func (r Rule) WithDefaults() Rule {
 		res := *r.Reserve
 		r.Reserve = &res
 	}
-	if r.Level == LevelUser || r.Level == LevelIP {
+	if r.Level.keyed() && !r.Algorithm.isList() {
 		if r.MaxKeys == 0 {
 			r.MaxKeys = DefaultMaxKeys
 		}
@@ -107,8 +108,8 @@ func (r Rule) Validate() error {
 	case !utf8.ValidString(r.Resource):
 		bad("resource", "must be valid UTF-8, not %q", r.Resource)
 	}
-	if r.Level > LevelIP {
-		bad("level", "must be global, user or ip, not %v", r.Level)
+	if r.Level >= NumLevels || r.Level == LevelSystem {
+		bad("level", "must be global, user, ip or param, not %v", r.Level)
 	}
 	if r.Algorithm >= numAlgorithms {
 		bad("algorithm", "unknown %v", r.Algorithm)
@@ -122,16 +123,14 @@ func (r Rule) Validate() error {
 		if r.Limit != 0 {
 			bad("limit", "not for circuit_breaker rules (a breaker has threshold, not limit)")
 		}
-	case math.IsNaN(r.Limit) || math.IsInf(r.Limit, 0):
-		bad("limit", "must be a finite number, not %v", r.Limit)
-	case r.Limit <= 0:
-		bad("limit", "must be > 0, not %v", r.Limit)
-	case r.Algorithm == AlgoConcurrency && r.Limit != math.Trunc(r.Limit):
-		bad("limit", "must be a whole number for concurrency, not %v", r.Limit)
-	case r.Algorithm == AlgoSlidingLog && r.Limit > MaxSlidingLogLimit:
-		bad("limit", "must be <= %d for sliding_log (it keeps limit timestamps per key), not %v", MaxSlidingLogLimit, r.Limit)
-	case r.Algorithm == AlgoSlidingWindow && r.Limit > maxSlidingWindowLimit:
-		bad("limit", "must be <= %d for sliding_window, not %v", maxSlidingWindowLimit, r.Limit)
+	case r.Algorithm.isList():
+		if r.Limit != 0 {
+			bad("limit", "not for %v rules (a list has values, not limit)", r.Algorithm)
+		}
+	default:
+		if msg := r.limitProblem(r.Limit); msg != "" {
+			bad("limit", "%s", msg)
+		}
 	}
 	if r.Window < 0 {
 		bad("window", "must be >= 0, not %v", r.Window)
@@ -176,16 +175,16 @@ func (r Rule) Validate() error {
 	} else if r.MaxWait > 0 && (r.Algorithm == AlgoConcurrency || r.Algorithm == AlgoAdaptiveConcurrency) {
 		bad("maxWait", "not supported for %v rules", r.Algorithm)
 	}
-	keyed := r.Level == LevelUser || r.Level == LevelIP
+	keyed := r.Level.keyed()
 	if r.MaxKeys < 0 {
 		bad("maxKeys", "must be >= 0, not %d", r.MaxKeys)
 	} else if r.MaxKeys != 0 && !keyed {
-		bad("maxKeys", "only for user and ip levels")
+		bad("maxKeys", "only for user, ip and param levels")
 	}
 	if r.IdleTTL < 0 {
 		bad("idleTTL", "must be >= 0, not %v", r.IdleTTL)
 	} else if r.IdleTTL != 0 && !keyed {
-		bad("idleTTL", "only for user and ip levels")
+		bad("idleTTL", "only for user, ip and param levels")
 	}
 	if c := r.Cluster; c != nil {
 		switch c.Threshold {
@@ -200,6 +199,7 @@ func (r Rule) Validate() error {
 		}
 	}
 	errs = append(errs, r.breakerProblems()...)
+	errs = append(errs, r.keyedProblems()...)
 	return errors.Join(errs...)
 }
 
@@ -294,4 +294,23 @@ func unjoin(err error) []error {
 		return j.Unwrap()
 	}
 	return []error{err}
+}
+
+// limitProblem says what is wrong with limit as the limit of r's
+// algorithm ("" when nothing): the rule's Limit and its items' limits obey
+// the same rules.
+func (r *Rule) limitProblem(limit float64) string {
+	switch {
+	case math.IsNaN(limit) || math.IsInf(limit, 0):
+		return fmt.Sprintf("must be a finite number, not %v", limit)
+	case limit <= 0:
+		return fmt.Sprintf("must be > 0, not %v", limit)
+	case r.Algorithm == AlgoConcurrency && limit != math.Trunc(limit):
+		return fmt.Sprintf("must be a whole number for concurrency, not %v", limit)
+	case r.Algorithm == AlgoSlidingLog && limit > MaxSlidingLogLimit:
+		return fmt.Sprintf("must be <= %d for sliding_log (it keeps limit timestamps per key), not %v", MaxSlidingLogLimit, limit)
+	case r.Algorithm == AlgoSlidingWindow && limit > maxSlidingWindowLimit:
+		return fmt.Sprintf("must be <= %d for sliding_window, not %v", maxSlidingWindowLimit, limit)
+	}
+	return ""
 }

@@ -42,13 +42,14 @@ type descs struct {
 	clusterRequests, clusterFallbacks, clusterDur, breaker *prometheus.Desc
 	reloadOK, reloadTime, alertsFiring                     *prometheus.Desc
 	breakerState, breakerMoves, shadowBlocked              *prometheus.Desc
+	listRefusals                                           *prometheus.Desc
 }
 
 func newDescs() descs {
 	ruleLabels := []string{"resource", "level", "rule"}
 	bState, bMoves := breakerDescs()
 	return descs{
-		breakerState: bState, breakerMoves: bMoves, shadowBlocked: shadowDesc(),
+		breakerState: bState, breakerMoves: bMoves, shadowBlocked: shadowDesc(), listRefusals: listRefusalsDesc(),
 		requests: prometheus.NewDesc(NameRequests,
 			"Calls to Entry by outcome: passed at once, passed after waiting, or blocked at the named level. The three results partition the calls.",
 			[]string{"resource", "level", "result"}, nil),
@@ -110,7 +111,7 @@ func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, x := range []*prometheus.Desc{
 		d.requests, d.errors, d.inFlight, d.ruleLimit, d.ruleWindow, d.ruleKeys, d.ruleInfo,
 		d.factor, d.systemMax, d.clusterRequests, d.clusterFallbacks, d.breakerState, d.breakerMoves, d.adaptiveLimit, d.adaptiveRTT,
-		d.shadowBlocked,
+		d.shadowBlocked, d.listRefusals,
 	} {
 		ch <- x
 	}
@@ -154,10 +155,13 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	for i := range s.Rules {
 		r := &s.Rules[i]
 		lv, id := r.Level.String(), ruleLabel(r.ID, i)
-		if r.Algorithm != flow.AlgoCircuitBreaker { // a breaker has no limit
+		list := r.Algorithm == flow.AlgoAllow || r.Algorithm == flow.AlgoDeny // no limit, no window
+		if r.Algorithm != flow.AlgoCircuitBreaker && !list {                  // a breaker has no limit
 			ch <- constMetric(d.ruleLimit, prometheus.GaugeValue, r.EffectiveLimit, r.Resource, lv, id)
 		}
-		ch <- constMetric(d.ruleWindow, prometheus.GaugeValue, r.Window.Seconds(), r.Resource, lv, id)
+		if !list {
+			ch <- constMetric(d.ruleWindow, prometheus.GaugeValue, r.Window.Seconds(), r.Resource, lv, id)
+		}
 		ch <- constMetric(d.ruleKeys, prometheus.GaugeValue, float64(r.Keys), r.Resource, lv, id)
 		ch <- constMetric(d.ruleInfo, prometheus.GaugeValue, 1,
 			r.Resource, lv, id, r.Algorithm.String(), boolLabel(r.Adaptive), boolLabel(r.Cluster))
@@ -170,6 +174,7 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 
 	c.collectBreakers(ch, &s)
 	c.collectShadow(ch, &s)
+	c.collectLists(ch, &s)
 	ch <- constMetric(d.factor, prometheus.GaugeValue, s.AdaptiveFactor)
 	ch <- constMetric(d.systemMax, prometheus.GaugeValue, float64(s.SystemLimit))
 

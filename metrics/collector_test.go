@@ -25,18 +25,21 @@ flowgate_requests_total{level="global",resource="GET /orders",result="blocked"} 
 flowgate_requests_total{level="user",resource="GET /orders",result="blocked"} 1
 flowgate_requests_total{level="ip",resource="GET /orders",result="blocked"} 1
 flowgate_requests_total{level="system",resource="GET /orders",result="blocked"} 0
+flowgate_requests_total{level="param",resource="GET /orders",result="blocked"} 0
 flowgate_requests_total{level="global",resource="GET /slow",result="passed"} 1
 flowgate_requests_total{level="global",resource="GET /slow",result="waited"} 2
 flowgate_requests_total{level="global",resource="GET /slow",result="blocked"} 0
 flowgate_requests_total{level="user",resource="GET /slow",result="blocked"} 0
 flowgate_requests_total{level="ip",resource="GET /slow",result="blocked"} 0
 flowgate_requests_total{level="system",resource="GET /slow",result="blocked"} 0
+flowgate_requests_total{level="param",resource="GET /slow",result="blocked"} 1
 flowgate_requests_total{level="global",resource="idle",result="passed"} 0
 flowgate_requests_total{level="global",resource="idle",result="waited"} 0
 flowgate_requests_total{level="global",resource="idle",result="blocked"} 0
 flowgate_requests_total{level="user",resource="idle",result="blocked"} 0
 flowgate_requests_total{level="ip",resource="idle",result="blocked"} 0
 flowgate_requests_total{level="system",resource="idle",result="blocked"} 0
+flowgate_requests_total{level="param",resource="idle",result="blocked"} 0
 `
 
 const wantGauges = `
@@ -86,6 +89,7 @@ flowgate_rule_keys{level="global",resource="GET /slow",rule="slow"} 0
 flowgate_rule_keys{level="global",resource="GET /slow",rule="slow-try"} 0
 flowgate_rule_keys{level="global",resource="idle",rule="idle-tb"} 0
 flowgate_rule_keys{level="global",resource="idle",rule="idle-breaker"} 0
+flowgate_rule_keys{level="param",resource="GET /slow",rule="slow-origins"} 0
 # HELP flowgate_rule_info Constant 1 for each rule in force, labelled with its algorithm and modes.
 # TYPE flowgate_rule_info gauge
 flowgate_rule_info{adaptive="false",algorithm="fixed_window",cluster="false",level="ip",resource="GET /orders",rule="orders-ip"} 1
@@ -95,6 +99,14 @@ flowgate_rule_info{adaptive="false",algorithm="leaky_bucket",cluster="false",lev
 flowgate_rule_info{adaptive="false",algorithm="fixed_window",cluster="false",level="global",resource="GET /slow",rule="slow-try"} 1
 flowgate_rule_info{adaptive="false",algorithm="token_bucket",cluster="false",level="global",resource="idle",rule="idle-tb"} 1
 flowgate_rule_info{adaptive="false",algorithm="circuit_breaker",cluster="false",level="global",resource="idle",rule="idle-breaker"} 1
+flowgate_rule_info{adaptive="false",algorithm="deny",cluster="false",level="param",resource="GET /slow",rule="slow-origins"} 1
+`
+
+// The deny list's one refusal, and its series from the start.
+const wantLists = `
+# HELP flowgate_list_refusals_total Calls refused by allow and deny rules, by level (ip, user, param) and reason (denied: on a deny list; not_allowed: not on an allow list). They are also counted in flowgate_requests_total as blocked at that level.
+# TYPE flowgate_list_refusals_total counter
+flowgate_list_refusals_total{level="param",reason="denied",resource="GET /slow"} 1
 `
 
 // The shadow rule on GET /slow would have refused one call (driveTraffic).
@@ -132,6 +144,7 @@ func TestCollectorValues(t *testing.T) {
 		{"rules", wantRules, []string{NameRuleLimit, NameRuleWindow, NameRuleKeys, NameRuleInfo}},
 		{"cluster", wantCluster, []string{NameClusterRequests, NameClusterFallbacks}},
 		{"shadow", wantShadow, []string{NameShadowBlocked}},
+		{"lists", wantLists, []string{NameListRefusals}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if err := testutil.GatherAndCompare(reg, strings.NewReader(tc.want), tc.metrics...); err != nil {
@@ -159,7 +172,8 @@ func TestCollectorValues(t *testing.T) {
 	for _, mf := range mfs {
 		names = append(names, mf.GetName())
 	}
-	want := []string{NameAdaptiveFactor, NameBreakerState, NameBreakerTransitions, NameClusterFallbacks, NameClusterRequests, NameInFlight, NameRequestErrors,
+	want := []string{NameAdaptiveFactor, NameBreakerState, NameBreakerTransitions, NameClusterFallbacks, NameClusterRequests, NameInFlight,
+		NameListRefusals, NameRequestErrors,
 		NameRequests, NameResponseTime, NameRuleInfo, NameRuleKeys, NameRuleLimit, NameRuleWindow,
 		NameShadowBlocked, NameSystemMaxInFlight, NameWait}
 	slices.Sort(want)

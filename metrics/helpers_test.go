@@ -82,8 +82,8 @@ func TestOptions(t *testing.T) {
 		}
 		return out
 	}
-	if got := count(WithHistograms(false)); got[NameResponseTime] != 0 || got[NameWait] != 0 || got[NameRequests] != 18 {
-		t.Errorf("WithHistograms(false): %v, want no histograms and the 18 request series", got)
+	if got := count(WithHistograms(false)); got[NameResponseTime] != 0 || got[NameWait] != 0 || got[NameRequests] != 21 {
+		t.Errorf("WithHistograms(false): %v, want no histograms and the 21 request series", got)
 	}
 	if got := count(); got[NameResponseTime] != 3 || got[NameWait] != 3 || got[NameCPU] != 0 {
 		t.Errorf("defaults: %v, want a histogram per resource and no CPU", got)

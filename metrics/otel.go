@@ -183,10 +183,13 @@ func (o *otelObserver) observe(_ context.Context, ob metric.Observer) error {
 	for i := range s.Rules {
 		r := &s.Rules[i]
 		attrs := metric.WithAttributes(AttrResource.String(r.Resource), AttrLevel.String(r.Level.String()), AttrRule.String(ruleLabel(r.ID, i)))
-		if r.Algorithm != flow.AlgoCircuitBreaker { // a breaker has no limit
+		list := r.Algorithm == flow.AlgoAllow || r.Algorithm == flow.AlgoDeny // no limit, no window
+		if r.Algorithm != flow.AlgoCircuitBreaker && !list {                  // a breaker has no limit
 			ob.ObserveFloat64(o.ruleLimit, r.EffectiveLimit, attrs)
 		}
-		ob.ObserveFloat64(o.ruleWindow, r.Window.Seconds(), attrs)
+		if !list {
+			ob.ObserveFloat64(o.ruleWindow, r.Window.Seconds(), attrs)
+		}
 		ob.ObserveInt64(o.ruleKeys, int64(r.Keys), attrs)
 		if a := r.AdaptiveConcurrency; a != nil {
 			res, rule := AttrResource.String(r.Resource), AttrRule.String(ruleLabel(r.ID, i))

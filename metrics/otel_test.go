@@ -71,6 +71,7 @@ func TestOTelInstruments(t *testing.T) {
 	orders, slow, idle := res("GET /orders"), res("GET /slow"), res("idle")
 	passed, waited, blocked := AttrResult.String(ResultPassed), AttrResult.String(ResultWaited), AttrResult.String(ResultBlocked)
 	global, user, ip, system := AttrLevel.String("global"), AttrLevel.String("user"), AttrLevel.String("ip"), AttrLevel.String("system")
+	param := AttrLevel.String("param")
 	counter := func(name, unit string, pts ...metricdata.DataPoint[int64]) metricdata.Metrics {
 		return metricdata.Metrics{Name: name, Unit: unit, Data: metricdata.Sum[int64]{
 			Temporality: metricdata.CumulativeTemporality, IsMonotonic: true, DataPoints: pts}}
@@ -79,10 +80,13 @@ func TestOTelInstruments(t *testing.T) {
 		counter(OTelRequests, "{request}",
 			i64(10, orders, passed, global), i64(0, orders, waited, global),
 			i64(2, orders, blocked, global), i64(1, orders, blocked, user), i64(1, orders, blocked, ip), i64(0, orders, blocked, system),
+			i64(0, orders, blocked, param),
 			i64(1, slow, passed, global), i64(2, slow, waited, global),
 			i64(0, slow, blocked, global), i64(0, slow, blocked, user), i64(0, slow, blocked, ip), i64(0, slow, blocked, system),
+			i64(1, slow, blocked, param),
 			i64(0, idle, passed, global), i64(0, idle, waited, global),
-			i64(0, idle, blocked, global), i64(0, idle, blocked, user), i64(0, idle, blocked, ip), i64(0, idle, blocked, system)),
+			i64(0, idle, blocked, global), i64(0, idle, blocked, user), i64(0, idle, blocked, ip), i64(0, idle, blocked, system),
+			i64(0, idle, blocked, param)),
 		counter(OTelRequestErrors, "{request}", i64(1, orders), i64(0, slow), i64(0, idle)),
 		{Name: OTelActiveRequests, Unit: "{request}", Data: metricdata.Sum[int64]{
 			Temporality: metricdata.CumulativeTemporality, IsMonotonic: false,

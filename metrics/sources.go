@@ -116,7 +116,7 @@ func (f ClusterFunc) BreakerOpen() bool { return f().BreakerOpen }
 
 // WithCluster exports flowgate_cluster_request_duration_seconds and
 // flowgate_cluster_breaker_open from src (a *cluster.RedisTokenServer or
-// *cluster.RemoteTokenServer, or a ClusterFunc). A nil src adds nothing.
+// *remote.TokenServer, or a ClusterFunc). A nil src adds nothing.
 func WithCluster(src ClusterSource) Option {
 	if src == nil {
 		return nil

@@ -24,6 +24,8 @@ func testRules() []flow.Rule {
 		{ID: "idle-tb", Resource: "idle", Level: flow.LevelGlobal, Algorithm: flow.AlgoTokenBucket, Limit: 5, Window: time.Second},
 		{ID: "idle-breaker", Resource: "idle", Algorithm: flow.AlgoCircuitBreaker, Strategy: flow.BreakerErrorRatio,
 			Threshold: 0.5, OpenFor: 30 * time.Second},
+		{ID: "slow-origins", Resource: "GET /slow", Level: flow.LevelParam, Param: "origin", Algorithm: flow.AlgoDeny,
+			Values: []string{"scraper"}},
 	}
 }
 
@@ -114,6 +116,12 @@ func driveTraffic(t testing.TB) (*flow.Engine, *clock.Fake, *traffic) {
 	if got := eng.Snapshot().Rules[4].ShadowBlocked; got != 1 {
 		t.Fatalf("slow-try ShadowBlocked = %d, want 1", got)
 	}
+
+	// A deny list refuses one GET /slow call: nothing taken, nothing waited.
+	if _, err := eng.Entry("GET /slow", flow.WithParam("origin", "scraper")); err == nil {
+		t.Fatal("GET /slow from a denied origin passed")
+	}
+
 	if _, err := eng.Entry("no rules here"); err != nil {
 		t.Fatalf("a resource without rules: %v", err)
 	}

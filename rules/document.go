@@ -36,19 +36,11 @@ type Document struct {
 
 // Rules returns the document's rules, defaults filled, ready for
 // flow.Engine.LoadRules; with the document's Shadow, each with Shadow set.
-// The slice and its ClusterSpecs are the caller's.
+// The slice, its ClusterSpecs, Reserves, Items and Values are the caller's.
 func (d *Document) Rules() []flow.Rule {
 	out := make([]flow.Rule, len(d.rules))
-	copy(out, d.rules)
-	for i := range out {
-		if c := out[i].Cluster; c != nil {
-			cc := *c
-			out[i].Cluster = &cc
-		}
-		if r := out[i].Reserve; r != nil {
-			rr := *r
-			out[i].Reserve = &rr
-		}
+	for i := range d.rules {
+		out[i] = d.rules[i].Clone()
 		out[i].Shadow = out[i].Shadow || d.Shadow
 	}
 	return out
@@ -114,8 +106,8 @@ func Parse(data []byte) (*Document, error) {
 }
 
 // ruleKeys are a rule's fields in the document's (and fmt's) order.
-var ruleKeys = []string{"id", "resource", "level", "algorithm", "limit", "window", "burst",
-	"warmup", "coldFactor", "buckets", "maxWait", "maxKeys", "idleTTL", "adaptive", "cluster",
+var ruleKeys = []string{"id", "resource", "refResource", "level", "param", "algorithm", "values", "limit", "items",
+	"window", "burst", "warmup", "coldFactor", "buckets", "maxWait", "maxKeys", "idleTTL", "adaptive", "cluster",
 	"strategy", "threshold", "minRequests", "openFor", "probes", "slowCall",
 	"initialLimit", "minLimit", "maxLimit", "tolerance", "smoothing", "reserve", "shadow"}
 
@@ -158,7 +150,8 @@ func readRules(p *problems, arr *node) []flow.Rule {
 	}
 	for _, e := range Problems(flow.ValidateRules(out)) {
 		fe := fromFlow(e)
-		if reported[at{fe.Index, fe.Field}] || reported[at{fe.Index, ""}] {
+		base, _, _ := strings.Cut(fe.Field, "[") // items["vip"] was reported as items
+		if reported[at{fe.Index, fe.Field}] || reported[at{fe.Index, base}] || reported[at{fe.Index, ""}] {
 			continue
 		}
 		p.add(fe)
@@ -240,6 +233,17 @@ func readRule(p *problems, i int, n *node) (r flow.Rule, skip []string) {
 			r.Reserve = readReserve(p, i, o.id, v)
 		case "shadow":
 			r.Shadow, _ = o.boolean(key, v)
+		case "param", "refResource":
+			s, _ := o.str(key, v)
+			if key == "param" {
+				r.Param = s
+			} else {
+				r.RefResource = s
+			}
+		case "items":
+			r.Items = o.items(key, v)
+		case "values":
+			r.Values = o.values(key, v)
 		}
 	})
 	if !ok {
@@ -248,11 +252,16 @@ func readRule(p *problems, i int, n *node) (r flow.Rule, skip []string) {
 	if !o.given["level"] {
 		levelOK = true
 	}
+	skip = append(skip, keyedFieldProblems(o, &r, algoOK, levelOK)...)
 	if algoOK && r.Algorithm == flow.AlgoCircuitBreaker {
 		// Strict both ways: a field of the other kind is an error even when
 		// zero (the engine only sees non-zero values).
 		o.required("resource", "strategy", "threshold", "openFor")
 		skip = append(skip, notFor(o, limitKeys, "not for circuit_breaker rules")...)
+	} else if algoOK && isList(r.Algorithm) {
+		o.required("resource", "values")
+		skip = append(skip, notFor(o, listForbidden, "not for allow and deny rules (a list has values, no limit)")...)
+		skip = append(skip, notFor(o, breakerKeys, "only for circuit_breaker rules")...)
 	} else {
 		o.required("resource", "algorithm")
 		if !algoOK || r.Algorithm != flow.AlgoAdaptiveConcurrency {

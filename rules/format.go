@@ -23,21 +23,25 @@ type (
 		Alerting *alertingJSON `json:"alerting,omitempty"`
 	}
 	ruleJSON struct {
-		ID         string       `json:"id,omitempty"`
-		Resource   string       `json:"resource"`
-		Level      string       `json:"level"`
-		Algorithm  string       `json:"algorithm"`
-		Limit      float64      `json:"limit,omitempty"`  // not for circuit_breaker, adaptive_concurrency
-		Window     string       `json:"window,omitempty"` // not for concurrency, adaptive_concurrency
-		Burst      float64      `json:"burst,omitempty"`
-		Warmup     string       `json:"warmup,omitempty"`
-		ColdFactor float64      `json:"coldFactor,omitempty"`
-		Buckets    int          `json:"buckets,omitempty"`
-		MaxWait    string       `json:"maxWait,omitempty"` // not for concurrency or circuit_breaker
-		MaxKeys    int          `json:"maxKeys,omitempty"`
-		IdleTTL    string       `json:"idleTTL,omitempty"`
-		Adaptive   *bool        `json:"adaptive,omitempty"`
-		Cluster    *clusterJSON `json:"cluster,omitempty"`
+		ID          string             `json:"id,omitempty"`
+		Resource    string             `json:"resource"`
+		RefResource string             `json:"refResource,omitempty"`
+		Level       string             `json:"level"`
+		Param       string             `json:"param,omitempty"`
+		Algorithm   string             `json:"algorithm"`
+		Values      []string           `json:"values,omitempty"` // allow and deny only
+		Limit       float64            `json:"limit,omitempty"`  // not for circuit_breaker, adaptive_concurrency, allow, deny
+		Items       map[string]float64 `json:"items,omitempty"`  // encoding/json sorts the keys
+		Window      string             `json:"window,omitempty"` // not for concurrency, adaptive_concurrency, allow, deny
+		Burst       float64            `json:"burst,omitempty"`
+		Warmup      string             `json:"warmup,omitempty"`
+		ColdFactor  float64            `json:"coldFactor,omitempty"`
+		Buckets     int                `json:"buckets,omitempty"`
+		MaxWait     string             `json:"maxWait,omitempty"` // not for concurrency or circuit_breaker
+		MaxKeys     int                `json:"maxKeys,omitempty"`
+		IdleTTL     string             `json:"idleTTL,omitempty"`
+		Adaptive    *bool              `json:"adaptive,omitempty"`
+		Cluster     *clusterJSON       `json:"cluster,omitempty"`
 		// circuit_breaker only
 		Strategy    string  `json:"strategy,omitempty"`
 		Threshold   float64 `json:"threshold,omitempty"`
@@ -113,11 +117,16 @@ func (d *Document) Format() []byte {
 
 func formatRule(r flow.Rule) ruleJSON {
 	j := ruleJSON{
-		ID: r.ID, Resource: r.Resource, Level: r.Level.String(), Algorithm: r.Algorithm.String(),
+		ID: r.ID, Resource: r.Resource, RefResource: r.RefResource, Level: r.Level.String(), Param: r.Param,
+		Algorithm: r.Algorithm.String(), Values: r.Values, Items: r.Items,
 		Limit: r.Limit, Burst: r.Burst, ColdFactor: r.ColdFactor,
 		Buckets: r.Buckets, MaxKeys: r.MaxKeys,
 		InitialLimit: r.InitialLimit, MinLimit: r.MinLimit, MaxLimit: r.MaxLimit,
 		Tolerance: r.Tolerance, Smoothing: r.Smoothing, Shadow: r.Shadow,
+	}
+	if isList(r.Algorithm) {
+		j.Window = "" // a list has no window, limit or wait; the parser refuses them
+		return j
 	}
 	if r.Algorithm == flow.AlgoCircuitBreaker {
 		j.Strategy, j.Threshold, j.MinRequests, j.Probes = r.Strategy.String(), r.Threshold, r.MinRequests, r.Probes
@@ -137,6 +146,9 @@ func formatRule(r flow.Rule) ruleJSON {
 	}
 	if r.Algorithm == flow.AlgoConcurrency || r.Algorithm == flow.AlgoAdaptiveConcurrency {
 		j.Window, j.MaxWait = "", "" // they do not apply; the parser refuses them
+	}
+	if r.RefResource != "" {
+		j.MaxWait = "" // never queues; the parser refuses it
 	}
 	if r.Warmup != 0 {
 		j.Warmup = fmtDuration(r.Warmup)

@@ -17,7 +17,8 @@ import (
 // This file holds a small JSON Schema validator for the subset schema.json
 // uses (draft 2020-12: type, enum, const, properties, required,
 // additionalProperties, items, minimum, maximum, exclusiveMinimum, exclusiveMaximum,
-// minLength, pattern, $ref to #/$defs, allOf, not, if/then/else, boolean
+// minLength, maxLength, minItems, maxItems, minProperties, maxProperties, pattern, $ref to #/$defs,
+// allOf, not, if/then/else, boolean
 // schemas), so the schema can be tested against the parser without a
 // third-party library. Patterns are written to mean the same in RE2 and
 // ECMA-262.
@@ -29,6 +30,7 @@ var schemaKeywords = map[string]bool{
 	"additionalProperties": true, "items": true, "minimum": true, "maximum": true,
 	"exclusiveMinimum": true, "exclusiveMaximum": true, "minLength": true, "pattern": true, "$ref": true, "allOf": true,
 	"not": true, "if": true, "then": true, "else": true,
+	"maxLength": true, "minItems": true, "maxItems": true, "minProperties": true, "maxProperties": true,
 	// annotations
 	"$schema": true, "$id": true, "$defs": true, "title": true, "description": true,
 }
@@ -126,11 +128,20 @@ func (v *schemaValidator) validate(s any, inst any, at string) []string {
 			if m, ok := s["minLength"].(float64); ok && utf8.RuneCountInString(str) < int(m) {
 				fail("shorter than %v", m)
 			}
+			if m, ok := s["maxLength"].(float64); ok && utf8.RuneCountInString(str) > int(m) {
+				fail("longer than %v", m)
+			}
 			if p, ok := s["pattern"].(string); ok && !regexp.MustCompile(p).MatchString(str) {
 				fail("does not match %s", p)
 			}
 		}
 		if obj, ok := inst.(map[string]any); ok {
+			if m, ok := s["minProperties"].(float64); ok && len(obj) < int(m) {
+				fail("fewer than %v properties", m)
+			}
+			if m, ok := s["maxProperties"].(float64); ok && len(obj) > int(m) {
+				fail("more than %v properties", m)
+			}
 			props, _ := s["properties"].(map[string]any)
 			for _, r := range asSlice(s["required"]) {
 				if _, ok := obj[r.(string)]; !ok {
@@ -146,6 +157,12 @@ func (v *schemaValidator) validate(s any, inst any, at string) []string {
 			}
 		}
 		if arr, ok := inst.([]any); ok {
+			if m, ok := s["minItems"].(float64); ok && len(arr) < int(m) {
+				fail("fewer than %v items", m)
+			}
+			if m, ok := s["maxItems"].(float64); ok && len(arr) > int(m) {
+				fail("more than %v items", m)
+			}
 			if items, ok := s["items"]; ok {
 				for i, el := range arr {
 					errs = append(errs, v.validate(items, el, fmt.Sprintf("%s[%d]", at, i))...)
@@ -240,6 +257,7 @@ var beyondSchema = map[string]string{
 	"adaptive min above max":      "a comparison between two fields",
 	"reserve adds up to 1":        "a sum of fields",
 	"resource invalid UTF-8":      "the encoding of a string",
+	"ip list bad values":          "IP address syntax, and uniqueness within an array",
 	"resource lone surrogate":     "the encoding of a string",
 }
 

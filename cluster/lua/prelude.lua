@@ -20,6 +20,12 @@
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
 
+-- BEGIN rendered from cluster/algorithms.go; do not edit (go test ./cluster -run TestLuaTableMatches -update)
+-- Algorithm codes: 1 token_bucket, 2 warm_up, 3 leaky_bucket, 4 fixed_window, 5 sliding_window, 6 sliding_log, 7 concurrency.
+-- NPARAM[code]: how many parameters follow the code in ARGV.
+local NPARAM = {3, 6, 3, 2, 3, 2, 2}
+-- END rendered
+
 local ALGO = {}
 local NRULES = #KEYS
 local CODE, AT = {}, {} -- rule i: algorithm code, ARGV index of its code
@@ -27,14 +33,12 @@ do
   local at = 2
   for i = 1, NRULES do
     local c = tonumber(ARGV[at])
-    if c == nil or c < 1 or c > 7 then
+    -- NPARAM[c] is nil for anything but a code 1..NALGO (1.5 included).
+    local np = c and NPARAM[c]
+    if np == nil then
       return redis.error_reply('flowgate: unknown algorithm ' .. tostring(ARGV[at]))
     end
     CODE[i], AT[i] = c, at
-    -- Parameters per code, as cluster/plan.go sends them (nparams):
-    -- warm_up 6; fixed_window, sliding_log, concurrency 2; the others 3.
-    local np = 3
-    if c == 2 then np = 6 elseif c == 4 or c >= 6 then np = 2 end
     at = at + 1 + np
   end
 end

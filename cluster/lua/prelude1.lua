@@ -7,9 +7,14 @@
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
 
+-- BEGIN rendered from cluster/algorithms.go; do not edit (go test ./cluster -run TestLuaTableMatches -update)
+-- Algorithm codes: 1 token_bucket, 2 warm_up, 3 leaky_bucket, 4 fixed_window, 5 sliding_window, 6 sliding_log, 7 concurrency.
+local NALGO = 7
+-- END rendered
+
 local ALGO = {}
 local CODE1 = tonumber(ARGV[2])
-if CODE1 == nil or CODE1 < 1 or CODE1 > 7 or #KEYS ~= 1 then
+if CODE1 == nil or CODE1 < 1 or CODE1 > NALGO or #KEYS ~= 1 then
   return redis.error_reply('flowgate: unknown algorithm ' .. tostring(ARGV[2]) .. ' or not one key')
 end
 

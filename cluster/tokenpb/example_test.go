@@ -2,24 +2,22 @@ package tokenpb_test
 
 import (
 	"fmt"
-	"time"
 
 	"github.com/flowgate/flowgate/cluster/tokenpb"
-	"github.com/flowgate/flowgate/flow"
+	"google.golang.org/protobuf/proto"
 )
 
-// A rule crosses the wire and comes back with flow's defaults, validated.
-func ExampleRule_ToFlow() {
-	r := flow.Rule{ID: "orders", Resource: "GET /orders", Level: flow.LevelUser, Algorithm: flow.AlgoSlidingWindow,
-		Limit: 20, Window: time.Second, Cluster: &flow.ClusterSpec{}}
-	back, err := tokenpb.FromRule(&r).ToFlow()
-	fmt.Println(back.ID, back.Level, back.Algorithm, back.Limit, back.Buckets, back.Cluster.Threshold, err)
-
-	bad := tokenpb.FromRule(&r)
-	bad.Limit = -1
-	_, err = bad.ToFlow()
-	fmt.Println(err)
+// A request survives the wire: marshalled and parsed back, it is the same.
+func ExampleAcquireRequest() {
+	in := &tokenpb.AcquireRequest{Resource: "GET /orders", Level: tokenpb.Level_LEVEL_USER, Key: "alice", Tokens: 1, RuleIds: []string{"orders"}}
+	b, err := proto.Marshal(in)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	var out tokenpb.AcquireRequest
+	err = proto.Unmarshal(b, &out)
+	fmt.Println(out.GetResource(), out.GetLevel(), out.GetKey(), out.GetRuleIds(), proto.Equal(in, &out), err)
 	// Output:
-	// orders user sliding_window 20 10 global <nil>
-	// limit: must be > 0, not -1
+	// GET /orders LEVEL_USER alice [orders] true <nil>
 }

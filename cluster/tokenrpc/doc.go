@@ -7,5 +7,5 @@
 //
 // The server keeps no decision state of its own: every decision is the
 // wrapped token server's (Redis's), so any number of replicas can serve the
-// same clients. cluster.NewRemoteTokenServer is the client.
+// same clients. remote.New (package cluster/remote) is the client.
 package tokenrpc

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flowgate/flowgate/cluster/internal/wire"
 	"github.com/flowgate/flowgate/cluster/tokenpb"
 	"github.com/flowgate/flowgate/flow"
 	"google.golang.org/grpc"
@@ -91,7 +92,7 @@ func rule(id, res string) flow.Rule {
 func acquireReq(res string, rules ...flow.Rule) *tokenpb.AcquireRequest {
 	in := &tokenpb.AcquireRequest{Resource: res, Tokens: 1}
 	for i := range rules {
-		in.Rules = append(in.Rules, tokenpb.FromRule(&rules[i]))
+		in.Rules = append(in.Rules, wire.FromRule(&rules[i]))
 		in.RuleIds = append(in.RuleIds, rules[i].ID)
 	}
 	return in

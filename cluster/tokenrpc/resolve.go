@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"sync"
 
+	"github.com/flowgate/flowgate/cluster/internal/wire"
 	"github.com/flowgate/flowgate/cluster/tokenpb"
 	"github.com/flowgate/flowgate/flow"
 )
@@ -92,7 +93,7 @@ func build(in *tokenpb.AcquireRequest, byID func(string) (*flow.Rule, bool)) ([]
 	var errs []error
 	if prs := in.GetRules(); len(prs) > 0 {
 		for i, pr := range prs {
-			r, err := pr.ToFlow()
+			r, err := wire.ToRule(pr)
 			if err != nil {
 				errs = append(errs, fmt.Errorf("rules[%d] (id %q): %w", i, pr.GetId(), err))
 				continue

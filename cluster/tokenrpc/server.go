@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/flowgate/flowgate/clock"
+	"github.com/flowgate/flowgate/cluster/internal/wire"
 	"github.com/flowgate/flowgate/cluster/tokenpb"
 	"github.com/flowgate/flowgate/flow"
 	"google.golang.org/grpc"
@@ -180,7 +181,7 @@ func (s *Server) request(in *tokenpb.AcquireRequest) (flow.TokenRequest, tokenpb
 	if in == nil {
 		return flow.TokenRequest{}, tokenpb.Status_STATUS_BAD_REQUEST, errors.New("request: missing")
 	}
-	lv, err := tokenpb.ToLevel(in.GetLevel())
+	lv, err := wire.ToLevel(in.GetLevel())
 	if err != nil {
 		return flow.TokenRequest{}, tokenpb.Status_STATUS_BAD_REQUEST, err
 	}

@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/flowgate/flowgate/admin"
-	"github.com/flowgate/flowgate/cluster"
+	"github.com/flowgate/flowgate/cluster/remote"
 	"github.com/flowgate/flowgate/flow"
 	"github.com/flowgate/flowgate/internal/redistest"
 	"github.com/redis/go-redis/v9"
@@ -62,7 +62,7 @@ func TestServe(t *testing.T) {
 	}
 	go io.Copy(io.Discard, out)
 
-	c, err := cluster.NewRemoteTokenServer([]string{addr}, cluster.WithRemoteToken("s3cret"), cluster.WithRemoteRuleIDs(true), cluster.WithRemoteTimeout(time.Second))
+	c, err := remote.New([]string{addr}, remote.WithToken("s3cret"), remote.WithRuleIDs(true), remote.WithTimeout(time.Second))
 	if err != nil {
 		t.Fatal(err)
 	}

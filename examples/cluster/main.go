@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/flowgate/flowgate/cluster"
+	"github.com/flowgate/flowgate/cluster/remote"
 	"github.com/flowgate/flowgate/cluster/tokenrpc"
 	"github.com/flowgate/flowgate/flow"
 	"github.com/redis/go-redis/v9"
@@ -70,11 +71,11 @@ func run(ctx context.Context, out io.Writer, d time.Duration) int {
 		name            string
 		eng             *flow.Engine
 		passed, refused atomic.Int64
-		client          *cluster.RemoteTokenServer
+		client          *remote.TokenServer
 	}
 	var insts []*instance
 	for i := range 3 {
-		c, err := cluster.NewRemoteTokenServer(addrs, cluster.WithRemoteTimeout(200*time.Millisecond), cluster.WithRemoteInstances(3))
+		c, err := remote.New(addrs, remote.WithTimeout(200*time.Millisecond), remote.WithInstances(3))
 		if err != nil {
 			fmt.Fprintln(out, "client:", err)
 			return 1

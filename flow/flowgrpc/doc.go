@@ -4,11 +4,13 @@
 //
 // The resource is the full method name ("/pkg.Service/Method"). A refused
 // call fails with codes.ResourceExhausted (codes.Unavailable, ErrorInfo
-// reason CIRCUIT_OPEN, when a circuit breaker is open) carrying a google.rpc.RetryInfo
+// reason CIRCUIT_OPEN, when a circuit breaker is open; codes.PermissionDenied,
+// reason LIST_REFUSED, when an allow or deny list refuses) carrying a google.rpc.RetryInfo
 // detail (when the wait is known) and a google.rpc.ErrorInfo naming the
 // rule. On the server the client IP is the peer's address; the
 // x-forwarded-for metadata is believed only from peers listed by
 // WithTrustedProxies, walked from the right as in package flowhttp.
+// WithParamsFromMetadata gives param rules their values from metadata.
 //
 //	srv := grpc.NewServer(
 //		grpc.ChainUnaryInterceptor(flowgrpc.UnaryServerInterceptor(eng)),

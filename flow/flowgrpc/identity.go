@@ -8,7 +8,7 @@ import (
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/peer"
 
-	"github.com/flowgate/flowgate/flow/flowhttp"
+	"github.com/flowgate/flowgate/internal/forwarded"
 )
 
 // MetadataForwardedFor is the metadata key read from trusted peers.
@@ -16,7 +16,8 @@ const MetadataForwardedFor = "x-forwarded-for"
 
 // ClientIP returns the address of the client of a server call: the peer's,
 // or, when the peer is in trusted, the right-most untrusted address of the
-// x-forwarded-for metadata (see flowhttp.ClientIP for the walk). The zero
+// x-forwarded-for metadata, walked as flowhttp.ClientIP walks
+// X-Forwarded-For. The zero
 // Addr when the peer is not an IP connection (a Unix socket, bufconn).
 func ClientIP(ctx context.Context, trusted []netip.Prefix) netip.Addr {
 	p, ok := peer.FromContext(ctx)
@@ -27,7 +28,14 @@ func ClientIP(ctx context.Context, trusted []netip.Prefix) netip.Addr {
 	if !a.IsValid() || len(trusted) == 0 {
 		return a
 	}
-	return flowhttp.ResolveForwardedFor(a, trusted, metadata.ValueFromIncomingContext(ctx, MetadataForwardedFor))
+	return forwarded.Resolve(a, trusted, metadata.ValueFromIncomingContext(ctx, MetadataForwardedFor))
+}
+
+// ParseTrustedProxies parses CIDR prefixes ("10.0.0.0/8") and single
+// addresses ("192.0.2.7", taken as /32 or /128) for WithTrustedProxies. It
+// reports every bad entry, each prefixed with its index.
+func ParseTrustedProxies(cidrs ...string) ([]netip.Prefix, error) {
+	return forwarded.ParseTrusted(cidrs...)
 }
 
 func peerAddr(addr net.Addr) netip.Addr {
@@ -44,7 +52,7 @@ func peerAddr(addr net.Addr) netip.Addr {
 }
 
 // entryOptions builds the Entry options of a call into arr.
-func (cf *config) entryOptions(ctx context.Context, arr *[4]flowEntryOption, server bool) []flowEntryOption {
+func (cf *config) entryOptions(ctx context.Context, arr *[9]flowEntryOption, server bool) []flowEntryOption {
 	opts := append(arr[:0], withContext(ctx))
 	if cf.user != nil {
 		if u := cf.user(ctx); u != "" {
@@ -70,6 +78,9 @@ func (cf *config) entryOptions(ctx context.Context, arr *[4]flowEntryOption, ser
 		if p, ok := cf.priority(ctx); ok {
 			opts = append(opts, withPriority(p))
 		}
+	}
+	if cf.params != nil {
+		opts = cf.appendParams(ctx, opts)
 	}
 	return opts
 }

@@ -12,7 +12,6 @@ import (
 
 	"github.com/flowgate/flowgate/clock"
 	"github.com/flowgate/flowgate/flow"
-	"github.com/flowgate/flowgate/flow/flowhttp"
 )
 
 type strAddr string
@@ -35,7 +34,7 @@ func callCtx(p net.Addr, xff ...string) context.Context {
 func tcp(s string) net.Addr { return net.TCPAddrFromAddrPort(netip.MustParseAddrPort(s)) }
 
 func TestClientIP(t *testing.T) {
-	trusted, err := flowhttp.ParseTrustedProxies("10.0.0.0/8")
+	trusted, err := ParseTrustedProxies("10.0.0.0/8")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,7 +61,7 @@ func TestClientIP(t *testing.T) {
 }
 
 func TestServerPerIPLimit(t *testing.T) {
-	trusted, _ := flowhttp.ParseTrustedProxies("10.0.0.0/8")
+	trusted, _ := ParseTrustedProxies("10.0.0.0/8")
 	eng := newEngine(t, clock.NewFake(epoch), flow.Rule{ID: "per-ip", Resource: checkMethod, Level: flow.LevelIP,
 		Algorithm: flow.AlgoFixedWindow, Limit: 1})
 	ic := UnaryServerInterceptor(eng, WithTrustedProxies(trusted...))

@@ -21,10 +21,12 @@ type config struct {
 	v6Bits   int
 	prioKey  string // "" turns priorities off
 	prioAll  bool
+	params   []MetadataParam
+	paramMax int
 }
 
 func newConfig(opts []Option) *config {
-	cf := &config{failed: ServerFault, prioKey: DefaultPriorityMetadata}
+	cf := &config{failed: ServerFault, prioKey: DefaultPriorityMetadata, paramMax: DefaultParamMaxLen}
 	for _, o := range opts {
 		o(cf)
 	}
@@ -50,7 +52,7 @@ func WithIP(f func(ctx context.Context) string) Option {
 }
 
 // WithTrustedProxies lists the peers whose x-forwarded-for metadata is
-// believed. Default: none. flowhttp.ParseTrustedProxies builds the list from
+// believed. Default: none. ParseTrustedProxies builds the list from
 // strings.
 func WithTrustedProxies(prefixes ...netip.Prefix) Option {
 	return func(cf *config) {

@@ -41,7 +41,7 @@ func (ic *interceptor) resource(ctx context.Context, method string) string {
 // enter decides with Decide, so the refusal stays on this stack frame
 // until blockedError has turned it into a status.
 func (ic *interceptor) enter(ctx context.Context, method string, server bool) (*flow.Permit, error) {
-	var arr [4]flowEntryOption
+	var arr [9]flowEntryOption // context, user, ip, priority and five params without allocating
 	d := ic.eng.Decide(ic.resource(ctx, method), ic.cf.entryOptions(ctx, &arr, server)...)
 	if !d.Allowed {
 		return nil, blockedError(ctx, &d.Block)

@@ -17,6 +17,7 @@ import (
 const (
 	ReasonRateLimited = "RATE_LIMITED"
 	ReasonCircuitOpen = "CIRCUIT_OPEN"
+	ReasonListRefused = "LIST_REFUSED"
 	Domain            = "flowgate"
 )
 
@@ -25,13 +26,17 @@ var ErrPanicked = errors.New("flowgrpc: handler panicked")
 
 // BlockedStatus is the status of a refused call: ResourceExhausted (or
 // Unavailable, ErrorInfo reason CIRCUIT_OPEN, when an open circuit breaker
-// refused) with a RetryInfo detail carrying be.RetryAfter (absent when the
+// refused; PermissionDenied, reason LIST_REFUSED, when an allow or deny
+// list did) with a RetryInfo detail carrying be.RetryAfter (absent when the
 // wait is unknown or the call can never pass) and an ErrorInfo whose
 // metadata names the resource, level and rule.
 func BlockedStatus(be *flow.BlockError) *status.Status {
 	code, reason := codes.ResourceExhausted, ReasonRateLimited
-	if be.Reason == flow.ReasonBreakerOpen {
+	switch be.Reason {
+	case flow.ReasonBreakerOpen:
 		code, reason = codes.Unavailable, ReasonCircuitOpen
+	case flow.ReasonDenied, flow.ReasonNotAllowed:
+		code, reason = codes.PermissionDenied, ReasonListRefused
 	}
 	st := status.New(code, be.Error())
 	info := &errdetails.ErrorInfo{Reason: reason, Domain: Domain, Metadata: map[string]string{

@@ -1,63 +1,18 @@
 package flowhttp
 
 import (
-	"errors"
-	"fmt"
 	"net/http"
 	"net/netip"
 	"strings"
+
+	"github.com/flowgate/flowgate/internal/forwarded"
 )
 
 // ParseTrustedProxies parses CIDR prefixes ("10.0.0.0/8") and single
 // addresses ("192.0.2.7", taken as /32 or /128) for WithTrustedProxies. It
 // reports every bad entry, each prefixed with its index.
 func ParseTrustedProxies(cidrs ...string) ([]netip.Prefix, error) {
-	out := make([]netip.Prefix, 0, len(cidrs))
-	var errs []error
-	for i, s := range cidrs {
-		s = strings.TrimSpace(s)
-		var p netip.Prefix
-		var err error
-		if strings.Contains(s, "/") {
-			p, err = netip.ParsePrefix(s)
-		} else {
-			var a netip.Addr
-			if a, err = netip.ParseAddr(s); err == nil {
-				if a.Zone() != "" {
-					err = errors.New("zones are not allowed")
-				}
-				p = netip.PrefixFrom(a, a.BitLen())
-			}
-		}
-		if err != nil {
-			errs = append(errs, fmt.Errorf("trusted proxies[%d] %q: %w", i, s, err))
-			continue
-		}
-		out = append(out, normalPrefix(p))
-	}
-	if len(errs) > 0 {
-		return nil, errors.Join(errs...)
-	}
-	return out, nil
-}
-
-// normalPrefix masks p and turns an IPv4-mapped prefix (::ffff:10.0.0.0/104)
-// into its IPv4 form, because addresses are unmapped before they are matched.
-func normalPrefix(p netip.Prefix) netip.Prefix {
-	a := p.Addr()
-	if a.Is4In6() && p.Bits() >= 96 {
-		p = netip.PrefixFrom(a.Unmap(), p.Bits()-96)
-	}
-	return p.Masked()
-}
-
-func trustedAddr(trusted []netip.Prefix, a netip.Addr) bool {
-	for _, p := range trusted {
-		if p.Contains(a) {
-			return true
-		}
-	}
-	return false
+	return forwarded.ParseTrusted(cidrs...)
 }
 
 // Header names read by ClientIP, in the order they are consulted.
@@ -99,8 +54,8 @@ func ClientIP(r *http.Request, trusted []netip.Prefix, headers []string) netip.A
 // from (RemoteAddr or one header element), so the caller can reuse it as the
 // identity string instead of formatting the address anew.
 func clientAddr(r *http.Request, trusted []netip.Prefix, headers []string) (netip.Addr, string) {
-	peer := parseHostPort(r.RemoteAddr)
-	if !peer.IsValid() || len(trusted) == 0 || !trustedAddr(trusted, peer) {
+	peer := forwarded.ParseHostPort(r.RemoteAddr)
+	if !peer.IsValid() || len(trusted) == 0 || !forwarded.Trusted(trusted, peer) {
 		return peer, r.RemoteAddr
 	}
 	if headers == nil {
@@ -111,17 +66,17 @@ func clientAddr(r *http.Request, trusted []netip.Prefix, headers []string) (neti
 		if len(vals) == 0 {
 			continue
 		}
-		var buf [16]hop
-		var hops []hop
+		var buf [16]forwarded.Hop
+		var hops []forwarded.Hop
 		switch http.CanonicalHeaderKey(name) {
 		case HeaderForwarded:
-			hops = parseForwarded(buf[:0], vals)
+			hops = forwarded.ParseForwarded(buf[:0], vals)
 		case HeaderXRealIP:
-			hops = append(buf[:0], parseHop(strings.TrimSpace(vals[len(vals)-1])))
+			hops = append(buf[:0], forwarded.ParseHop(strings.TrimSpace(vals[len(vals)-1])))
 		default: // X-Forwarded-For and look-alikes (X-Client-IP chains)
-			hops = parseXFF(buf[:0], vals)
+			hops = forwarded.ParseXFF(buf[:0], vals)
 		}
-		return walk(hop{addr: peer, ok: true, text: r.RemoteAddr}, trusted, hops)
+		return forwarded.Walk(forwarded.Hop{Addr: peer, OK: true, Text: r.RemoteAddr}, trusted, hops)
 	}
 	return peer, r.RemoteAddr
 }
@@ -130,108 +85,5 @@ func clientAddr(r *http.Request, trusted []netip.Prefix, headers []string) (neti
 // (gRPC metadata): peer is the connection's address, values the
 // X-Forwarded-For values in the order received.
 func ResolveForwardedFor(peer netip.Addr, trusted []netip.Prefix, values []string) netip.Addr {
-	peer = peer.Unmap()
-	if !peer.IsValid() || len(values) == 0 || !trustedAddr(trusted, peer) {
-		return peer
-	}
-	var buf [16]hop
-	a, _ := walk(hop{addr: peer, ok: true}, trusted, parseXFF(buf[:0], values))
-	return a
-}
-
-// hop is one address of a forwarding chain; !ok marks a hop that is
-// malformed, obfuscated or unknown.
-type hop struct {
-	addr netip.Addr
-	ok   bool
-	text string // where addr was read from, for addrString
-}
-
-// walk returns the right-most untrusted hop, or the last trusted one reached.
-func walk(peer hop, trusted []netip.Prefix, hops []hop) (netip.Addr, string) {
-	client := peer
-	for i := len(hops) - 1; i >= 0; i-- {
-		h := hops[i]
-		if !h.ok {
-			break // the nearest address a trusted proxy vouched for
-		}
-		client = h
-		if !trustedAddr(trusted, h.addr) {
-			break
-		}
-	}
-	return client.addr, client.text
-}
-
-// parseXFF appends the hops of X-Forwarded-For values, left to right. Every
-// element must be an address, optionally with a port or in brackets; an empty
-// element is malformed.
-func parseXFF(hops []hop, vals []string) []hop {
-	for _, v := range vals {
-		for {
-			elem, rest, more := strings.Cut(v, ",")
-			hops = append(hops, parseHop(strings.TrimSpace(elem)))
-			if !more {
-				break
-			}
-			v = rest
-		}
-	}
-	return hops
-}
-
-// parseHop parses "192.0.2.1", "192.0.2.1:80", "2001:db8::1", "[2001:db8::1]"
-// or "[2001:db8::1]:80". Zones are refused: a header cannot name our interfaces.
-func parseHop(s string) hop {
-	a := parseHostPort(s)
-	return hop{addr: a, ok: a.IsValid(), text: s}
-}
-
-// parseHostPort parses an address with or without a port, as found in
-// RemoteAddr and forwarding headers, and returns it unmapped (IPv4-mapped
-// IPv6 becomes IPv4). It returns the zero Addr for anything else.
-func parseHostPort(s string) netip.Addr {
-	if s == "" {
-		return netip.Addr{}
-	}
-	if s[0] == '[' {
-		end := strings.IndexByte(s, ']')
-		if end < 0 {
-			return netip.Addr{}
-		}
-		if tail := s[end+1:]; tail != "" && !validPort(tail) {
-			return netip.Addr{}
-		}
-		a, err := netip.ParseAddr(s[1:end])
-		if err != nil || !a.Is6() || a.Zone() != "" {
-			return netip.Addr{}
-		}
-		return a.Unmap()
-	}
-	host := s
-	if i := strings.IndexByte(s, ':'); i >= 0 && strings.IndexByte(s[i+1:], ':') < 0 {
-		// exactly one colon: IPv4 with a port
-		if !validPort(s[i:]) {
-			return netip.Addr{}
-		}
-		host = s[:i]
-	}
-	a, err := netip.ParseAddr(host)
-	if err != nil || a.Zone() != "" {
-		return netip.Addr{}
-	}
-	return a.Unmap()
-}
-
-// validPort reports whether s is ":" followed by 1 to 5 digits.
-func validPort(s string) bool {
-	if len(s) < 2 || len(s) > 6 || s[0] != ':' {
-		return false
-	}
-	for i := 1; i < len(s); i++ {
-		if s[i] < '0' || s[i] > '9' {
-			return false
-		}
-	}
-	return true
+	return forwarded.Resolve(peer, trusted, values)
 }

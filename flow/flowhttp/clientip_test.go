@@ -6,6 +6,8 @@ import (
 	"net/netip"
 	"strings"
 	"testing"
+
+	"github.com/flowgate/flowgate/internal/forwarded"
 )
 
 func mustPrefixes(t testing.TB, s ...string) []netip.Prefix {
@@ -70,8 +72,8 @@ func TestParseHostPort(t *testing.T) {
 		"@":                    "invalid IP",
 		"1.2.3.4.5":            "invalid IP",
 	} {
-		if got := parseHostPort(in).String(); got != want {
-			t.Errorf("parseHostPort(%q) = %s, want %s", in, got, want)
+		if got := forwarded.ParseHostPort(in).String(); got != want {
+			t.Errorf("ParseHostPort(%q) = %s, want %s", in, got, want)
 		}
 	}
 }
@@ -276,7 +278,7 @@ func FuzzClientIP(f *testing.F) {
 		a := ClientIP(r, trusted, []string{HeaderXForwardedFor})
 		found := a == netip.MustParseAddr("10.0.0.1")
 		for _, elem := range strings.Split(xff, ",") {
-			found = found || parseHostPort(strings.TrimSpace(elem)) == a
+			found = found || forwarded.ParseHostPort(strings.TrimSpace(elem)) == a
 		}
 		if !found {
 			t.Fatalf("X-Forwarded-For %q gave %s, neither the peer nor one of its elements", xff, a)

@@ -1,7 +1,9 @@
 // Package flowhttp owns flowgate's net/http adapter: a middleware that guards
 // handlers with a flow.Engine, names resources by route pattern, resolves the
 // client IP without trusting spoofable headers, and answers refusals with 429
-// (503 when a circuit breaker is open), Retry-After, the IETF
+// (503 when a circuit breaker is open, 403 when an allow or deny list refuses),
+// reads call parameters (header, query, path value, cookie) for param
+// rules, and sends Retry-After, the IETF
 // RateLimit-Policy/RateLimit fields and an RFC 9457 problem body.
 //
 // Wrap each route so the middleware sees its pattern:

@@ -62,7 +62,7 @@ type served struct {
 }
 
 func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	var arr [4]flow.EntryOption
+	var arr [9]flow.EntryOption // context, user, ip, priority and five params without allocating
 	st := &served{sw: statusWriter{ResponseWriter: w}}
 	ctx := r.Context()
 	opts := append(arr[:0], flow.WithContext(ctx))
@@ -77,6 +77,9 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if p, ok := h.priority(r); ok {
 		opts = append(opts, flow.WithPriority(p))
+	}
+	if h.cf.params != nil {
+		opts = h.cf.appendParams(opts, r)
 	}
 	res := h.resource(r)
 	if !h.cf.noIdentity {

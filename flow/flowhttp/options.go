@@ -3,6 +3,8 @@ package flowhttp
 import (
 	"net/http"
 	"net/netip"
+
+	"github.com/flowgate/flowgate/internal/forwarded"
 )
 
 // Option configures Middleware.
@@ -24,10 +26,12 @@ type config struct {
 	isError       func(status int) bool
 	prioHeader    string // "" turns priorities off
 	prioTrustAll  bool
+	params        []Param
+	paramMax      int
 }
 
 func newConfig(opts []Option) *config {
-	cf := &config{blocked: WriteProblem, isError: ServerError, prioHeader: DefaultPriorityHeader}
+	cf := &config{blocked: WriteProblem, isError: ServerError, prioHeader: DefaultPriorityHeader, paramMax: DefaultParamMaxLen}
 	for _, o := range opts {
 		o(cf)
 	}
@@ -61,7 +65,7 @@ func WithTrustedProxies(prefixes ...netip.Prefix) Option {
 	return func(cf *config) {
 		cf.trusted = make([]netip.Prefix, len(prefixes))
 		for i, p := range prefixes {
-			cf.trusted[i] = normalPrefix(p)
+			cf.trusted[i] = forwarded.NormalPrefix(p)
 		}
 	}
 }

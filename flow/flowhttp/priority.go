@@ -4,6 +4,7 @@ import (
 	"net/http"
 
 	"github.com/flowgate/flowgate/flow"
+	"github.com/flowgate/flowgate/internal/forwarded"
 )
 
 // DefaultPriorityHeader is the request header that carries a call's
@@ -32,7 +33,7 @@ func (h *handler) priority(r *http.Request) (flow.Priority, bool) {
 		return flow.PriorityNormal, false
 	}
 	v := r.Header.Get(h.cf.prioHeader)
-	if v == "" || (!h.cf.prioTrustAll && !trustedAddr(h.cf.trusted, parseHostPort(r.RemoteAddr))) {
+	if v == "" || (!h.cf.prioTrustAll && !forwarded.Trusted(h.cf.trusted, forwarded.ParseHostPort(r.RemoteAddr))) {
 		return flow.PriorityNormal, false
 	}
 	return flow.ParsePriority(v)

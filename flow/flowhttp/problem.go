@@ -19,25 +19,29 @@ type BlockedHandler func(w http.ResponseWriter, r *http.Request, be *flow.BlockE
 type Problem struct {
 	Type       string `json:"type"`                 // a URI naming the problem; "about:blank" from NewProblem
 	Title      string `json:"title"`                // short summary; the status phrase for "about:blank"
-	Status     int    `json:"status"`               // the HTTP status code: 429, or 503 for an open breaker
+	Status     int    `json:"status"`               // the HTTP status code: 429, 503 for an open breaker, 403 for a list
 	Detail     string `json:"detail,omitempty"`     // this refusal in words: reason, level and rule
 	RetryAfter int64  `json:"retryAfter,omitempty"` // whole seconds, rounded up; 0 (absent) when unknown
-	Level      string `json:"level"`                // the refusing level: "global", "user", "ip" or "system"
+	Level      string `json:"level"`                // the refusing level: "global", "user", "ip", "param" or "system"
 	Rule       string `json:"rule,omitempty"`       // the refusing rule's ID
 }
 
 // Status is the HTTP status of a refusal: 503 Service Unavailable when a
 // circuit breaker refused (the dependency is failing, not the client
-// sending too much), 429 Too Many Requests otherwise.
+// sending too much), 403 Forbidden when an allow or deny list did (waiting
+// will not help), 429 Too Many Requests otherwise.
 func Status(be *flow.BlockError) int {
-	if be.Reason == flow.ReasonBreakerOpen {
+	switch be.Reason {
+	case flow.ReasonBreakerOpen:
 		return http.StatusServiceUnavailable
+	case flow.ReasonDenied, flow.ReasonNotAllowed:
+		return http.StatusForbidden
 	}
 	return http.StatusTooManyRequests
 }
 
-// NewProblem describes be as a problem document with its Status (429, or
-// 503 for an open circuit breaker). The type is "about:blank", so the
+// NewProblem describes be as a problem document with its Status (429, 503
+// for an open circuit breaker, 403 for a list). The type is "about:blank", so the
 // title is the status phrase, as RFC 9457 asks.
 func NewProblem(be *flow.BlockError) Problem {
 	status := Status(be)
@@ -129,7 +133,7 @@ func appendJSONString(b []byte, s string) []byte {
 }
 
 // WriteProblem is the default BlockedHandler: status 429 (503 for an open
-// circuit breaker, see Status) and the Problem of be as
+// circuit breaker, 403 for a list, see Status) and the Problem of be as
 // application/problem+json.
 func WriteProblem(w http.ResponseWriter, r *http.Request, be *flow.BlockError) {
 	p := NewProblem(be)

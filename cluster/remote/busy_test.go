@@ -1,4 +1,4 @@
-package cluster
+package remote
 
 import (
 	"context"
@@ -18,8 +18,8 @@ import (
 func TestRemoteBusyServer(t *testing.T) {
 	clk := clock.NewFake(t0)
 	rep := startRemoteReplica(t, allowAll{}, tokenrpc.WithMaxQPS(3), tokenrpc.WithClock(clk))
-	c := newRemote(t, []string{rep.addr}, WithRemoteTimeout(time.Second), WithRemoteNamespace("orders-service"),
-		WithRemoteBreaker(2, time.Hour)) // would open after 2 failures
+	c := newRemote(t, []string{rep.addr}, WithTimeout(time.Second), WithNamespace("orders-service"),
+		WithBreaker(2, time.Hour)) // would open after 2 failures
 	r := crule("r", "busy", flow.AlgoFixedWindow, 100, time.Second)
 	e := newEngine(t, c, t0, r)
 	var reasons []string
@@ -44,9 +44,9 @@ func TestRemoteBusyServer(t *testing.T) {
 	}
 	rule := r.WithDefaults()
 	_, err := c.Acquire(context.Background(), flow.TokenRequest{Resource: "busy", Tokens: 1, Factor: 1, Rules: []*flow.Rule{&rule}})
-	var re *RemoteError
+	var re *ReplicaError
 	if !errors.As(err, &re) || re.Status != tokenpb.Status_STATUS_TOO_MANY_REQUEST || !errors.Is(err, flow.ErrTokenServerUnavailable) {
-		t.Fatalf("Acquire over the cap: %v, want a TOO_MANY_REQUEST RemoteError wrapping ErrTokenServerUnavailable", err)
+		t.Fatalf("Acquire over the cap: %v, want a TOO_MANY_REQUEST ReplicaError wrapping ErrTokenServerUnavailable", err)
 	}
 	if c.BreakerOpen() || rep.srv.Requests("acquire", tokenpb.Status_STATUS_TOO_MANY_REQUEST) != 3 {
 		t.Fatalf("breaker open %v, server's too-many count %d; want closed and 3", c.BreakerOpen(), rep.srv.Requests("acquire", tokenpb.Status_STATUS_TOO_MANY_REQUEST))

@@ -1,4 +1,4 @@
-package cluster
+package remote
 
 import (
 	"context"

@@ -1,16 +1,16 @@
-package flowhttp
+package forwarded
 
 import (
 	"net/netip"
 	"strings"
 )
 
-// parseForwarded appends the "for" hops of RFC 7239 Forwarded values, left
+// ParseForwarded appends the "for" hops of RFC 7239 Forwarded values, left
 // to right. Each element yields one hop; an element without a usable "for"
 // (absent, repeated, "unknown", obfuscated "_x", bad syntax) yields a
 // malformed hop, and an empty element is skipped as RFC 9110's list rule asks.
 // IPv6 must be in brackets and quoted, as the RFC requires.
-func parseForwarded(hops []hop, vals []string) []hop {
+func ParseForwarded(hops []Hop, vals []string) []Hop {
 	for _, v := range vals {
 		i := 0
 		for {
@@ -55,7 +55,7 @@ func parseForwarded(hops []hop, vals []string) []hop {
 				i = skipElement(v, i)
 			}
 			if pairs > 0 || bad {
-				h := hop{}
+				h := Hop{}
 				if !bad && fors == 1 {
 					h = forwardedNode(forVal)
 				}
@@ -90,29 +90,29 @@ func forwardedValue(v string, i int) (val string, next int, ok bool) {
 
 // forwardedNode parses a node: IPv4 or "[IPv6]", each with an optional port
 // or obfuscated port. "unknown" and obfuscated names are not addresses.
-func forwardedNode(s string) hop {
+func forwardedNode(s string) Hop {
 	host, port := s, ""
 	if strings.HasPrefix(s, "[") {
 		end := strings.IndexByte(s, ']')
 		if end < 0 {
-			return hop{}
+			return Hop{}
 		}
 		host, port = s[1:end], s[end+1:]
 		if port != "" && port[0] != ':' {
-			return hop{}
+			return Hop{}
 		}
 	} else if i := strings.IndexByte(s, ':'); i >= 0 {
 		host, port = s[:i], s[i:]
 	}
 	if port != "" && !validPort(port) && !validObfPort(port) {
-		return hop{}
+		return Hop{}
 	}
 	a, err := netip.ParseAddr(host)
 	if err != nil || a.Zone() != "" || a.Is6() != strings.HasPrefix(s, "[") {
 		// covers "unknown", "_hidden", a bare IPv6, and IPv4 in brackets
-		return hop{}
+		return Hop{}
 	}
-	return hop{addr: a.Unmap(), ok: true, text: s}
+	return Hop{Addr: a.Unmap(), OK: true, Text: s}
 }
 
 // validObfPort reports whether s is ":" followed by an obfport ("_" and

@@ -1,4 +1,4 @@
-package cluster
+package remote
 
 import (
 	"context"
@@ -25,7 +25,7 @@ func TestRefundVersusRelease(t *testing.T) {
 		ts   func(t *testing.T) flow.TokenServer
 	}{
 		{"embedded", func(t *testing.T) flow.TokenServer { return newServer(t, srv.Client()) }},
-		{"replica", func(t *testing.T) flow.TokenServer { return newRemote(t, addrs, WithRemoteTimeout(2*time.Second)) }},
+		{"replica", func(t *testing.T) flow.TokenServer { return newRemote(t, addrs, WithTimeout(2*time.Second)) }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			res := uniq("refund-" + tc.name)

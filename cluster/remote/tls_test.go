@@ -1,4 +1,4 @@
-package cluster
+package remote
 
 import (
 	"context"
@@ -89,18 +89,18 @@ func TestRemoteTLSAndAuth(t *testing.T) {
 	noCert := &tls.Config{RootCAs: pki.pool, MinVersion: tls.VersionTLS13}
 	cases := []struct {
 		name string
-		opts []RemoteOption
+		opts []Option
 		code codes.Code // codes.OK: admitted
 	}{
-		{"plaintext", []RemoteOption{WithRemoteToken(token)}, codes.Unavailable},
-		{"tls without client cert", []RemoteOption{WithRemoteTLS(noCert), WithRemoteToken(token)}, codes.Unavailable},
-		{"client cert without token", []RemoteOption{WithRemoteTLS(withCert)}, codes.Unauthenticated},
-		{"client cert, wrong token", []RemoteOption{WithRemoteTLS(withCert), WithRemoteToken("s3cret-tokem")}, codes.Unauthenticated},
-		{"client cert and token", []RemoteOption{WithRemoteTLS(withCert), WithRemoteToken(token)}, codes.OK},
+		{"plaintext", []Option{WithToken(token)}, codes.Unavailable},
+		{"tls without client cert", []Option{WithTLS(noCert), WithToken(token)}, codes.Unavailable},
+		{"client cert without token", []Option{WithTLS(withCert)}, codes.Unauthenticated},
+		{"client cert, wrong token", []Option{WithTLS(withCert), WithToken("s3cret-tokem")}, codes.Unauthenticated},
+		{"client cert and token", []Option{WithTLS(withCert), WithToken(token)}, codes.OK},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			c := newRemote(t, []string{rep.addr}, append(tc.opts, WithRemoteTimeout(2*time.Second))...)
+			c := newRemote(t, []string{rep.addr}, append(tc.opts, WithTimeout(2*time.Second))...)
 			res, err := c.Acquire(context.Background(), req)
 			if tc.code == codes.OK {
 				if err != nil || !res.Allowed {

@@ -1,4 +1,4 @@
-package cluster
+package remote
 
 import (
 	"context"
@@ -16,7 +16,7 @@ func TestRemoteCloseLeavesNoGoroutine(t *testing.T) {
 	rule := crule("r", "close", flow.AlgoFixedWindow, 10, time.Second)
 	req := flow.TokenRequest{Resource: "close", Tokens: 1, Factor: 1, Rules: []*flow.Rule{&rule}}
 	before := runtime.NumGoroutine()
-	c, err := NewRemoteTokenServer([]string{rep.addr, rep.addr}, WithRemoteTimeout(time.Second))
+	c, err := New([]string{rep.addr, rep.addr}, WithTimeout(time.Second))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package cluster
+package remote
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flowgate/flowgate/cluster"
 	"github.com/flowgate/flowgate/flow"
 	"github.com/flowgate/flowgate/internal/redistest"
 )
@@ -25,7 +26,7 @@ func BenchmarkRemoteVsEmbedded(b *testing.B) {
 	}
 	remote := func(b *testing.B) flow.TokenServer {
 		rep := startRemoteReplicaB(b, newBenchTS(b, srv))
-		c, err := NewRemoteTokenServer([]string{rep}, WithRemoteTimeout(time.Second))
+		c, err := New([]string{rep}, WithTimeout(time.Second))
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -47,7 +48,7 @@ func BenchmarkRemoteVsEmbedded(b *testing.B) {
 // benchDecisions makes b.N decisions from callers goroutines per core and
 // reports decisions/s and the p99 latency of one decision.
 func benchDecisions(b *testing.B, ts flow.TokenServer, callers int) {
-	req := flow.TokenRequest{Resource: "bench", Level: flow.LevelGlobal, Tokens: 1, Rules: []*flow.Rule{benchRule(flow.LevelGlobal)}, Factor: 1}
+	req := flow.TokenRequest{Resource: "bench", Level: flow.LevelGlobal, Tokens: 1, Rules: []*flow.Rule{benchRule()}, Factor: 1}
 	var mu sync.Mutex
 	var all []time.Duration
 	b.ReportAllocs()
@@ -73,11 +74,18 @@ func benchDecisions(b *testing.B, ts flow.TokenServer, callers int) {
 	b.ReportMetric(float64(all[len(all)*99/100].Microseconds()), "p99-µs")
 }
 
-func newBenchTS(b *testing.B, srv *redistest.Server) *RedisTokenServer {
-	ts, err := NewRedisTokenServer(srv.NewClient(nil), WithTimeout(time.Second))
+func newBenchTS(b *testing.B, srv *redistest.Server) *cluster.RedisTokenServer {
+	ts, err := cluster.NewRedisTokenServer(srv.NewClient(nil), cluster.WithTimeout(time.Second))
 	if err != nil {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { ts.Close() })
 	return ts
+}
+
+// benchRule is a global token bucket that never refuses: it measures the
+// decision.
+func benchRule() *flow.Rule {
+	r := crule("r", "bench", flow.AlgoTokenBucket, 1e9, time.Second).WithDefaults()
+	return &r
 }

@@ -1,4 +1,4 @@
-package cluster_test
+package remote_test
 
 import (
 	"context"
@@ -7,7 +7,7 @@ import (
 	"net"
 	"time"
 
-	"github.com/flowgate/flowgate/cluster"
+	"github.com/flowgate/flowgate/cluster/remote"
 	"github.com/flowgate/flowgate/cluster/tokenrpc"
 	"github.com/flowgate/flowgate/flow"
 )
@@ -26,13 +26,13 @@ func (c *countdown) Release(context.Context, flow.TokenRequest, flow.TokenResult
 func (c *countdown) Instances() int                                                     { return 1 }
 
 // An engine whose cluster rules are decided by a token service replica.
-func ExampleNewRemoteTokenServer() {
+func ExampleNew() {
 	srv, _ := tokenrpc.NewServer(&countdown{n: 2}, nil)
 	lis, _ := net.Listen("tcp", "127.0.0.1:0")
 	go srv.Serve(lis)
 	defer srv.Shutdown(context.Background())
 
-	ts, err := cluster.NewRemoteTokenServer([]string{lis.Addr().String()}, cluster.WithRemoteTimeout(time.Second))
+	ts, err := remote.New([]string{lis.Addr().String()}, remote.WithTimeout(time.Second))
 	if err != nil {
 		panic(err)
 	}

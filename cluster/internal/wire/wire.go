@@ -1,33 +1,38 @@
-package tokenpb
+// Package wire converts between package flow's rules and levels and their
+// protobuf form (package tokenpb), for the token service's client
+// (cluster/remote) and server (cluster/tokenrpc); tokenpb itself stays free
+// of flow, so the generated code depends on protobuf alone.
+package wire
 
 import (
 	"errors"
 	"fmt"
 	"time"
 
+	"github.com/flowgate/flowgate/cluster/tokenpb"
 	"github.com/flowgate/flowgate/flow"
 )
 
 // FromLevel is l on the wire.
-func FromLevel(l flow.Level) Level {
+func FromLevel(l flow.Level) tokenpb.Level {
 	switch l {
 	case flow.LevelUser:
-		return Level_LEVEL_USER
+		return tokenpb.Level_LEVEL_USER
 	case flow.LevelIP:
-		return Level_LEVEL_IP
+		return tokenpb.Level_LEVEL_IP
 	default:
-		return Level_LEVEL_GLOBAL
+		return tokenpb.Level_LEVEL_GLOBAL
 	}
 }
 
 // ToLevel is l as flow knows it; an unknown value is an error.
-func ToLevel(l Level) (flow.Level, error) {
+func ToLevel(l tokenpb.Level) (flow.Level, error) {
 	switch l {
-	case Level_LEVEL_GLOBAL:
+	case tokenpb.Level_LEVEL_GLOBAL:
 		return flow.LevelGlobal, nil
-	case Level_LEVEL_USER:
+	case tokenpb.Level_LEVEL_USER:
 		return flow.LevelUser, nil
-	case Level_LEVEL_IP:
+	case tokenpb.Level_LEVEL_IP:
 		return flow.LevelIP, nil
 	}
 	return 0, fmt.Errorf("level: unknown value %d", int32(l))
@@ -35,8 +40,8 @@ func ToLevel(l Level) (flow.Level, error) {
 
 // FromRule is r on the wire. Fields that only matter to the local engine
 // (MaxKeys, IdleTTL) are not sent.
-func FromRule(r *flow.Rule) *Rule {
-	pr := &Rule{
+func FromRule(r *flow.Rule) *tokenpb.Rule {
+	pr := &tokenpb.Rule{
 		Id: r.ID, Resource: r.Resource, Level: FromLevel(r.Level), Algorithm: r.Algorithm.String(),
 		Limit: r.Limit, WindowNanos: int64(r.Window), Burst: r.Burst, WarmupNanos: int64(r.Warmup),
 		ColdFactor: r.ColdFactor, Buckets: int32(r.Buckets), MaxWaitNanos: int64(r.MaxWait), Adaptive: r.Adaptive,
@@ -47,9 +52,9 @@ func FromRule(r *flow.Rule) *Rule {
 	return pr
 }
 
-// ToFlow is pr as a flow.Rule with flow's defaults filled in, validated:
+// ToRule is pr as a flow.Rule with flow's defaults filled in, validated:
 // every problem is reported, joined.
-func (pr *Rule) ToFlow() (flow.Rule, error) {
+func ToRule(pr *tokenpb.Rule) (flow.Rule, error) {
 	if pr == nil {
 		return flow.Rule{}, errors.New("rule: missing")
 	}

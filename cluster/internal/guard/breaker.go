@@ -1,21 +1,22 @@
-package cluster
+package guard
 
 import "sync/atomic"
 
-// breaker is a consecutive-failure circuit breaker, lock-free: a dead Redis
-// costs one fast failure per call instead of one timeout per call.
+// Breaker is a consecutive-failure circuit breaker, lock-free: a dead Redis
+// (or replica) costs one fast failure per call instead of one timeout per
+// call.
 //
 // closed: every call goes through; threshold failures in a row open it.
 // open: calls fail at once until openFor has passed since it opened; then
 // exactly one call (the CAS winner) probes as half-open. The probe's
-// success closes the breaker; its failure opens it again for openFor.
+// Success closes the breaker; its failure opens it again for openFor.
 //
 // A streak of timeouts must also last span (the per-call timeout): calls
 // in flight during one hiccup (SCRIPT FLUSH blocking Redis, a GC pause
 // here) time out together, and that is one event, not threshold; a Redis
 // that stays frozen keeps failing the calls sent after them. A refused
 // connection needs no span: Redis is down.
-type breaker struct {
+type Breaker struct {
 	threshold int32
 	openFor   int64 // ns
 	span      int64 // ns
@@ -31,12 +32,14 @@ const (
 	breakerHalfOpen
 )
 
-func (b *breaker) init(threshold int, openFor, span int64) {
+// Init sets the threshold of consecutive failures and openFor and span
+// in nanoseconds.
+func (b *Breaker) Init(threshold int, openFor, span int64) {
 	b.threshold, b.openFor, b.span = int32(threshold), openFor, span
 }
 
-// allow reports whether a call may go to Redis now.
-func (b *breaker) allow(now int64) bool {
+// Allow reports whether a call may go out now.
+func (b *Breaker) Allow(now int64) bool {
 	switch b.state.Load() {
 	case breakerClosed:
 		return true
@@ -49,22 +52,22 @@ func (b *breaker) allow(now int64) bool {
 	}
 }
 
-// success closes a half-open breaker (its probe came back) and reports
+// Success closes a half-open breaker (its probe came back) and reports
 // whether it did. An open one stays open: no call is let through while
 // open, so a success then is a call admitted before it opened that
 // finished late, and says nothing about Redis now (a reply read after the
 // kill, say).
-func (b *breaker) success() bool {
+func (b *Breaker) Success() bool {
 	if b.failures.Load() != 0 {
 		b.failures.Store(0)
 	}
 	return b.state.Load() == breakerHalfOpen && b.state.CompareAndSwap(breakerHalfOpen, breakerClosed)
 }
 
-// failure counts a failed call (timedOut: it ran out of time) and reports
+// Failure counts a failed call (timedOut: it ran out of time) and reports
 // whether it opened the breaker (a closed one at the threshold; a failed
 // half-open probe reopens it without a new report).
-func (b *breaker) failure(now int64, timedOut bool) bool {
+func (b *Breaker) Failure(now int64, timedOut bool) bool {
 	n := b.failures.Add(1)
 	if n == 1 {
 		b.streakAt.Store(now)
@@ -78,9 +81,9 @@ func (b *breaker) failure(now int64, timedOut bool) bool {
 	return false
 }
 
-// close closes the breaker from any state (the prober saw Redis answer and
+// Close closes the breaker from any state (the prober saw Redis answer and
 // loaded the scripts) and reports whether it was open.
-func (b *breaker) close() bool {
+func (b *Breaker) Close() bool {
 	for {
 		st := b.state.Load()
 		if st == breakerClosed {
@@ -93,5 +96,8 @@ func (b *breaker) close() bool {
 	}
 }
 
-// open reports whether calls are being refused without trying Redis.
-func (b *breaker) open() bool { return b.state.Load() != breakerClosed }
+// Open reports whether calls are being refused without trying Redis.
+func (b *Breaker) Open() bool { return b.state.Load() != breakerClosed }
+
+// OpenedAt is the clock.Nanotime when the breaker last opened.
+func (b *Breaker) OpenedAt() int64 { return b.openedAt.Load() }

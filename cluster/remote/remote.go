@@ -1,4 +1,4 @@
-package cluster
+package remote
 
 import (
 	"context"
@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/flowgate/flowgate/clock"
+	"github.com/flowgate/flowgate/cluster/internal/guard"
+	"github.com/flowgate/flowgate/cluster/internal/wire"
 	"github.com/flowgate/flowgate/cluster/tokenpb"
 	"github.com/flowgate/flowgate/flow"
 	"google.golang.org/grpc"
@@ -19,9 +21,9 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 )
 
-// RemoteTokenServer is a flow.TokenServer that asks `flowgate serve`
+// TokenServer is a flow.TokenServer that asks `flowgate serve`
 // replicas (package tokenrpc) instead of Redis. To the engine it is the
-// embedded RedisTokenServer, slower by one hop: the same results, the same
+// embedded cluster.RedisTokenServer, slower by one hop: the same results, the same
 // per-call timeout (20ms by default) and the same breaker, per replica.
 //
 // Failover: a call goes to the preferred replica if its connection is
@@ -43,63 +45,63 @@ import (
 // Thresholds: the replicas decide, so a "per_instance" rule is multiplied
 // by the number of live replicas (their heartbeats), not of clients; use
 // "global" rules through the service. Instances, which the engine's
-// "local" fallback divides by, is what WithRemoteInstances says.
-type RemoteTokenServer struct {
-	cf       remoteConfig
-	replicas []*remoteReplica
+// "local" fallback divides by, is what WithInstances says.
+type TokenServer struct {
+	cf       config
+	replicas []*replica
 	pref     atomic.Uint32 // index of the preferred replica
-	st       stats
-	wire     sync.Map // *flow.Rule (first of a request) -> *remoteWire
+	st       guard.Counters
+	wire     sync.Map // *flow.Rule (first of a request) -> *ruleSet
 	nwire    atomic.Int64
 
 	closeOnce sync.Once
 	closeErr  error
 }
 
-type remoteReplica struct {
+type replica struct {
 	addr   string
 	cc     *grpc.ClientConn
 	client tokenpb.TokenServiceClient
-	br     breaker
+	br     guard.Breaker
 }
 
-// remoteWire is a rule set in wire form, built once per rule set.
-type remoteWire struct {
+// ruleSet is a rule set in wire form, built once per rule set.
+type ruleSet struct {
 	first *flow.Rule
 	n     int
 	ids   []string
 	rules []*tokenpb.Rule
 }
 
-// RemoteError is a replica's answer that is not a decision: the status
+// ReplicaError is a replica's answer that is not a decision: the status
 // and the server's reason. Busy (TOO_MANY_REQUEST) and FAIL wrap
 // flow.ErrTokenServerUnavailable as well.
-type RemoteError struct {
-	Addr    string         // the replica that answered ("host:port", as given to NewRemoteTokenServer)
+type ReplicaError struct {
+	Addr    string         // the replica that answered ("host:port", as given to New)
 	Status  tokenpb.Status // its status: not OK, BLOCKED or SHOULD_WAIT, which are decisions
 	Message string         // the replica's reason, as it sent it (may be empty)
 }
 
 // Error says which replica answered what, and why:
 // "cluster: replica ADDR: STATUS: MESSAGE".
-func (e *RemoteError) Error() string {
+func (e *ReplicaError) Error() string {
 	return fmt.Sprintf("cluster: replica %s: %v: %s", e.Addr, e.Status, e.Message)
 }
 
 var (
-	_ flow.TokenServer = (*RemoteTokenServer)(nil)
+	_ flow.TokenServer = (*TokenServer)(nil)
 
-	errRemoteNotReady = errors.New("no replica ready")
+	errNotReady = errors.New("no replica ready")
 )
 
-// NewRemoteTokenServer returns a client of the token service replicas at
+// New returns a client of the token service replicas at
 // addrs ("host:port"). It dials lazily: an unreachable replica is not an
 // error here, only in the calls that would need it.
-func NewRemoteTokenServer(addrs []string, opts ...RemoteOption) (*RemoteTokenServer, error) {
+func New(addrs []string, opts ...Option) (*TokenServer, error) {
 	if len(addrs) == 0 {
 		return nil, errors.New("cluster: remote: no replica addresses")
 	}
-	cf := remoteDefaults()
+	cf := defaults()
 	for _, o := range opts {
 		if o != nil {
 			o(&cf)
@@ -114,7 +116,7 @@ func NewRemoteTokenServer(addrs []string, opts ...RemoteOption) (*RemoteTokenSer
 		dial = append(dial, grpc.WithPerRPCCredentials(bearer(cf.token)))
 	}
 	dial = append(dial, cf.dialOpts...)
-	s := &RemoteTokenServer{cf: cf}
+	s := &TokenServer{cf: cf}
 	var errs []error
 	for i, a := range addrs {
 		cc, err := grpc.NewClient(a, dial...)
@@ -122,8 +124,8 @@ func NewRemoteTokenServer(addrs []string, opts ...RemoteOption) (*RemoteTokenSer
 			errs = append(errs, fmt.Errorf("addrs[%d] %q: %w", i, a, err))
 			continue
 		}
-		r := &remoteReplica{addr: a, cc: cc, client: tokenpb.NewTokenServiceClient(cc)}
-		r.br.init(cf.failures, int64(cf.openFor), 0)
+		r := &replica{addr: a, cc: cc, client: tokenpb.NewTokenServiceClient(cc)}
+		r.br.Init(cf.Failures, int64(cf.OpenFor), 0)
 		s.replicas = append(s.replicas, r)
 	}
 	if err := errors.Join(errs...); err != nil {
@@ -138,22 +140,28 @@ func NewRemoteTokenServer(addrs []string, opts ...RemoteOption) (*RemoteTokenSer
 	return s, nil
 }
 
-// Instances is the WithRemoteInstances count (>= 1).
-func (s *RemoteTokenServer) Instances() int { return s.cf.instances }
+// Instances is the WithInstances count (>= 1).
+func (s *TokenServer) Instances() int { return s.cf.instances }
 
-func (s *RemoteTokenServer) now() int64 { return clock.Nanotime(s.cf.clk) }
+func (s *TokenServer) now() int64 { return clock.Nanotime(s.cf.Clock) }
 
 // Acquire asks one replica to decide every rule of req.
-func (s *RemoteTokenServer) Acquire(ctx context.Context, req flow.TokenRequest) (flow.TokenResult, error) {
+func (s *TokenServer) Acquire(ctx context.Context, req flow.TokenRequest) (flow.TokenResult, error) {
 	if len(req.Rules) == 0 {
 		return flow.TokenResult{Allowed: true, Refused: -1}, nil
 	}
 	if req.Tokens <= 0 {
 		return flow.TokenResult{}, fmt.Errorf("cluster: tokens: %d must be > 0", req.Tokens)
 	}
+	if req.Level == flow.LevelParam {
+		// The wire format has no param level yet: sent as another level, the
+		// server would count the values on the wrong keys. Failing makes the
+		// engine apply the rule's fallback (by default local) instead.
+		return flow.TokenResult{}, fmt.Errorf("%w: param rules are not supported through a remote token server (flowgate serve) yet", flow.ErrTokenServerUnavailable)
+	}
 	in := s.request(&req)
 	var out *tokenpb.AcquireResponse
-	_, err := s.once(ctx, func(ctx context.Context, r *remoteReplica) (err error) {
+	_, err := s.once(ctx, func(ctx context.Context, r *replica) (err error) {
 		out, err = r.client.Acquire(ctx, in)
 		if err != nil {
 			return err
@@ -176,18 +184,18 @@ func (s *RemoteTokenServer) Acquire(ctx context.Context, req flow.TokenRequest) 
 		Wait: time.Duration(out.GetWaitNanos()), Lease: out.GetLease()}
 	if out.GetStatus() == tokenpb.Status_STATUS_BLOCKED {
 		res.Refused = int(out.GetRefused())
-		s.st.blocked.Add(1)
+		s.st.Blocked.Add(1)
 	} else {
 		res.Allowed = true
-		s.st.passed.Add(1)
+		s.st.Passed.Add(1)
 	}
 	return res, nil
 }
 
-// Release gives back what res took, as RedisTokenServer.Release does:
+// Release gives back what res took, as cluster.RedisTokenServer.Release does:
 // req.Refund travels with the lease, so the replica knows a refund from an
 // Exit.
-func (s *RemoteTokenServer) Release(ctx context.Context, req flow.TokenRequest, res flow.TokenResult) error {
+func (s *TokenServer) Release(ctx context.Context, req flow.TokenRequest, res flow.TokenResult) error {
 	if len(req.Rules) == 0 || req.Tokens <= 0 || !res.Allowed {
 		return nil
 	}
@@ -195,7 +203,7 @@ func (s *RemoteTokenServer) Release(ctx context.Context, req flow.TokenRequest, 
 		return nil // Exit with nothing held: rate tokens stay spent
 	}
 	in := &tokenpb.ReleaseRequest{Request: s.request(&req), Lease: res.Lease, Refund: req.Refund}
-	call := func(ctx context.Context, r *remoteReplica) error {
+	call := func(ctx context.Context, r *replica) error {
 		out, err := r.client.Release(ctx, in)
 		if err == nil && out.GetStatus() != tokenpb.Status_STATUS_OK {
 			return s.answerError(r, out.GetStatus(), out.GetMessage())
@@ -217,40 +225,40 @@ func (s *RemoteTokenServer) Release(ctx context.Context, req flow.TokenRequest, 
 // answerError is the error for a replica's non-decision; FAIL (its Redis
 // is down) counts against the replica's breaker, the others count as the
 // replica's success (it answered).
-func (s *RemoteTokenServer) answerError(r *remoteReplica, st tokenpb.Status, msg string) error {
-	s.st.errors.Add(1)
-	re := &RemoteError{Addr: r.addr, Status: st, Message: msg}
+func (s *TokenServer) answerError(r *replica, st tokenpb.Status, msg string) error {
+	s.st.Errors.Add(1)
+	re := &ReplicaError{Addr: r.addr, Status: st, Message: msg}
 	switch st {
 	case tokenpb.Status_STATUS_FAIL:
-		r.br.failure(s.now(), false)
+		r.br.Failure(s.now(), false)
 		return fmt.Errorf("%w: %w", flow.ErrTokenServerUnavailable, re)
 	case tokenpb.Status_STATUS_TOO_MANY_REQUEST:
-		r.br.success()
+		r.br.Success()
 		return fmt.Errorf("%w: %w", flow.ErrTokenServerUnavailable, re)
 	}
-	r.br.success()
+	r.br.Success()
 	return re
 }
 
 // once sends one call to one replica chosen as the type's doc says, under
 // the per-call timeout, and returns the replica it used.
-func (s *RemoteTokenServer) once(ctx context.Context, call func(context.Context, *remoteReplica) error) (*remoteReplica, error) {
+func (s *TokenServer) once(ctx context.Context, call func(context.Context, *replica) error) (*replica, error) {
 	start := s.now()
 	r, i := s.pick(start)
 	if r == nil {
-		s.st.breakerRejected.Add(1)
-		return nil, fmt.Errorf("cluster: remote: %w: %w", flow.ErrTokenServerUnavailable, errRemoteNotReady)
+		s.st.BreakerRejected.Add(1)
+		return nil, fmt.Errorf("cluster: remote: %w: %w", flow.ErrTokenServerUnavailable, errNotReady)
 	}
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	cctx, cancel := context.WithTimeout(ctx, s.cf.timeout)
+	cctx, cancel := context.WithTimeout(ctx, s.cf.Timeout)
 	err := call(cctx, r)
 	cancel()
 	end := s.now()
-	s.st.latency(end - start)
+	s.st.Latency(end - start)
 	if err != nil {
-		var re *RemoteError
+		var re *ReplicaError
 		if errors.As(err, &re) {
 			if re.Status == tokenpb.Status_STATUS_FAIL {
 				// It answered that it could not decide (its Redis hangs or
@@ -259,20 +267,20 @@ func (s *RemoteTokenServer) once(ctx context.Context, call func(context.Context,
 			}
 			return r, err // answered: answerError saw to the breaker
 		}
-		s.st.errors.Add(1)
-		r.br.failure(end, false)
+		s.st.Errors.Add(1)
+		r.br.Failure(end, false)
 		// Prefer another replica from now on; this call is not replayed.
 		s.pref.CompareAndSwap(uint32(i), uint32((i+1)%len(s.replicas)))
 		return r, fmt.Errorf("cluster: remote %s: %w: %w", r.addr, flow.ErrTokenServerUnavailable, err)
 	}
-	r.br.success()
+	r.br.Success()
 	return r, nil
 }
 
 // pick returns the replica to call and its index: the first, from the
 // preferred one on, that is ready and whose breaker lets calls through;
 // else the first still connecting (a call on it waits for the connection).
-func (s *RemoteTokenServer) pick(now int64) (*remoteReplica, int) {
+func (s *TokenServer) pick(now int64) (*replica, int) {
 	n := len(s.replicas)
 	first := int(s.pref.Load()) % n
 	fallback := -1
@@ -290,14 +298,14 @@ func (s *RemoteTokenServer) pick(now int64) (*remoteReplica, int) {
 		default: // TransientFailure, Shutdown: a call would fail unsent
 			continue
 		}
-		if r.br.allow(now) {
+		if r.br.Allow(now) {
 			if k > 0 {
 				s.pref.Store(uint32(i))
 			}
 			return r, i
 		}
 	}
-	if fallback >= 0 && s.replicas[fallback].br.allow(now) {
+	if fallback >= 0 && s.replicas[fallback].br.Allow(now) {
 		return s.replicas[fallback], fallback
 	}
 	return nil, -1
@@ -305,9 +313,9 @@ func (s *RemoteTokenServer) pick(now int64) (*remoteReplica, int) {
 
 // request is req on the wire; the rules' wire form is built once per rule
 // set.
-func (s *RemoteTokenServer) request(req *flow.TokenRequest) *tokenpb.AcquireRequest {
+func (s *TokenServer) request(req *flow.TokenRequest) *tokenpb.AcquireRequest {
 	w := s.wireRules(req.Rules)
-	in := &tokenpb.AcquireRequest{Namespace: s.cf.namespace, Resource: req.Resource, Level: tokenpb.FromLevel(req.Level),
+	in := &tokenpb.AcquireRequest{Namespace: s.cf.namespace, Resource: req.Resource, Level: wire.FromLevel(req.Level),
 		Key: req.Key, Tokens: int32(req.Tokens), RuleIds: w.ids, Factor: req.Factor}
 	if !s.cf.byID {
 		in.Rules = w.rules
@@ -315,16 +323,16 @@ func (s *RemoteTokenServer) request(req *flow.TokenRequest) *tokenpb.AcquireRequ
 	return in
 }
 
-func (s *RemoteTokenServer) wireRules(rules []*flow.Rule) *remoteWire {
+func (s *TokenServer) wireRules(rules []*flow.Rule) *ruleSet {
 	if v, ok := s.wire.Load(rules[0]); ok {
-		if w := v.(*remoteWire); w.first == rules[0] && w.n == len(rules) {
+		if w := v.(*ruleSet); w.first == rules[0] && w.n == len(rules) {
 			return w
 		}
 	}
-	w := &remoteWire{first: rules[0], n: len(rules)}
+	w := &ruleSet{first: rules[0], n: len(rules)}
 	for _, r := range rules {
 		w.ids = append(w.ids, r.ID)
-		w.rules = append(w.rules, tokenpb.FromRule(r))
+		w.rules = append(w.rules, wire.FromRule(r))
 	}
 	if s.nwire.Add(1) > 4096 { // old rule sets stay until the cache is full
 		s.wire.Clear()
@@ -336,7 +344,7 @@ func (s *RemoteTokenServer) wireRules(rules []*flow.Rule) *remoteWire {
 
 // Close closes the connections to every replica. Calling it again does
 // nothing.
-func (s *RemoteTokenServer) Close() error {
+func (s *TokenServer) Close() error {
 	s.closeOnce.Do(func() {
 		var errs []error
 		for _, r := range s.replicas {
@@ -348,33 +356,46 @@ func (s *RemoteTokenServer) Close() error {
 }
 
 // BreakerOpen reports whether every replica's breaker is open.
-func (s *RemoteTokenServer) BreakerOpen() bool {
+func (s *TokenServer) BreakerOpen() bool {
 	for _, r := range s.replicas {
-		if !r.br.open() {
+		if !r.br.Open() {
 			return false
 		}
 	}
 	return true
 }
 
-// Stats returns the counters now (the lease fields stay 0; Errors counts
-// failed calls and non-decisions).
-func (s *RemoteTokenServer) Stats() Stats {
-	st := Stats{Passed: s.st.passed.Load(), Blocked: s.st.blocked.Load(), Errors: s.st.errors.Load(),
-		BreakerRejected: s.st.breakerRejected.Load(), LatencySum: time.Duration(s.st.sumNs.Load()),
+// Stats counts what a TokenServer did since it started.
+type Stats struct {
+	Passed          uint64 // decisions that admitted
+	Blocked         uint64 // decisions that refused
+	Errors          uint64 // calls that failed, and replicas' answers that were no decision
+	BreakerRejected uint64 // calls failed at once: no replica ready, or every breaker open
+	// Latency is the distribution of round trips to a replica, failed ones
+	// included; calls the breakers rejected made none. Bounds are in
+	// seconds: Counts[i] are calls up to Bounds[i], the last one those
+	// above every bound.
+	Latency     flow.Histogram
+	LatencySum  time.Duration // total time of the calls Latency counts
+	BreakerOpen bool          // every replica's breaker is open
+	Instances   int           // what WithInstances says
+}
+
+// Stats returns the counters now; it never blocks a decision.
+func (s *TokenServer) Stats() Stats {
+	return Stats{Passed: s.st.Passed.Load(), Blocked: s.st.Blocked.Load(), Errors: s.st.Errors.Load(),
+		BreakerRejected: s.st.BreakerRejected.Load(), Latency: s.st.Histogram(), LatencySum: s.st.Sum(),
 		BreakerOpen: s.BreakerOpen(), Instances: s.Instances()}
-	st.Latency = s.st.histogram()
-	return st
 }
 
 // Latency returns the round-trip histogram (seconds, failed calls included)
 // and the total time of those calls; with BreakerOpen it is what
 // metrics.WithCluster(ts) exports.
-func (s *RemoteTokenServer) Latency() (flow.Histogram, time.Duration) {
-	return s.st.histogram(), time.Duration(s.st.sumNs.Load())
+func (s *TokenServer) Latency() (flow.Histogram, time.Duration) {
+	return s.st.Histogram(), s.st.Sum()
 }
 
-// bearer is the per-call credential of WithRemoteToken.
+// bearer is the per-call credential of WithToken.
 type bearer string
 
 func (b bearer) GetRequestMetadata(context.Context, ...string) (map[string]string, error) {
@@ -382,5 +403,5 @@ func (b bearer) GetRequestMetadata(context.Context, ...string) (map[string]strin
 }
 
 // RequireTransportSecurity is false so the token also works on loopback
-// without TLS; see WithRemoteToken.
+// without TLS; see WithToken.
 func (b bearer) RequireTransportSecurity() bool { return false }

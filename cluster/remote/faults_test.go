@@ -1,4 +1,4 @@
-package cluster
+package remote
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flowgate/flowgate/cluster"
 	"github.com/flowgate/flowgate/flow"
 	"github.com/flowgate/flowgate/internal/redistest"
 	"google.golang.org/grpc/connectivity"
@@ -78,9 +79,9 @@ func TestRemoteFailoverWithinTimeout(t *testing.T) {
 	req := flow.TokenRequest{Resource: uniq("remote-failover"), Tokens: 1, Factor: 1}
 	rule := crule("r", req.Resource, flow.AlgoFixedWindow, 1e6, time.Hour)
 	req.Rules = []*flow.Rule{&rule}
-	var cs []*RemoteTokenServer
+	var cs []*TokenServer
 	for i := range 3 {
-		c := newRemote(t, addrs, WithRemoteTimeout(timeout))
+		c := newRemote(t, addrs, WithTimeout(timeout))
 		waitReady(t, c) // both connections up: a first dial under load may take longer than the timeout
 		c.pref.Store(0)
 		cs = append(cs, c)
@@ -128,7 +129,7 @@ func TestRemoteFailoverWithinTimeout(t *testing.T) {
 // waitReady waits until every replica connection of c is ready (or fails
 // the test after 10s): connections dial in the background, and a test of
 // failover needs them all up before it kills one.
-func waitReady(t *testing.T, c *RemoteTokenServer) {
+func waitReady(t *testing.T, c *TokenServer) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -147,14 +148,14 @@ func waitReady(t *testing.T, c *RemoteTokenServer) {
 // calls at once; when Redis is back, decisions resume.
 func TestRemoteRedisKilled(t *testing.T) {
 	srv := redistest.Start(t)
-	_, addrs := redisReplicas(t, srv, 2, WithBreaker(2, 20*time.Millisecond))
+	_, addrs := redisReplicas(t, srv, 2, cluster.WithBreaker(2, 20*time.Millisecond))
 	base := uniq("remote-redis-down")
 	allow := crule("a", base+"-allow", flow.AlgoFixedWindow, 1000, time.Hour)
 	allow.Cluster.Fallback = "allow"
 	deny := crule("d", base+"-deny", flow.AlgoFixedWindow, 1000, time.Hour)
 	local := crule("l", base+"-local", flow.AlgoFixedWindow, 4, time.Hour)
 	local.Cluster.Fallback = "local"
-	c := newRemote(t, addrs, WithRemoteTimeout(time.Second), WithRemoteBreaker(3, 200*time.Millisecond))
+	c := newRemote(t, addrs, WithTimeout(time.Second), WithBreaker(3, 200*time.Millisecond))
 	e := newEngine(t, c, t0, allow, deny, local)
 	if p, err := e.Entry(deny.Resource); err != nil {
 		t.Fatalf("with Redis up: %v", err)
@@ -267,7 +268,7 @@ func (hangTS) Acquire(ctx context.Context, _ flow.TokenRequest) (flow.TokenResul
 func TestRemoteHungReplica(t *testing.T) {
 	hung, live := startRemoteReplica(t, hangTS{}), startRemoteReplica(t, allowAll{})
 	const timeout = 100 * time.Millisecond
-	c := newRemote(t, []string{hung.addr, live.addr}, WithRemoteTimeout(timeout))
+	c := newRemote(t, []string{hung.addr, live.addr}, WithTimeout(timeout))
 	waitReady(t, c)
 	rule := crule("r", "hung", flow.AlgoFixedWindow, 10, time.Second)
 	req := flow.TokenRequest{Resource: "hung", Tokens: 1, Factor: 1, Rules: []*flow.Rule{&rule}}

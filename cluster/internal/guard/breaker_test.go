@@ -1,0 +1,75 @@
+package guard
+
+import (
+	"testing"
+	"time"
+)
+
+func TestBreaker(t *testing.T) {
+	var b Breaker
+	b.Init(3, int64(time.Second), 0)
+	now := int64(0)
+	for i := range 2 {
+		b.Failure(now, false)
+		if b.Open() {
+			t.Fatalf("open after %d failures, threshold 3", i+1)
+		}
+	}
+	b.Success() // a success resets the count
+	for range 3 {
+		if !b.Allow(now) {
+			t.Fatal("closed breaker refused")
+		}
+		b.Failure(now, false)
+	}
+	if !b.Open() || b.Allow(now+int64(999*time.Millisecond)) {
+		t.Fatal("breaker not open after 3 consecutive failures")
+	}
+	b.Success() // a call let through before it opened, answered late
+	if !b.Open() || b.Allow(now) {
+		t.Fatal("a late success of a call admitted before the breaker opened closed it")
+	}
+	now += int64(time.Second)
+	if !b.Allow(now) || b.Allow(now) {
+		t.Fatal("after openFor exactly one probe must go through")
+	}
+	b.Failure(now, false) // the probe failed: open again for a full period
+	if b.Allow(now + int64(500*time.Millisecond)) {
+		t.Fatal("failed probe did not reopen the breaker")
+	}
+	now += int64(time.Second)
+	if !b.Allow(now) {
+		t.Fatal("no second probe")
+	}
+	b.Success()
+	if b.Open() || !b.Allow(now) || !b.Allow(now) {
+		t.Fatal("successful probe did not close the breaker")
+	}
+}
+
+// TestBreakerTimeoutBurst: timeouts that land together (one hiccup) do not
+// open the breaker however many; a streak of them lasting the span does;
+// refused connections open it at the threshold at once.
+func TestBreakerTimeoutBurst(t *testing.T) {
+	var b Breaker
+	span := int64(20 * time.Millisecond)
+	b.Init(3, int64(time.Second), span)
+	for range 10 {
+		b.Failure(0, true)
+	}
+	if b.Open() {
+		t.Fatal("10 timeouts at one instant opened the breaker")
+	}
+	b.Failure(span, true)
+	if !b.Open() {
+		t.Fatal("timeouts over the span did not open the breaker")
+	}
+	var c Breaker
+	c.Init(3, int64(time.Second), span)
+	for range 3 {
+		c.Failure(0, false)
+	}
+	if !c.Open() {
+		t.Fatal("3 refused connections did not open the breaker")
+	}
+}

@@ -1,0 +1,104 @@
+package flow
+
+import "math"
+
+// compileItems builds a keyed rule's per-value exceptions: each is the rule
+// itself with the item's Limit (a token bucket's Burst scaled alike, so an
+// item keeps the rule's Burst/Limit ratio) and one limiter of its own, not
+// a key table: an item is one value. They share the rule's ID, so a refusal
+// names the rule, and follow its adaptive factor and cluster share
+// (compiledRule.recompute).
+func (e *Engine) compileItems(cr *compiledRule, factor float64, instances int, now int64) error {
+	if len(cr.rule.Items) == 0 {
+		return nil
+	}
+	cr.items = make(map[string]*compiledRule, len(cr.rule.Items))
+	for value, limit := range cr.rule.Items {
+		r := cr.rule
+		r.Items = nil
+		if r.Algorithm == AlgoTokenBucket {
+			r.Burst = cr.rule.Burst * limit / cr.rule.Limit
+		}
+		r.Limit = limit
+		it := &compiledRule{rule: r, clk: cr.clk, cluster: cr.cluster, reason: cr.reason, dynamic: cr.dynamic,
+			classed: cr.classed, shares: cr.shares, parent: cr}
+		it.limitBits.Store(math.Float64bits(math.NaN())) // so recompute always sets it
+		it.recompute(factor, instances)
+		it.gen.Store(0)
+		lim, err := it.newLimiter(now)
+		if err != nil {
+			return err
+		}
+		it.global = lim
+		if it.cluster {
+			it.solo = soloGroup(it)
+		}
+		cr.items[value] = it
+	}
+	return nil
+}
+
+// forKey is the rule that decides key: its item when it has one, else cr.
+func (cr *compiledRule) forKey(key string) *compiledRule {
+	if cr.items != nil {
+		if it := cr.items[key]; it != nil {
+			return it
+		}
+	}
+	return cr
+}
+
+// soloGroup is a clusterGroup holding cr alone, built once, for a cluster
+// param rule: each param rule has keys of its own (its parameter's
+// values), so the token server is asked rule by rule, not per level.
+// Shadow or not, it is the same group: refuseOr reads cr.shadow per call.
+func soloGroup(cr *compiledRule) *clusterGroup {
+	g := &clusterGroup{}
+	g.add(cr)
+	return g
+}
+
+// setShadow sets cr's shadow flag and its items' (an item decides for its
+// rule, so it shadows when its rule does).
+func (cr *compiledRule) setShadow(on bool) {
+	cr.shadow.Store(on)
+	for _, it := range cr.items {
+		it.shadow.Store(on)
+	}
+}
+
+// owner is the rule whose counts cr's decisions go to: an item's rule, or
+// cr itself.
+func (cr *compiledRule) owner() *compiledRule {
+	if cr.parent != nil {
+		return cr.parent
+	}
+	return cr
+}
+
+// admitParams takes permits from every param rule whose parameter the
+// call gives, local rules first as at the other levels, then enforcing
+// cluster rules, then shadow ones.
+func (e *Engine) admitParams(a *entryArgs, resource string, rr *resourceRules, lr *levelRules, st *entryState) error {
+	for _, cr := range lr.local {
+		key := a.param(cr.rule.Param)
+		if key == "" {
+			continue
+		}
+		if err := e.takeLocal(resource, rr, cr.forKey(key), key, st); err != nil {
+			return err
+		}
+	}
+	for _, g := range [2]*clusterGroup{&lr.cluster, &lr.shadowCluster} {
+		for _, cr := range g.crs {
+			key := a.param(cr.rule.Param)
+			if key == "" {
+				continue
+			}
+			if err := e.clusterLevel(a, resource, rr, lr.level, cr.forKey(key).solo, key, st); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
