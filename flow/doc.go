@@ -78,7 +78,10 @@
 // shadow pass takes from the rule's own limiter and is given back like any
 // rule's when a later rule refuses; a shadow rule never makes a call wait
 // and never sets its Quota; a shadow breaker records only the calls it
-// would have let through, so it moves as an enforcing one would. Its count
+// would have let through, so it moves as an enforcing one would. Allow and
+// deny lists, RefResource rules, param rules and their items shadow alike
+// (a shadow list's would-be refusal is not a list refusal, ResourceStats'
+// Denied and NotAllowed; an item's counts on its rule). Its count
 // is therefore exactly the refusals of an enforcing copy that saw the same
 // calls, and a reload that only flips Shadow keeps the rule's state.
 //
