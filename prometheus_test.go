@@ -30,15 +30,18 @@ import (
 
 // promRules is the watched rules document of the program Prometheus
 // scrapes: a resource refused most of the time (the rejection alert), a
-// user-level rule (tracked keys), a queue (waits), a cluster rule (the token
-// service over Redis), adaptive rules, an adaptive_concurrency rule, a
-// circuit breaker on a dependency that always fails (open, then failing
-// probes), a deny list refusing one call in five of its resource; alerting and adaptive sections
+// user-level rule (tracked keys) with a shadow rule behind it that would
+// refuse part of what it admits (the "would have blocked" panels), a queue
+// (waits), a cluster rule (the token service over Redis), adaptive rules,
+// an adaptive_concurrency rule, a circuit breaker on a dependency that
+// always fails (open, then failing probes), a deny list refusing one call
+// in five of its resource; alerting and adaptive sections
 // short enough to act within the test.
 const promRules = `{
   "rules": [
     {"id": "hot", "resource": "GET /hot", "algorithm": "fixed_window", "limit": 10, "adaptive": true},
     {"id": "orders-per-user", "resource": "GET /orders", "level": "user", "algorithm": "token_bucket", "limit": 5},
+    {"id": "orders-try", "resource": "GET /orders", "algorithm": "sliding_window", "limit": 20, "shadow": true},
     {"id": "pay-queue", "resource": "POST /pay", "algorithm": "leaky_bucket", "limit": 20, "maxWait": "200ms"},
     {"id": "shared", "resource": "GET /shared", "algorithm": "token_bucket", "limit": 20, "adaptive": true,
      "cluster": {"threshold": "global", "fallback": "local"}},

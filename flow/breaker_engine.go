@@ -75,6 +75,12 @@ func (e *Engine) checkBreakers(a *entryArgs, resource string, rr *resourceRules,
 				e.breakerMoved(cr, key, breakerMove{from: BreakerOpen, to: BreakerHalfOpen}, st.now)
 			}
 			if !v.ok {
+				if cr.shadow.Load() {
+					// Not recorded either: an enforcing breaker would
+					// not have seen the call's outcome.
+					e.shadowRefused(resource, cr, ReasonBreakerOpen)
+					continue
+				}
 				e.undo(st)
 				rr.stats.block(st.now, cr.rule.Level)
 				cr.refused.Add(1) // BlockedByRule

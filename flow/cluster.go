@@ -55,40 +55,43 @@ type ClusterStats struct {
 	Fallbacks map[string]uint64 // "local", "allow", "deny"
 }
 
-// clusterLevel asks the token server for the cluster rules of one level, and
-// applies each rule's fallback when it cannot answer.
-func (e *Engine) clusterLevel(a *entryArgs, resource string, rr *resourceRules, lr *levelRules, key string, st *entryState) error {
+// clusterLevel asks the token server for one group of cluster rules of a
+// level, and applies each rule's fallback when it cannot answer. A shadow
+// group (all shadow rules) only counts its refusals (refuseOr).
+func (e *Engine) clusterLevel(a *entryArgs, resource string, rr *resourceRules, level Level, g *clusterGroup, key string, st *entryState) error {
 	ts := e.cf.ts
-	req := TokenRequest{Resource: resource, Level: lr.level, Key: key, Tokens: st.tokens, Rules: lr.clusterRules, Factor: e.AdaptiveFactor()}
+	req := TokenRequest{Resource: resource, Level: level, Key: key, Tokens: st.tokens, Rules: g.rules, Factor: e.AdaptiveFactor()}
 	res, err := ts.Acquire(a.context(), req)
 	if err == nil {
 		if !res.Allowed {
 			e.cl.blocked.Add(1)
 			i := res.Refused
-			if i < 0 || i >= len(lr.cluster) {
+			if i < 0 || i >= len(g.crs) {
 				i = 0
 			}
 			d := decision{retryAfter: max(0, res.RetryAfter), remaining: res.Remaining}
-			return e.refuse(resource, rr, lr.cluster[i], d, ReasonClusterLimited, st)
+			return e.refuseOr(resource, rr, g.crs[i], d, ReasonClusterLimited, st)
 		}
 		e.cl.passed.Add(1)
 		if e.cl.outage.down.Load() {
 			e.cl.outage.up(e, st.now)
 		}
-		st.grants = append(st.grants, clusterGrant{req: req, res: res, release: lr.clusterConc || res.Lease != ""})
-		st.note(tightest(lr.cluster), max(0, res.Wait), res.Remaining, 0)
+		st.grants = append(st.grants, clusterGrant{req: req, res: res, release: g.conc || res.Lease != ""})
+		st.noteUnlessShadow(tightest(g.crs), max(0, res.Wait), res.Remaining, 0)
 		return nil
 	}
 	e.cl.errors.Add(1)
-	e.cl.outage.failed(e, err, lr.cluster[0], st.now)
+	e.cl.outage.failed(e, err, g.crs[0], st.now)
 	n := max(1, ts.Instances())
-	for _, cr := range lr.cluster {
+	for _, cr := range g.crs {
 		switch cr.rule.Cluster.Fallback {
 		case "allow":
 			e.cl.fbAllow.Add(1)
 		case "deny":
 			e.cl.fbDeny.Add(1)
-			return e.refuse(resource, rr, cr, decision{}, ReasonClusterUnavailable, st)
+			if err := e.refuseOr(resource, rr, cr, decision{}, ReasonClusterUnavailable, st); err != nil {
+				return err
+			}
 		default:
 			e.cl.fbLocal.Add(1)
 			cr.recompute(e.AdaptiveFactor(), n)

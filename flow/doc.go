@@ -70,6 +70,21 @@
 // the user and ip levels there is one per key. They are per instance (no
 // Cluster spec). WithBreakerListener reports every state change.
 //
+// # Shadow rules
+//
+// A rule with Shadow set decides every call as it would if it enforced and
+// refuses none: a would-be refusal is counted (RuleStats.ShadowBlocked) and
+// logged at debug, and the call goes on. A shadow refusal takes nothing; a
+// shadow pass takes from the rule's own limiter and is given back like any
+// rule's when a later rule refuses; a shadow rule never makes a call wait
+// and never sets its Quota; a shadow breaker records only the calls it
+// would have let through, so it moves as an enforcing one would. Allow and
+// deny lists, RefResource rules, param rules and their items shadow alike
+// (a shadow list's would-be refusal is not a list refusal, ResourceStats'
+// Denied and NotAllowed; an item's counts on its rule). Its count
+// is therefore exactly the refusals of an enforcing copy that saw the same
+// calls, and a reload that only flips Shadow keeps the rule's state.
+//
 // # Around the engine
 //
 // Rules come from package rules (JSON, validation, hot reload) through

@@ -333,15 +333,17 @@ func (e *Engine) admit(a *entryArgs, resource string, rr *resourceRules, st *ent
 				return err
 			}
 		}
-		if lr.clusterSolo {
-			for _, cr := range lr.cluster {
-				if err := e.clusterLevel(a, resource, rr, cr.forKey(key).solo, key, st); err != nil {
+		for _, g := range [2]*clusterGroup{&lr.cluster, &lr.shadowCluster} {
+			if lr.clusterSolo {
+				for _, cr := range g.crs {
+					if err := e.clusterLevel(a, resource, rr, lr.level, cr.forKey(key).solo, key, st); err != nil {
+						return err
+					}
+				}
+			} else if len(g.crs) > 0 {
+				if err := e.clusterLevel(a, resource, rr, lr.level, g, key, st); err != nil {
 					return err
 				}
-			}
-		} else if len(lr.cluster) > 0 {
-			if err := e.clusterLevel(a, resource, rr, lr, key, st); err != nil {
-				return err
 			}
 		}
 	}
@@ -370,14 +372,14 @@ func (e *Engine) takeLocal(resource string, rr *resourceRules, cr *compiledRule,
 		if d.shed {
 			reason = ReasonPriority
 		}
-		if key != "" {
-			e.recordRefusal(cr, key, st.now) // TopKeys
+		if key != "" && !cr.shadow.Load() {
+			e.recordRefusal(cr, key, st.now) // TopKeys: refusals only, not would-be ones
 		}
-		return e.refuse(resource, rr, cr, d, reason, st)
+		return e.refuseOr(resource, rr, cr, d, reason, st) // shadow: nil, nothing taken
 	}
 	h, _ := lim.(holder)
 	st.take(takenLim{lim: lim, at: st.now + int64(d.wait), held: h})
-	st.note(cr, d.wait, d.remaining, d.reset)
+	st.noteUnlessShadow(cr, d.wait, d.remaining, d.reset)
 	return nil
 }
 

@@ -152,15 +152,20 @@ func (l *valueList) has(key string) bool {
 // other check: they take nothing, so a refusal has nothing to give back.
 // A call without the rule's identity (no WithIP, WithUser or WithParam of
 // the rule's name, or "") passes a deny rule and is refused by an allow
-// rule: an allow list admits only callers known to be on it.
+// rule: an allow list admits only callers known to be on it. A shadow
+// list's would-be refusal is counted (refuseOr), not as a list refusal,
+// and the call goes on to the next list.
 func (e *Engine) checkLists(a *entryArgs, resource string, rr *resourceRules, st *entryState) error {
 	for _, cr := range rr.lists {
 		key := a.keyFor(&cr.rule)
 		on := key != "" && cr.list.has(key)
 		if on == (cr.rule.Algorithm == AlgoDeny) {
-			deny := cr.rule.Algorithm == AlgoDeny
-			rr.stats.listRefusal(cr.rule.Level, deny)
-			return e.refuse(resource, rr, cr, decision{}, cr.reason, st) // nothing taken yet
+			if !cr.shadow.Load() {
+				rr.stats.listRefusal(cr.rule.Level, cr.rule.Algorithm == AlgoDeny)
+			}
+			if err := e.refuseOr(resource, rr, cr, decision{}, cr.reason, st); err != nil {
+				return err // nothing taken yet
+			}
 		}
 	}
 	return nil

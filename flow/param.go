@@ -21,7 +21,7 @@ func (e *Engine) compileItems(cr *compiledRule, factor float64, instances int, n
 		}
 		r.Limit = limit
 		it := &compiledRule{rule: r, clk: cr.clk, cluster: cr.cluster, reason: cr.reason, dynamic: cr.dynamic,
-			classed: cr.classed, shares: cr.shares}
+			classed: cr.classed, shares: cr.shares, parent: cr}
 		it.limitBits.Store(math.Float64bits(math.NaN())) // so recompute always sets it
 		it.recompute(factor, instances)
 		it.gen.Store(0)
@@ -31,7 +31,7 @@ func (e *Engine) compileItems(cr *compiledRule, factor float64, instances int, n
 		}
 		it.global = lim
 		if it.cluster {
-			it.solo = soloLevel(it)
+			it.solo = soloGroup(it)
 		}
 		cr.items[value] = it
 	}
@@ -48,16 +48,37 @@ func (cr *compiledRule) forKey(key string) *compiledRule {
 	return cr
 }
 
-// soloLevel is a levelRules holding cr alone, built once, for a cluster
+// soloGroup is a clusterGroup holding cr alone, built once, for a cluster
 // param rule: each param rule has keys of its own (its parameter's
 // values), so the token server is asked rule by rule, not per level.
-func soloLevel(cr *compiledRule) *levelRules {
-	return &levelRules{level: cr.rule.Level, cluster: []*compiledRule{cr}, clusterRules: []*Rule{&cr.rule},
-		clusterConc: cr.rule.Algorithm == AlgoConcurrency}
+// Shadow or not, it is the same group: refuseOr reads cr.shadow per call.
+func soloGroup(cr *compiledRule) *clusterGroup {
+	g := &clusterGroup{}
+	g.add(cr)
+	return g
+}
+
+// setShadow sets cr's shadow flag and its items' (an item decides for its
+// rule, so it shadows when its rule does).
+func (cr *compiledRule) setShadow(on bool) {
+	cr.shadow.Store(on)
+	for _, it := range cr.items {
+		it.shadow.Store(on)
+	}
+}
+
+// owner is the rule whose counts cr's decisions go to: an item's rule, or
+// cr itself.
+func (cr *compiledRule) owner() *compiledRule {
+	if cr.parent != nil {
+		return cr.parent
+	}
+	return cr
 }
 
 // admitParams takes permits from every param rule whose parameter the
-// call gives, local rules first as at the other levels.
+// call gives, local rules first as at the other levels, then enforcing
+// cluster rules, then shadow ones.
 func (e *Engine) admitParams(a *entryArgs, resource string, rr *resourceRules, lr *levelRules, st *entryState) error {
 	for _, cr := range lr.local {
 		key := a.param(cr.rule.Param)
@@ -68,13 +89,15 @@ func (e *Engine) admitParams(a *entryArgs, resource string, rr *resourceRules, l
 			return err
 		}
 	}
-	for _, cr := range lr.cluster {
-		key := a.param(cr.rule.Param)
-		if key == "" {
-			continue
-		}
-		if err := e.clusterLevel(a, resource, rr, cr.forKey(key).solo, key, st); err != nil {
-			return err
+	for _, g := range [2]*clusterGroup{&lr.cluster, &lr.shadowCluster} {
+		for _, cr := range g.crs {
+			key := a.param(cr.rule.Param)
+			if key == "" {
+				continue
+			}
+			if err := e.clusterLevel(a, resource, rr, lr.level, cr.forKey(key).solo, key, st); err != nil {
+				return err
+			}
 		}
 	}
 	return nil

@@ -148,15 +148,16 @@ func releaseFloor(inFlight *atomic.Int64, n int) {
 // (DefaultReserve's: low calls half of it).
 var sysShares = DefaultReserve.shares()
 
-// firstAdaptive is rr's first rule the CPU controller scales, or nil.
+// firstAdaptive is rr's first enforcing rule the CPU controller scales, or
+// nil. A shadow rule never has calls refused for it, low ones included.
 func firstAdaptive(rr *resourceRules) *compiledRule {
 	for i := range rr.levels {
 		for _, cr := range rr.levels[i].local {
-			if cr.rule.Adaptive {
+			if cr.rule.Adaptive && !cr.shadow.Load() {
 				return cr
 			}
 		}
-		for _, cr := range rr.levels[i].cluster {
+		for _, cr := range rr.levels[i].cluster.crs {
 			if cr.rule.Adaptive {
 				return cr
 			}

@@ -18,14 +18,20 @@ import "time"
 // then appear in the statistics like those of a resource with rules.
 
 // checkRefs refuses the call when one of rr's RefResource rules has no
-// permit left. It runs before anything is taken.
+// permit left. It runs before anything is taken. A shadow RefResource
+// rule only counts the would-be refusal (refuseOr); its limiter is fed by
+// the other resource as an enforcing one's is, so it counts exactly what
+// that one would refuse.
 func (e *Engine) checkRefs(resource string, rr *resourceRules, st *entryState) error {
 	now := st.now
 	for _, cr := range rr.refs {
 		lim, _ := cr.limiterFor("", now) // global: never fails
 		d := lim.tryAcquire(now, 1, 0)
 		if !d.ok {
-			return e.refuse(resource, rr, cr, d, ReasonRefResourceHot, st) // nothing taken yet
+			if err := e.refuseOr(resource, rr, cr, d, ReasonRefResourceHot, st); err != nil {
+				return err // nothing taken yet
+			}
+			continue // shadow: the check took nothing to give back
 		}
 		lim.refund(now, 1)
 	}

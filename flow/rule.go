@@ -115,6 +115,11 @@ type Rule struct {
 	// Cluster, when set, has the rule decided cluster-wide by the token server.
 	// Not for circuit breakers, lists or RefResource rules: they are per instance.
 	Cluster *ClusterSpec
+	// Shadow has the rule decide and count as usual but never refuse: a
+	// call it would have refused goes on, and the would-be refusal is
+	// counted (RuleStats.ShadowBlocked) and logged at debug. See shadow.go
+	// for how its permits interact with the other rules'. Any algorithm.
+	Shadow bool
 	// Items gives single values of a keyed rule (user, ip, param) their own
 	// Limit, the rest of the rule unchanged (Sentinel's hotspot items). At
 	// most MaxItems; ip items are IP addresses in canonical form.

@@ -46,18 +46,35 @@ type resourceRules struct {
 }
 
 type levelRules struct {
-	level        Level
-	local        []*compiledRule // decided here
-	cluster      []*compiledRule // decided by the token server
-	clusterRules []*Rule         // the same, as TokenRequest.Rules
-	clusterConc  bool            // a cluster concurrency rule: Release on Exit
+	level   Level
+	local   []*compiledRule // decided here
+	cluster clusterGroup    // enforcing rules decided by the token server
+	// shadowCluster are the level's shadow cluster rules, asked in a
+	// request of their own so their refusal never refuses the enforcing
+	// ones (the token server decides one request all or nothing).
+	shadowCluster clusterGroup
 	// clusterSolo: a cluster rule has items, so the level's cluster rules
-	// are asked one by one (each through its solo), a value's item in
-	// place of its rule.
+	// (enforcing, then shadow) are asked one by one (each through its
+	// solo), a value's item in place of its rule.
 	clusterSolo bool
 }
 
-func (l *levelRules) empty() bool { return len(l.local) == 0 && len(l.cluster) == 0 }
+// clusterGroup is cluster rules of one level asked in one TokenRequest.
+type clusterGroup struct {
+	crs   []*compiledRule
+	rules []*Rule // the same, as TokenRequest.Rules
+	conc  bool    // a cluster concurrency rule: Release on Exit
+}
+
+func (g *clusterGroup) add(cr *compiledRule) {
+	g.crs = append(g.crs, cr)
+	g.rules = append(g.rules, &cr.rule)
+	g.conc = g.conc || cr.rule.Algorithm == AlgoConcurrency
+}
+
+func (l *levelRules) empty() bool {
+	return len(l.local) == 0 && len(l.cluster.crs) == 0 && len(l.shadowCluster.crs) == 0
+}
 
 // compiledRule is one rule with its limiter state. It survives a reload that
 // leaves the rule unchanged, so clients keep their state.
@@ -94,8 +111,11 @@ type compiledRule struct {
 	// list is an allow or deny rule's values (lists.go).
 	list *valueList
 	// solo holds this rule alone, for the token server, when it is a
-	// cluster param rule or one of its items (param.go).
-	solo *levelRules
+	// cluster keyed rule or one of its items (param.go).
+	solo *clusterGroup
+	// parent is an item's rule (param.go), nil for a rule: a shadow item's
+	// would-be refusals are counted on its rule.
+	parent *compiledRule
 
 	// transitions counts a circuit breaker rule's changes into each state.
 	transitions [numBreakerStates]atomic.Uint64
@@ -106,6 +126,13 @@ type compiledRule struct {
 	// seen is the latest Entry time a circuit breaker rule saw, to
 	// seenStep: its Exits' time when they do not read the clock.
 	seen atomic.Int64
+
+	// shadow is Rule.Shadow, kept apart from rule so that a reload which
+	// only flips it keeps the rule's state (see ruleEqual): the limiter a
+	// shadow rule filled is the one that starts enforcing.
+	shadow atomic.Bool
+	// shadowBlocked counts the calls the rule would have refused in shadow.
+	shadowBlocked atomic.Uint64
 }
 
 func (cr *compiledRule) limit() float64 { return math.Float64frombits(cr.limitBits.Load()) }
@@ -196,9 +223,15 @@ func (cr *compiledRule) keyCount() int {
 	return cr.keys.len()
 }
 
-// ruleEqual compares two rules deeply (cluster spec, items, values): only
-// on reload, so reflection's cost does not matter.
-func ruleEqual(a, b *Rule) bool { return reflect.DeepEqual(*a, *b) }
+// ruleEqual reports whether a and b configure the same state, comparing
+// them deeply (cluster spec, reserve, items, values): only on reload, so
+// reflection's cost does not matter. Shadow is not part of it
+// (compiledRule.shadow).
+func ruleEqual(a, b *Rule) bool {
+	x, y := *a, *b
+	x.Shadow, y.Shadow = false, false
+	return reflect.DeepEqual(x, y)
+}
 
 // compile builds the snapshot for rules (already validated), reusing the
 // compiled state of every rule of old whose configuration is unchanged.
@@ -227,6 +260,9 @@ func (e *Engine) compile(rules []Rule, old *ruleSet, now int64) (*ruleSet, map[s
 				continue
 			}
 		}
+		// Never cr.rule.Shadow: a reused rule is read by Entries on the
+		// old snapshot meanwhile (and its rule by the token server).
+		cr.setShadow(r.Shadow)
 		rs.compiled = append(rs.compiled, cr)
 		rr := rs.byResource[r.Resource]
 		if rr == nil {
@@ -255,11 +291,14 @@ func (e *Engine) compile(rules []Rule, old *ruleSet, now int64) (*ruleSet, map[s
 		}
 		lr := &rr.levels[levelSlot(r.Level)]
 		if cr.cluster {
-			lr.cluster = append(lr.cluster, cr)
-			lr.clusterRules = append(lr.clusterRules, &cr.rule)
-			lr.clusterConc = lr.clusterConc || r.Algorithm == AlgoConcurrency
 			lr.clusterSolo = lr.clusterSolo || len(r.Items) > 0
-		} else {
+		}
+		switch {
+		case cr.cluster && r.Shadow:
+			lr.shadowCluster.add(cr)
+		case cr.cluster:
+			lr.cluster.add(cr)
+		default:
 			lr.local = append(lr.local, cr)
 		}
 	}
@@ -286,14 +325,16 @@ func singleRule(rr *resourceRules) *compiledRule {
 	var only *compiledRule
 	for i := range rr.levels {
 		lr := &rr.levels[i]
-		if len(lr.cluster) > 0 || len(lr.local) > 1 || (len(lr.local) == 1 && only != nil) {
+		if len(lr.cluster.crs) > 0 || len(lr.shadowCluster.crs) > 0 || len(lr.local) > 1 || (len(lr.local) == 1 && only != nil) {
 			return nil
 		}
 		if len(lr.local) == 1 {
 			only = lr.local[0]
 		}
 	}
-	if only == nil || only.keyed || only.classed || only.rule.MaxWait > 0 {
+	// A shadow rule takes the general path: entrySingle has no use for
+	// its branch.
+	if only == nil || only.keyed || only.classed || only.rule.MaxWait > 0 || only.shadow.Load() {
 		return nil
 	}
 	return only
@@ -364,7 +405,7 @@ func (e *Engine) newCompiled(r Rule, factor float64, now int64) (*compiledRule, 
 		return nil, err
 	}
 	if cr.cluster && cr.keyed {
-		cr.solo = soloLevel(cr)
+		cr.solo = soloGroup(cr)
 	}
 	return cr, nil
 }

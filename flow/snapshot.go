@@ -82,4 +82,10 @@ type RuleStats struct {
 	// rule's limiter (its EffectiveLimit is the same Limit); nil for other
 	// algorithms and levels (a user or ip rule has one limiter per key).
 	AdaptiveConcurrency *AdaptiveStats
+	// Shadow is Rule.Shadow: the rule decides but never refuses.
+	Shadow bool
+	// ShadowBlocked counts the calls the rule would have refused while in
+	// shadow, since it was loaded with this configuration (flipping Shadow
+	// on reload keeps the count; see Rule.Shadow). The calls went on.
+	ShadowBlocked uint64
 }

@@ -41,7 +41,7 @@ type descs struct {
 	adaptiveLimit, adaptiveRTT                             *prometheus.Desc
 	clusterRequests, clusterFallbacks, clusterDur, breaker *prometheus.Desc
 	reloadOK, reloadTime, alertsFiring                     *prometheus.Desc
-	breakerState, breakerMoves                             *prometheus.Desc
+	breakerState, breakerMoves, shadowBlocked              *prometheus.Desc
 	listRefusals                                           *prometheus.Desc
 }
 
@@ -49,7 +49,7 @@ func newDescs() descs {
 	ruleLabels := []string{"resource", "level", "rule"}
 	bState, bMoves := breakerDescs()
 	return descs{
-		breakerState: bState, breakerMoves: bMoves, listRefusals: listRefusalsDesc(),
+		breakerState: bState, breakerMoves: bMoves, shadowBlocked: shadowDesc(), listRefusals: listRefusalsDesc(),
 		requests: prometheus.NewDesc(NameRequests,
 			"Calls to Entry by outcome: passed at once, passed after waiting, or blocked at the named level. The three results partition the calls.",
 			[]string{"resource", "level", "result"}, nil),
@@ -111,7 +111,7 @@ func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, x := range []*prometheus.Desc{
 		d.requests, d.errors, d.inFlight, d.ruleLimit, d.ruleWindow, d.ruleKeys, d.ruleInfo,
 		d.factor, d.systemMax, d.clusterRequests, d.clusterFallbacks, d.breakerState, d.breakerMoves, d.adaptiveLimit, d.adaptiveRTT,
-		d.listRefusals,
+		d.shadowBlocked, d.listRefusals,
 	} {
 		ch <- x
 	}
@@ -173,6 +173,7 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	}
 
 	c.collectBreakers(ch, &s)
+	c.collectShadow(ch, &s)
 	c.collectLists(ch, &s)
 	ch <- constMetric(d.factor, prometheus.GaugeValue, s.AdaptiveFactor)
 	ch <- constMetric(d.systemMax, prometheus.GaugeValue, float64(s.SystemLimit))

@@ -69,6 +69,7 @@ flowgate_rule_limit{level="ip",resource="GET /orders",rule="orders-ip"} 2
 flowgate_rule_limit{level="user",resource="GET /orders",rule="orders-user"} 3
 flowgate_rule_limit{level="global",resource="GET /orders",rule="orders"} 5
 flowgate_rule_limit{level="global",resource="GET /slow",rule="slow"} 10
+flowgate_rule_limit{level="global",resource="GET /slow",rule="slow-try"} 2
 flowgate_rule_limit{level="global",resource="idle",rule="idle-tb"} 5
 # HELP flowgate_rule_window_seconds Window a rule's limit is counted over.
 # TYPE flowgate_rule_window_seconds gauge
@@ -76,6 +77,7 @@ flowgate_rule_window_seconds{level="ip",resource="GET /orders",rule="orders-ip"}
 flowgate_rule_window_seconds{level="user",resource="GET /orders",rule="orders-user"} 60
 flowgate_rule_window_seconds{level="global",resource="GET /orders",rule="orders"} 60
 flowgate_rule_window_seconds{level="global",resource="GET /slow",rule="slow"} 1
+flowgate_rule_window_seconds{level="global",resource="GET /slow",rule="slow-try"} 60
 flowgate_rule_window_seconds{level="global",resource="idle",rule="idle-tb"} 1
 flowgate_rule_window_seconds{level="global",resource="idle",rule="idle-breaker"} 1
 # HELP flowgate_rule_keys Users or IPs a rule tracks now (0 for global rules).
@@ -84,6 +86,7 @@ flowgate_rule_keys{level="ip",resource="GET /orders",rule="orders-ip"} 2
 flowgate_rule_keys{level="user",resource="GET /orders",rule="orders-user"} 1
 flowgate_rule_keys{level="global",resource="GET /orders",rule="orders"} 0
 flowgate_rule_keys{level="global",resource="GET /slow",rule="slow"} 0
+flowgate_rule_keys{level="global",resource="GET /slow",rule="slow-try"} 0
 flowgate_rule_keys{level="global",resource="idle",rule="idle-tb"} 0
 flowgate_rule_keys{level="global",resource="idle",rule="idle-breaker"} 0
 flowgate_rule_keys{level="param",resource="GET /slow",rule="slow-origins"} 0
@@ -93,6 +96,7 @@ flowgate_rule_info{adaptive="false",algorithm="fixed_window",cluster="false",lev
 flowgate_rule_info{adaptive="false",algorithm="fixed_window",cluster="false",level="user",resource="GET /orders",rule="orders-user"} 1
 flowgate_rule_info{adaptive="true",algorithm="fixed_window",cluster="false",level="global",resource="GET /orders",rule="orders"} 1
 flowgate_rule_info{adaptive="false",algorithm="leaky_bucket",cluster="false",level="global",resource="GET /slow",rule="slow"} 1
+flowgate_rule_info{adaptive="false",algorithm="fixed_window",cluster="false",level="global",resource="GET /slow",rule="slow-try"} 1
 flowgate_rule_info{adaptive="false",algorithm="token_bucket",cluster="false",level="global",resource="idle",rule="idle-tb"} 1
 flowgate_rule_info{adaptive="false",algorithm="circuit_breaker",cluster="false",level="global",resource="idle",rule="idle-breaker"} 1
 flowgate_rule_info{adaptive="false",algorithm="deny",cluster="false",level="param",resource="GET /slow",rule="slow-origins"} 1
@@ -103,6 +107,13 @@ const wantLists = `
 # HELP flowgate_list_refusals_total Calls refused by allow and deny rules, by level (ip, user, param) and reason (denied: on a deny list; not_allowed: not on an allow list). They are also counted in flowgate_requests_total as blocked at that level.
 # TYPE flowgate_list_refusals_total counter
 flowgate_list_refusals_total{level="param",reason="denied",resource="GET /slow"} 1
+`
+
+// The shadow rule on GET /slow would have refused one call (driveTraffic).
+const wantShadow = `
+# HELP flowgate_shadow_blocked_total Calls a rule in shadow would have refused; they were let through.
+# TYPE flowgate_shadow_blocked_total counter
+flowgate_shadow_blocked_total{level="global",resource="GET /slow",rule="slow-try"} 1
 `
 
 // No token server: every cluster series is there, at 0.
@@ -132,6 +143,7 @@ func TestCollectorValues(t *testing.T) {
 		{"gauges", wantGauges, []string{NameInFlight, NameRequestErrors, NameAdaptiveFactor, NameSystemMaxInFlight}},
 		{"rules", wantRules, []string{NameRuleLimit, NameRuleWindow, NameRuleKeys, NameRuleInfo}},
 		{"cluster", wantCluster, []string{NameClusterRequests, NameClusterFallbacks}},
+		{"shadow", wantShadow, []string{NameShadowBlocked}},
 		{"lists", wantLists, []string{NameListRefusals}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -163,7 +175,7 @@ func TestCollectorValues(t *testing.T) {
 	want := []string{NameAdaptiveFactor, NameBreakerState, NameBreakerTransitions, NameClusterFallbacks, NameClusterRequests, NameInFlight,
 		NameListRefusals, NameRequestErrors,
 		NameRequests, NameResponseTime, NameRuleInfo, NameRuleKeys, NameRuleLimit, NameRuleWindow,
-		NameSystemMaxInFlight, NameWait}
+		NameShadowBlocked, NameSystemMaxInFlight, NameWait}
 	slices.Sort(want)
 	if !slices.Equal(names, want) {
 		t.Errorf("families:\n got %v\nwant %v", names, want)

@@ -39,7 +39,8 @@ const (
 	OTelReloadSuccessful  = "flowgate.rules.reload.successful"      // gauge 1
 	OTelReloadLastSuccess = "flowgate.rules.reload.last_success"    // gauge s (Unix time)
 	OTelAlertsFiring      = "flowgate.alerts.firing"                // gauge {alert}: alert, resource
-	// OTelBreakerState and OTelBreakerTransitions: see breakers.go.
+	// OTelBreakerState and OTelBreakerTransitions: see breakers.go;
+	// OTelShadowBlocked: shadow.go.
 )
 
 // Attribute keys of flowgate's OpenTelemetry instruments.
@@ -110,6 +111,9 @@ func RegisterOTel(eng *flow.Engine, mp metric.MeterProvider, opts ...Option) (un
 	bi, err := o.breakers.register(m)
 	errs = append(errs, err)
 	insts = append(insts, bi...)
+	o.shadow, err = registerOTelShadow(m)
+	errs = append(errs, err)
+	insts = append(insts, o.shadow)
 	if o.cfg.cpu != nil {
 		o.cpu = f64g(OTelCPU, "1", "CPU utilisation of the CPU this process may use, as last sampled.")
 		insts = append(insts, o.cpu)
@@ -152,6 +156,7 @@ type otelObserver struct {
 	adaptiveRTT                              metric.Float64ObservableGauge
 	reloadTime                               metric.Float64ObservableGauge
 	breakers                                 otelBreakers
+	shadow                                   metric.Int64ObservableCounter
 }
 
 func (o *otelObserver) observe(_ context.Context, ob metric.Observer) error {
@@ -194,6 +199,7 @@ func (o *otelObserver) observe(_ context.Context, ob metric.Observer) error {
 		}
 	}
 	o.breakers.observe(ob, &s)
+	observeShadow(ob, o.shadow, &s)
 	ob.ObserveFloat64(o.factor, s.AdaptiveFactor)
 	ob.ObserveInt64(o.systemMax, s.SystemLimit)
 	for _, k := range labelKeys(clusterResults, s.Cluster.Requests) {

@@ -96,9 +96,11 @@ func TestOTelInstruments(t *testing.T) {
 			f64(3, orders, user, AttrRule.String("orders-user")),
 			f64(5, orders, global, AttrRule.String("orders")), // 10 × factor 0.5
 			f64(10, slow, global, AttrRule.String("slow")),
+			f64(2, slow, global, AttrRule.String("slow-try")),
 			f64(5, idle, global, AttrRule.String("idle-tb")),
 		}}},
 		{Name: OTelAdaptiveFactor, Unit: "1", Data: metricdata.Gauge[float64]{DataPoints: []metricdata.DataPoint[float64]{f64(0.5)}}},
+		counter(OTelShadowBlocked, "{request}", i64(1, slow, global, AttrRule.String("slow-try"))),
 		{Name: OTelSystemLimit, Unit: "{request}", Data: metricdata.Gauge[int64]{DataPoints: []metricdata.DataPoint[int64]{i64(100)}}},
 		{Name: OTelCPU, Unit: "1", Data: metricdata.Gauge[float64]{DataPoints: []metricdata.DataPoint[float64]{f64(0.75)}}},
 		counter(OTelClusterRequests, "{request}",
@@ -156,7 +158,7 @@ func TestOTelInstruments(t *testing.T) {
 	slices.Sort(names)
 	wantNames := []string{OTelActiveRequests, OTelAdaptiveFactor, OTelAlertsFiring, OTelBreakerState, OTelBreakerTransitions, OTelClusterBreaker, OTelClusterFallbacks,
 		OTelClusterDuration, OTelClusterRequests, OTelCPU, OTelRequestErrors, OTelRequestDuration, OTelTimeInQueue,
-		OTelRequests, OTelReloadLastSuccess, OTelReloadSuccessful, OTelRuleKeys, OTelRuleLimit, OTelRuleWindow, OTelSystemLimit}
+		OTelRequests, OTelReloadLastSuccess, OTelReloadSuccessful, OTelRuleKeys, OTelRuleLimit, OTelRuleWindow, OTelShadowBlocked, OTelSystemLimit}
 	slices.Sort(wantNames)
 	if !slices.Equal(names, wantNames) {
 		t.Errorf("instruments:\n got %v\nwant %v", names, wantNames)

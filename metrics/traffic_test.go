@@ -12,14 +12,15 @@ import (
 var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 
 // testRules: GET /orders is limited per IP (2/min), per user (3/min) and
-// globally (10/min, adaptive); GET /slow queues calls 100ms apart; idle has
-// a rule and never sees a call.
+// globally (10/min, adaptive); GET /slow queues calls 100ms apart, under a
+// shadow rule of 2/min; idle has a rule and never sees a call.
 func testRules() []flow.Rule {
 	return []flow.Rule{
 		{ID: "orders-ip", Resource: "GET /orders", Level: flow.LevelIP, Algorithm: flow.AlgoFixedWindow, Limit: 2, Window: time.Minute},
 		{ID: "orders-user", Resource: "GET /orders", Level: flow.LevelUser, Algorithm: flow.AlgoFixedWindow, Limit: 3, Window: time.Minute},
 		{ID: "orders", Resource: "GET /orders", Level: flow.LevelGlobal, Algorithm: flow.AlgoFixedWindow, Limit: 10, Window: time.Minute, Adaptive: true},
 		{ID: "slow", Resource: "GET /slow", Level: flow.LevelGlobal, Algorithm: flow.AlgoLeakyBucket, Limit: 10, Window: time.Second, MaxWait: time.Second},
+		{ID: "slow-try", Resource: "GET /slow", Level: flow.LevelGlobal, Algorithm: flow.AlgoFixedWindow, Limit: 2, Window: time.Minute, Shadow: true},
 		{ID: "idle-tb", Resource: "idle", Level: flow.LevelGlobal, Algorithm: flow.AlgoTokenBucket, Limit: 5, Window: time.Second},
 		{ID: "idle-breaker", Resource: "idle", Algorithm: flow.AlgoCircuitBreaker, Strategy: flow.BreakerErrorRatio,
 			Threshold: 0.5, OpenFor: 30 * time.Second},
@@ -41,7 +42,8 @@ type traffic struct {
 //
 //	GET /orders  passed 10, waited 0, blocked ip 1, user 1, global 2;
 //	             9 completed after 20ms each (one with an error), 1 in flight
-//	GET /slow    passed 1 at once, 2 after queueing 100ms; all exit at once
+//	GET /slow    passed 1 at once, 2 after queueing 100ms; all exit at once;
+//	             the shadow rule slow-try would have refused the third
 //	idle         nothing
 //
 // and finally sets the adaptive factor to 0.5 and the system limit to 100.
@@ -109,6 +111,10 @@ func driveTraffic(t testing.TB) (*flow.Engine, *clock.Fake, *traffic) {
 		}
 		p.Exit()
 		tr.slowRT = append(tr.slowRT, 0)
+	}
+
+	if got := eng.Snapshot().Rules[4].ShadowBlocked; got != 1 {
+		t.Fatalf("slow-try ShadowBlocked = %d, want 1", got)
 	}
 
 	// A deny list refuses one GET /slow call: nothing taken, nothing waited.

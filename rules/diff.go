@@ -105,6 +105,7 @@ func normalised(d *Document) flatDoc {
 		return f
 	}
 	var raw struct {
+		Shadow   bool                         `json:"shadow"`
 		Rules    []map[string]json.RawMessage `json:"rules"`
 		Adaptive map[string]json.RawMessage   `json:"adaptive"`
 		Alerting map[string]json.RawMessage   `json:"alerting"`
@@ -113,6 +114,11 @@ func normalised(d *Document) flatDoc {
 		panic("rules: reading back a formatted document: " + err.Error()) // Format writes plain JSON
 	}
 	for i, r := range raw.Rules {
+		if raw.Shadow {
+			// The document's shadow is each rule's (Document.Rules), so
+			// flipping it shows as a change of every rule it moves.
+			r["shadow"] = json.RawMessage("true")
+		}
 		name := ruleName(r, i)
 		if _, dup := f.rules[name]; dup { // ids are unique; unnamed twins are told apart by index
 			name = fmt.Sprintf("%s #%d", name, i)

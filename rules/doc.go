@@ -16,6 +16,10 @@
 //	  "alerting": {"rejectionRatio": 0.3, "window": "1m"}
 //	}
 //
+// "shadow": true on a rule, or at the top of the document for every rule,
+// has rules decide and count but never refuse (flow.Rule.Shadow); see the
+// README's "Shadow mode" for the push, watch, flip workflow.
+//
 // Parse and LoadFile read a document; Document.Rules feeds
 // flow.Engine.LoadRules; Watch keeps an engine (any Loader) in step with a
 // file; Sync does the same for several Sources in order of precedence

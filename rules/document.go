@@ -25,17 +25,23 @@ type Document struct {
 	// when absent. Package alerting owns its settings: apply it with
 	// Section.Options or Alerter.SetConfig.
 	Alerting *alerting.Section
+	// Shadow is the document's "shadow": true puts every rule in shadow
+	// (flow.Rule.Shadow): Rules sets Shadow on each rule it returns, so
+	// flipping this one field moves the whole document between trying and
+	// enforcing. A rule's own "shadow" can only add to it.
+	Shadow bool
 
 	rules []flow.Rule
 }
 
 // Rules returns the document's rules, defaults filled, ready for
-// flow.Engine.LoadRules. The slice, its ClusterSpecs, Reserves, Items and Values are
-// the caller's.
+// flow.Engine.LoadRules; with the document's Shadow, each with Shadow set.
+// The slice, its ClusterSpecs, Reserves, Items and Values are the caller's.
 func (d *Document) Rules() []flow.Rule {
 	out := make([]flow.Rule, len(d.rules))
 	for i := range d.rules {
 		out[i] = d.rules[i].Clone()
+		out[i].Shadow = out[i].Shadow || d.Shadow
 	}
 	return out
 }
@@ -68,10 +74,12 @@ func Parse(data []byte) (*Document, error) {
 	doc := &Document{}
 	top := &object{p: p, index: -1}
 	var ruleNodes *node
-	ok := top.walk(root, "document", []string{"$schema", "rules", "adaptive", "alerting"}, func(key string, v *node) {
+	ok := top.walk(root, "document", []string{"$schema", "shadow", "rules", "adaptive", "alerting"}, func(key string, v *node) {
 		switch key {
 		case "$schema":
 			doc.Schema, _ = top.str(key, v)
+		case "shadow":
+			doc.Shadow, _ = top.boolean(key, v)
 		case "rules":
 			if v.kind != kindArray {
 				top.typeError(key, "an array of rules", v)
@@ -101,7 +109,7 @@ func Parse(data []byte) (*Document, error) {
 var ruleKeys = []string{"id", "resource", "refResource", "level", "param", "algorithm", "values", "limit", "items",
 	"window", "burst", "warmup", "coldFactor", "buckets", "maxWait", "maxKeys", "idleTTL", "adaptive", "cluster",
 	"strategy", "threshold", "minRequests", "openFor", "probes", "slowCall",
-	"initialLimit", "minLimit", "maxLimit", "tolerance", "smoothing", "reserve"}
+	"initialLimit", "minLimit", "maxLimit", "tolerance", "smoothing", "reserve", "shadow"}
 
 // breakerKeys are the fields only a circuit_breaker rule has; limitKeys
 // those only the other algorithms have.
@@ -223,6 +231,8 @@ func readRule(p *problems, i int, n *node) (r flow.Rule, skip []string) {
 			r.Smoothing, _ = o.number(key, v)
 		case "reserve":
 			r.Reserve = readReserve(p, i, o.id, v)
+		case "shadow":
+			r.Shadow, _ = o.boolean(key, v)
 		case "param", "refResource":
 			s, _ := o.str(key, v)
 			if key == "param" {

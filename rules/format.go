@@ -17,6 +17,7 @@ import (
 type (
 	docJSON struct {
 		Schema   string        `json:"$schema,omitempty"`
+		Shadow   bool          `json:"shadow,omitempty"`
 		Rules    []ruleJSON    `json:"rules"`
 		Adaptive *adaptiveJSON `json:"adaptive,omitempty"`
 		Alerting *alertingJSON `json:"alerting,omitempty"`
@@ -56,6 +57,8 @@ type (
 		Smoothing    float64 `json:"smoothing,omitempty"`
 		// concurrency and adaptive_concurrency
 		Reserve *reserveJSON `json:"reserve,omitempty"`
+		// any algorithm; written only when true
+		Shadow bool `json:"shadow,omitempty"`
 	}
 	reserveJSON struct {
 		Critical float64 `json:"critical"`
@@ -90,7 +93,7 @@ type (
 // defaults filled in, two-space indentation, a final newline. Parsing the
 // result gives an equal Document.
 func (d *Document) Format() []byte {
-	out := docJSON{Schema: d.Schema, Rules: make([]ruleJSON, 0, len(d.rules))}
+	out := docJSON{Schema: d.Schema, Shadow: d.Shadow, Rules: make([]ruleJSON, 0, len(d.rules))}
 	for _, r := range d.rules {
 		out.Rules = append(out.Rules, formatRule(r))
 	}
@@ -119,7 +122,7 @@ func formatRule(r flow.Rule) ruleJSON {
 		Limit: r.Limit, Burst: r.Burst, ColdFactor: r.ColdFactor,
 		Buckets: r.Buckets, MaxKeys: r.MaxKeys,
 		InitialLimit: r.InitialLimit, MinLimit: r.MinLimit, MaxLimit: r.MaxLimit,
-		Tolerance: r.Tolerance, Smoothing: r.Smoothing,
+		Tolerance: r.Tolerance, Smoothing: r.Smoothing, Shadow: r.Shadow,
 	}
 	if isList(r.Algorithm) {
 		j.Window = "" // a list has no window, limit or wait; the parser refuses them

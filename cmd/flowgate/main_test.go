@@ -210,3 +210,15 @@ func TestValidateAndFmtBreakers(t *testing.T) {
 		t.Errorf("fmt of a breaker (exit %d):\n%s", code, out)
 	}
 }
+
+func TestValidateSaysWhatIsInShadow(t *testing.T) {
+	code, out, errOut := runCLI(t, "", "validate", "../../examples/rules/shadow.json", "../../examples/rules/minimal.json")
+	if code != exitOK {
+		t.Fatalf("exit %d\n%s%s", code, out, errOut)
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if len(lines) != 2 || !strings.Contains(lines[0], "ok (3 rules, 3 in shadow, version ") ||
+		strings.Contains(lines[1], "shadow") {
+		t.Errorf("output:\n%s", out)
+	}
+}

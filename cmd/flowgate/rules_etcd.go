@@ -151,7 +151,7 @@ func rulesGet(ctx context.Context, cli *clientv3.Client, f rulesFlags, stdout, s
 		fmt.Fprintf(stderr, "%s: revision %d: the document above is not valid; engines keep their last good rules\n", f.key, rev)
 		return exitInvalid
 	}
-	fmt.Fprintf(stderr, "%s: revision %d, version %.12s (%d rules)\n", f.key, rev, doc.Version(), len(doc.Rules()))
+	fmt.Fprintf(stderr, "%s: revision %d, version %.12s (%d rules%s)\n", f.key, rev, doc.Version(), len(doc.Rules()), shadowNote(doc))
 	return exitOK
 }
 
@@ -176,8 +176,8 @@ func rulesPush(ctx context.Context, cli *clientv3.Client, f rulesFlags, name str
 	if f.force {
 		var put *clientv3.PutResponse
 		if put, err = cli.Put(ctx, f.key, string(data)); err == nil {
-			fmt.Fprintf(stdout, "pushed %s to %s: revision %d, version %.12s (%d rules)\n",
-				name, f.key, put.Header.Revision, doc.Version(), len(doc.Rules()))
+			fmt.Fprintf(stdout, "pushed %s to %s: revision %d, version %.12s (%d rules%s)\n",
+				name, f.key, put.Header.Revision, doc.Version(), len(doc.Rules()), shadowNote(doc))
 			return exitOK
 		}
 	} else {
@@ -205,8 +205,8 @@ func rulesPush(ctx context.Context, cli *clientv3.Client, f rulesFlags, name str
 			return exitFailed
 		}
 		if err == nil {
-			fmt.Fprintf(stdout, "pushed %s to %s: revision %d, version %.12s (%d rules)\n",
-				name, f.key, resp.Header.Revision, doc.Version(), len(doc.Rules()))
+			fmt.Fprintf(stdout, "pushed %s to %s: revision %d, version %.12s (%d rules%s)\n",
+				name, f.key, resp.Header.Revision, doc.Version(), len(doc.Rules()), shadowNote(doc))
 			return exitOK
 		}
 	}

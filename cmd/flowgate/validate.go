@@ -44,7 +44,7 @@ func runValidate(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			continue
 		}
 		if !*quiet {
-			fmt.Fprintf(stdout, "%s: ok (%d rules, version %.12s)\n", name, len(doc.Rules()), doc.Version())
+			fmt.Fprintf(stdout, "%s: ok (%d rules%s, version %.12s)\n", name, len(doc.Rules()), shadowNote(doc), doc.Version())
 		}
 	}
 	return code
@@ -69,4 +69,19 @@ func readInput(name string, stdin io.Reader) ([]byte, error) {
 		return io.ReadAll(stdin)
 	}
 	return os.ReadFile(name)
+}
+
+// shadowNote is ", N in shadow" when some of doc's rules are, so a document
+// still trying its limits is not mistaken for one that enforces them.
+func shadowNote(doc *rules.Document) string {
+	n := 0
+	for _, r := range doc.Rules() {
+		if r.Shadow {
+			n++
+		}
+	}
+	if n == 0 {
+		return ""
+	}
+	return fmt.Sprintf(", %d in shadow", n)
 }
