@@ -122,6 +122,18 @@ func TestConsoleInBrowser(t *testing.T) {
 		return first("orders-per-user")?.dataset.key === "alice" && first("pay-per-ip")?.dataset.key === "10.0.0.66";
 	})()`, 10*time.Second))
 
+	// The load opens the breaker once a burst of failures meets calls the
+	// per-IP window admits (after ~12 s of the engine's clock, ~2.5 s of
+	// real time): wait for it, however fast the page got here.
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		if b := eng.Snapshot().Breakers; len(b) == 1 && b[0].Transitions[flow.BreakerOpen] > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the breaker never opened within 30s of load: %+v", eng.Snapshot().Breakers)
+		}
+	}
+
 	// Numbers: with the load stopped, the page must come to show exactly
 	// the engine's totals.
 	stopLoad()
