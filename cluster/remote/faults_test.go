@@ -4,11 +4,11 @@ import (
 	"context"
 	"errors"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/flowgate/flowgate/cluster"
+	"github.com/flowgate/flowgate/cluster/internal/clustertest"
 	"github.com/flowgate/flowgate/flow"
 	"github.com/flowgate/flowgate/internal/redistest"
 	"google.golang.org/grpc/connectivity"
@@ -49,7 +49,7 @@ func TestRemoteReplicaKilled(t *testing.T) {
 		}
 	}
 	const goroutines = 6
-	passed, refused := remoteHammer(t, es, goroutines, res, 80, hold) // 1440 calls
+	passed, refused := clustertest.HammerThroughOutage(t, es, goroutines, res, func(i int) bool { return i >= 80 }, hold) // 1440 calls
 	n.Wait()
 	var fallbacks uint64
 	for _, e := range es {
@@ -208,47 +208,6 @@ func TestRemoteRedisKilled(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond) // waiting for Redis and the breakers' probes, not for our logic
 	}
-}
-
-// remoteHammer is hammer where a block by the fallback (cluster
-// unavailable) is an expected refusal: a replica dies mid-run.
-func remoteHammer(t *testing.T, engines []*flow.Engine, goroutines int, res string, calls int, hold func()) (passed, refused int64) {
-	t.Helper()
-	var wg sync.WaitGroup
-	var p, r atomic.Int64
-	errc := make(chan error, 1)
-	for _, e := range engines {
-		for range goroutines {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				for range calls {
-					pm, err := e.Entry(res)
-					if err != nil {
-						if !errors.Is(err, flow.ErrBlocked) {
-							select {
-							case errc <- err:
-							default:
-							}
-							return
-						}
-						r.Add(1)
-						continue
-					}
-					p.Add(1)
-					hold()
-					pm.Exit()
-				}
-			}()
-		}
-	}
-	wg.Wait()
-	select {
-	case err := <-errc:
-		t.Fatalf("Entry: %v", err)
-	default:
-	}
-	return p.Load(), r.Load()
 }
 
 // hangTS never answers until the call's context ends: a replica whose

@@ -146,7 +146,22 @@ func HammerFor(t testing.TB, engines []*flow.Engine, goroutines int, res string,
 	return passed, busy
 }
 
+// HammerUntil runs goroutines callers per engine, each entering res until
+// stop(i) says so, holding every permit for hold. A refusal by the token
+// server's fallback (cluster unavailable) fails the test.
 func HammerUntil(t testing.TB, engines []*flow.Engine, goroutines int, res string, stop func(i int) bool, hold func(), opts ...flow.EntryOption) (passed, refused int64) {
+	t.Helper()
+	return hammer(t, engines, goroutines, res, stop, hold, false, opts)
+}
+
+// HammerThroughOutage is HammerUntil where a refusal by the fallback is an
+// expected refusal: a replica or Redis goes away mid-run.
+func HammerThroughOutage(t testing.TB, engines []*flow.Engine, goroutines int, res string, stop func(i int) bool, hold func(), opts ...flow.EntryOption) (passed, refused int64) {
+	t.Helper()
+	return hammer(t, engines, goroutines, res, stop, hold, true, opts)
+}
+
+func hammer(t testing.TB, engines []*flow.Engine, goroutines int, res string, stop func(i int) bool, hold func(), outageRefuses bool, opts []flow.EntryOption) (passed, refused int64) {
 	t.Helper()
 	var wg sync.WaitGroup
 	var p, r atomic.Int64
@@ -160,7 +175,7 @@ func HammerUntil(t testing.TB, engines []*flow.Engine, goroutines int, res strin
 					pm, err := e.Entry(res, opts...)
 					if err != nil {
 						var be *flow.BlockError
-						if !errors.As(err, &be) || be.Reason == flow.ReasonClusterUnavailable {
+						if !errors.As(err, &be) || (be.Reason == flow.ReasonClusterUnavailable && !outageRefuses) {
 							select {
 							case errc <- err:
 							default:
