@@ -95,7 +95,7 @@ func accFmt(v float64, f string) string {
 // accWrite saves every cell (accuracy.txt), draws one picture per
 // algorithm (accuracy-<algo>.svg) and puts the summary table between the
 // accuracy markers of README.md.
-func accWrite(rows []accRow) error {
+func accWrite(rows []accRow, loadBefore string) error {
 	var all bytes.Buffer
 	for _, r := range rows {
 		b, _ := json.Marshal(r)
@@ -107,10 +107,19 @@ func accWrite(rows []accRow) error {
 	}
 	sum := accSummarize(rows)
 	var md strings.Builder
-	load, _ := os.ReadFile("/proc/loadavg")
-	fmt.Fprintf(&md, "Run %s on %d cores (%s/%s, %s), load average %s; limit %d/s, window 1 s, cells of %s. ",
+	grid := fmt.Sprintf("the full grid (%d cells)", len(rows))
+	var subset []string
+	for _, v := range []string{"ACC_ALGOS", "ACC_SETTINGS", "ACC_NS", "ACC_SHAPES", "ACC_LOADS"} {
+		if os.Getenv(v) != "" {
+			subset = append(subset, v+"="+os.Getenv(v))
+		}
+	}
+	if len(subset) > 0 {
+		grid = fmt.Sprintf("a subset of the grid (%s: %d cells)", strings.Join(subset, " "), len(rows))
+	}
+	fmt.Fprintf(&md, "Run %s on %d cores (%s/%s, %s), load average %s at the start and %s at the end; limit %d/s, window 1 s, %s of %s. ",
 		time.Now().UTC().Format("2006-01-02 15:04 UTC"), runtime.NumCPU(), runtime.GOOS, runtime.GOARCH, runtime.Version(),
-		strings.Join(strings.Fields(string(load))[:3], " "), accLimit, accEnv("ACC_CELL", "3s"))
+		loadBefore, accLoadAvg(), accLimit, grid, accEnv("ACC_CELL", "3s"))
 	md.WriteString("Worst/best: fewest and most admitted in one of the algorithm's own 1 s windows (epoch-aligned as the algorithm's: fixed_window's seconds, sliding_window's 100 ms sub-window grid; token_bucket and the split in 10 ms steps; after the first second but fixed_window), over the cells at ≥ 1× the limit, as % of the limit; " +
 		"✗ marks a figure outside 98–102% (token_bucket and redis_rate, burst 20: 98–104%). Sliding: the same in every 1 s window in 10 ms steps, what a downstream service sees. " +
 		"Refused < 0.9×: refusals while the trailing second admitted under 98% of the limit, in the cells at 0.5× and 0.8×. Trips: Redis scripts per 1 000 decisions at 2× even. Decisions/s at 10× skewed (paced: the offered load that got decided). " +
@@ -205,6 +214,15 @@ func accSVG(algo string, sum []accSummary) []byte {
 	}
 	b.WriteString("</svg>\n")
 	return b.Bytes()
+}
+
+// accLoadAvg is the 1, 5 and 15 minute load averages ("?" off Linux).
+func accLoadAvg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if f := strings.Fields(string(b)); err == nil && len(f) >= 3 {
+		return strings.Join(f[:3], " ")
+	}
+	return "?"
 }
 
 func accSplice(path, section string) error {

@@ -146,6 +146,7 @@ func TestAccuracyTable(t *testing.T) {
 	t.Logf("%d cells of %v: about %v", len(cells), cell, time.Duration(len(cells))*(cell+100*time.Millisecond))
 	srv := redistest.Start(t)
 	admin := srv.Client()
+	loadBefore := accLoadAvg()
 	var rows []accRow
 	for _, c := range cells {
 		rows = append(rows, accCell(t, srv, admin, c, cell, false))
@@ -153,7 +154,7 @@ func TestAccuracyTable(t *testing.T) {
 			rows = append(rows, accCell(t, srv, admin, c, cell, true))
 		}
 	}
-	if err := accWrite(rows); err != nil {
+	if err := accWrite(rows, loadBefore); err != nil {
 		t.Fatal(err)
 	}
 }
