@@ -177,17 +177,20 @@ func accSVG(algo string, sum []accSummary) []byte {
 		_, hi := accBand(s.algo) // a token bucket's burst is not an error
 		return max(100-s.worst, s.best-(hi-2), 0)
 	}
+	// The scale stops at 10%: the split's misses (tens of percent) would
+	// flatten every other line into the band; a point above is drawn at
+	// the top with its figure beside it.
 	top1 := 5.0
 	for _, s := range sum {
 		if s.algo == algo {
-			top1 = max(top1, math.Ceil(errOf(s)))
+			top1 = min(10, max(top1, math.Ceil(errOf(s))))
 		}
 	}
 	x := func(i int) float64 { return left + float64(i)*float64(w-left-20)/float64(max(1, len(ns)-1)) }
 	y := func(e float64) float64 { return top + (1-e/top1)*float64(h-top-bottom) }
 	var b bytes.Buffer
 	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" font-family="sans-serif" font-size="11">`+"\n", w, h)
-	fmt.Fprintf(&b, `<text x="%d" y="16" font-size="13">%s: largest error of one of its 1 s windows (%% of the limit, loads ≥ 1×) against N</text>`+"\n", left, algo)
+	fmt.Fprintf(&b, `<text x="%d" y="16" font-size="13">%s: largest error in its own 1 s windows, loads ≥ 1×</text>`+"\n", left, algo)
 	// The band: within 2% of the limit (above it, beyond a token
 	// bucket's burst).
 	fmt.Fprintf(&b, `<rect x="%d" y="%.1f" width="%d" height="%.1f" fill="#e6f4e6"/><text x="%d" y="%.1f" fill="#4a4">2%% band</text>`+"\n",
@@ -201,14 +204,18 @@ func accSVG(algo string, sum []accSummary) []byte {
 	colors := []string{"#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b"}
 	for k, st := range settings {
 		var pts []string
+		c := colors[k%len(colors)]
 		for i, n := range ns {
 			for _, s := range sum {
 				if s.algo == algo && s.setting == st && s.n == n && errOf(s) >= 0 {
-					pts = append(pts, fmt.Sprintf("%.1f,%.1f", x(i), y(errOf(s))))
+					e := errOf(s)
+					pts = append(pts, fmt.Sprintf("%.1f,%.1f", x(i), y(min(e, top1))))
+					if e > top1 {
+						fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" fill="%s">%.0f%%</text>`+"\n", x(i)+3, y(top1)+12+float64(k)*11, c, e)
+					}
 				}
 			}
 		}
-		c := colors[k%len(colors)]
 		fmt.Fprintf(&b, `<polyline fill="none" stroke="%s" stroke-width="2" points="%s"/>`+"\n", c, strings.Join(pts, " "))
 		fmt.Fprintf(&b, `<text x="%d" y="%d" fill="%s">%s</text>`+"\n", left+k*85, h-8, c, st)
 	}
