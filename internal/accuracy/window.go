@@ -47,8 +47,8 @@ func Measure(tr Trace, w Windows, limit, ref float64) Cell {
 	if step <= 0 {
 		step = int64(Step)
 	}
-	// The first window start at or after skip on the epoch's grid.
-	first := skip + ((step-(tr.Start+skip)%step)%step+step)%step
+	// The first window starts on the epoch's grid, at or after skip.
+	first := skip + (step-(tr.Start+skip)%step)%step
 	adm := slices.Clone(tr.Admitted)
 	slices.Sort(adm)
 	all := append(slices.Clone(tr.Refused), adm...)
