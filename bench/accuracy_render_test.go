@@ -9,6 +9,7 @@ import (
 	"runtime"
 	"slices"
 	"strings"
+	"testing"
 	"time"
 )
 
@@ -24,6 +25,7 @@ type accSummary struct {
 	refusedLow, refusedAll int
 	trips, dps             float64
 	skipped, windows       int
+	measured               int // cells at >= 1x with windows left to measure
 }
 
 func accSummarize(rows []accRow) []accSummary {
@@ -50,15 +52,17 @@ func accSummarize(rows []accRow) []accSummary {
 			s.refusedLow += r.RefusedUnder
 		}
 		if r.Load >= 1 && r.Windows > 0 {
+			s.measured++
 			s.worst = min(s.worst, r.WorstPct)
 			s.best = max(s.best, r.BestPct)
-			s.sWorst = min(s.sWorst, r.SlidingWorstPct)
-			s.sBest = max(s.sBest, r.SlidingBestPct)
+			if r.SlidingBestPct > 0 { // 0: every sliding window left out
+				s.sWorst = min(s.sWorst, r.SlidingWorstPct)
+				s.sBest = max(s.sBest, r.SlidingBestPct)
+			}
 		}
-		if r.Load == 2 && r.Shape == "even" {
+		if hot := r.Shape == "skewed" || r.N == 1; hot && r.Load == 1 {
 			s.trips = r.TripsPer1000
-		}
-		if r.Load == 10 && r.Shape == "skewed" {
+		} else if hot && r.Load == 10 {
 			s.dps = r.DecisionsPerS
 		}
 	}
@@ -92,11 +96,38 @@ func accFmt(v float64, f string) string {
 	return fmt.Sprintf(f, v)
 }
 
-// accWrite saves every cell (accuracy.txt), draws one picture per
-// algorithm (accuracy-<algo>.svg) and puts the summary table between the
-// accuracy markers of README.md.
-func accWrite(rows []accRow, loadBefore string) error {
+// accRun describes a run; it is the first line of accuracy.txt, so the
+// table can be drawn again from the file (TestAccuracyRender).
+type accRun struct {
+	Time                  string
+	Cores                 int
+	Platform              string
+	LoadBefore, LoadAfter string
+	Grid, Cell            string
+}
+
+func newAccRun(loadBefore string, cells int) accRun {
+	grid := fmt.Sprintf("the full grid (%d cells)", cells)
+	var subset []string
+	for _, v := range []string{"ACC_ALGOS", "ACC_SETTINGS", "ACC_NS", "ACC_SHAPES", "ACC_LOADS"} {
+		if os.Getenv(v) != "" {
+			subset = append(subset, v+"="+os.Getenv(v))
+		}
+	}
+	if len(subset) > 0 {
+		grid = fmt.Sprintf("a subset of the grid (%s: %d cells)", strings.Join(subset, " "), cells)
+	}
+	return accRun{Time: time.Now().UTC().Format("2006-01-02 15:04 UTC"), Cores: runtime.NumCPU(),
+		Platform: runtime.GOOS + "/" + runtime.GOARCH + ", " + runtime.Version(), LoadBefore: loadBefore, LoadAfter: accLoadAvg(),
+		Grid: grid, Cell: accEnv("ACC_CELL", "3s")}
+}
+
+// accWrite saves the run and every cell (accuracy.txt) and renders them.
+func accWrite(run accRun, rows []accRow) error {
 	var all bytes.Buffer
+	b, _ := json.Marshal(run)
+	all.Write(b)
+	all.WriteByte('\n')
 	for _, r := range rows {
 		b, _ := json.Marshal(r)
 		all.Write(b)
@@ -105,32 +136,65 @@ func accWrite(rows []accRow, loadBefore string) error {
 	if err := os.WriteFile("accuracy.txt", all.Bytes(), 0o644); err != nil {
 		return err
 	}
+	return accRender(run, rows)
+}
+
+// TestAccuracyRender draws the table and pictures again from accuracy.txt
+// (FLOWGATE_ACCURACY_RENDER=1), as after a change to how they are drawn.
+func TestAccuracyRender(t *testing.T) {
+	if os.Getenv("FLOWGATE_ACCURACY_RENDER") == "" {
+		t.Skip("redraws bench/README.md's accuracy table from accuracy.txt (FLOWGATE_ACCURACY_RENDER=1)")
+	}
+	b, err := os.ReadFile("accuracy.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	var run accRun
+	if err := json.Unmarshal([]byte(lines[0]), &run); err != nil || run.Time == "" {
+		t.Fatalf("accuracy.txt line 1: not a run header (%v)", err)
+	}
+	var rows []accRow
+	for i, l := range lines[1:] {
+		var r accRow
+		if err := json.Unmarshal([]byte(l), &r); err != nil {
+			t.Fatalf("accuracy.txt line %d: %v", i+2, err)
+		}
+		rows = append(rows, r)
+	}
+	if err := accRender(run, rows); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// accRender draws one picture per algorithm (accuracy-<algo>.svg) and
+// puts the summary table between the accuracy markers of README.md.
+func accRender(run accRun, rows []accRow) error {
 	sum := accSummarize(rows)
 	var md strings.Builder
-	grid := fmt.Sprintf("the full grid (%d cells)", len(rows))
-	var subset []string
-	for _, v := range []string{"ACC_ALGOS", "ACC_SETTINGS", "ACC_NS", "ACC_SHAPES", "ACC_LOADS"} {
-		if os.Getenv(v) != "" {
-			subset = append(subset, v+"="+os.Getenv(v))
-		}
-	}
-	if len(subset) > 0 {
-		grid = fmt.Sprintf("a subset of the grid (%s: %d cells)", strings.Join(subset, " "), len(rows))
-	}
-	fmt.Fprintf(&md, "Run %s on %d cores (%s/%s, %s), load average %s at the start and %s at the end; limit %d/s, window 1 s, %s of %s. ",
-		time.Now().UTC().Format("2006-01-02 15:04 UTC"), runtime.NumCPU(), runtime.GOOS, runtime.GOARCH, runtime.Version(),
-		loadBefore, accLoadAvg(), accLimit, grid, accEnv("ACC_CELL", "3s"))
+	fmt.Fprintf(&md, "Run %s on %d cores (%s), load average %s at the start and %s at the end; limit %d/s, window 1 s, %s of %s. ",
+		run.Time, run.Cores, run.Platform, run.LoadBefore, run.LoadAfter, accLimit, run.Grid, run.Cell)
 	md.WriteString("Worst/best: fewest and most admitted in one of the algorithm's own 1 s windows (epoch-aligned as the algorithm's: fixed_window's seconds, sliding_window's 100 ms sub-window grid; token_bucket and the split in 10 ms steps; after the first second but fixed_window), over the cells at ≥ 1× the limit, as % of the limit; " +
 		"✗ marks a figure outside 98–102% (token_bucket and redis_rate, burst 20: 98–104%). Sliding: the same in every 1 s window in 10 ms steps, what a downstream service sees. " +
-		"Refused < 0.9×: refusals while the trailing second admitted under 98% of the limit, in the cells at 0.5× and 0.8×. Trips: Redis scripts per 1 000 decisions at 2× even. Decisions/s at 10× skewed (paced: the offered load that got decided). " +
+		"Refused < 0.9×: refusals while the trailing second admitted under 98% of the limit, in the cells at 0.5× and 0.8×. Trips: Redis scripts per 1 000 decisions at 1×, decisions/s at 10× (paced: the offered load that got decided), both skewed (N = 1: even). " +
 		"Windows left out: they overlap a stall (> 20 ms) of the load generator.\n\n")
 	md.WriteString("| algorithm | setting | N | worst % | best % | sliding worst–best % | refused < 0.9× | trips/1000 | decisions/s | windows left out |\n|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, s := range sum {
-		fmt.Fprintf(&md, "| %s | %s | %d | %s | %s | %s–%s | %d | %s | %s | %d of %d |\n", s.algo, s.setting, s.n,
-			accMark(s.algo, s.worst), accMark(s.algo, s.best), accFmt(s.sWorst, "%.1f"), accFmt(s.sBest, "%.1f"), s.refusedLow, accFmt(s.trips, "%.0f"), accFmt(s.dps, "%.0f"), s.skipped, s.skipped+s.windows)
+		worst, best, sliding := "–", "–", "–"
+		if s.measured > 0 {
+			worst, best = accMark(s.algo, s.worst), accMark(s.algo, s.best)
+			if s.sBest > 0 {
+				sliding = fmt.Sprintf("%.1f–%.1f", s.sWorst, s.sBest)
+			}
+		}
+		fmt.Fprintf(&md, "| %s | %s | %d | %s | %s | %s | %d | %s | %s | %d of %d |\n", s.algo, s.setting, s.n,
+			worst, best, sliding, s.refusedLow, accFmt(s.trips, "%.0f"), accFmt(s.dps, "%.0f"), s.skipped, s.skipped+s.windows)
 	}
 	for _, r := range rows {
-		if r.Procs {
+		if r.Procs && r.Windows == 0 {
+			fmt.Fprintf(&md, "\nSeparate OS processes (%s, %s, N = %d, %s, %.0f×): every window left out (stalls), %d refused under the limit, %.0f trips per 1 000 decisions.\n",
+				r.Algo, r.Setting, r.N, r.Shape, r.Load, r.RefusedUnder, r.TripsPer1000)
+		} else if r.Procs {
 			fmt.Fprintf(&md, "\nSeparate OS processes (%s, %s, N = %d, %s, %.0f×): worst %.1f%%, best %.1f%% (sliding %.1f–%.1f%%), %d refused under the limit, %.0f trips per 1 000 decisions.\n",
 				r.Algo, r.Setting, r.N, r.Shape, r.Load, r.WorstPct, r.BestPct, r.SlidingWorstPct, r.SlidingBestPct, r.RefusedUnder, r.TripsPer1000)
 		}
@@ -171,7 +235,7 @@ func accSVG(algo string, sum []accSummary) []byte {
 	}
 	slices.Sort(ns)
 	errOf := func(s accSummary) float64 {
-		if math.IsInf(s.worst, 0) {
+		if s.measured == 0 {
 			return -1
 		}
 		_, hi := accBand(s.algo) // a token bucket's burst is not an error

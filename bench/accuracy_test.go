@@ -154,7 +154,7 @@ func TestAccuracyTable(t *testing.T) {
 			rows = append(rows, accCell(t, srv, admin, c, cell, true))
 		}
 	}
-	if err := accWrite(rows, loadBefore); err != nil {
+	if err := accWrite(newAccRun(loadBefore, len(rows)), rows); err != nil {
 		t.Fatal(err)
 	}
 }
