@@ -13,7 +13,11 @@
 # ACC_SHAPES (even,skewed,moving), ACC_CELL (3s) and ACC_PROCS (4: the N
 # whose skewed 2x leasing-defaults cell is run again as separate OS
 # processes; 0: none) work the same way. A subset run rewrites the table
-# with only its cells: run the full grid before committing it.
+# with only its cells (its first line says so): run the full grid before
+# committing it. To redraw table and pictures from accuracy.txt without
+# running (after a change to how they are drawn):
+#
+#   cd bench && FLOWGATE_ACCURACY_RENDER=1 go test -run '^TestAccuracyRender$' .
 set -eu
 GO=${GO:-go}
 cd "$(dirname "$0")/../bench"
