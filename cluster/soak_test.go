@@ -35,6 +35,7 @@ const (
 )
 
 type soakCall struct {
+	engine    int
 	start     int64 // unix ns
 	took      time.Duration
 	admitted  bool
@@ -95,6 +96,9 @@ func TestChaosSoak(t *testing.T) {
 	for _, algo := range []flow.Algorithm{flow.AlgoFixedWindow, flow.AlgoTokenBucket} {
 		for _, policy := range []string{"deny", "allow", "local"} {
 			name := fmt.Sprintf("%s/%s", policy, algo)
+			if !soakSelected(name) {
+				continue
+			}
 			f := soakRun(t, srv, admin, algo, policy, d, &faultN)
 			t.Logf("%-19s calls %6d  latency max %7v p99.9 %7v  worst healthy second %3d/%d (of %d)  worst outage second %3d (%d locally; of %d)  worst FLUSHALL second %3d  goroutines %d -> %d  straddling %d",
 				name, f.calls, f.maxLat.Round(100*time.Microsecond), f.p999.Round(100*time.Microsecond), f.worstHealthy, soakLimit, f.healthy, f.worstOutage, f.worstOutageLocal, f.outages, f.worstWiped, f.goroutinesBefore, f.goroutinesAfter, f.straddling)
@@ -186,13 +190,15 @@ func soakRun(t *testing.T, srv *redistest.Server, admin *redis.Client, algo flow
 	var servers []*RedisTokenServer
 	var clients []*redis.Client
 	var engines []*flow.Engine
+	var seen []*countLog
 	for range soakEngines {
 		rdb := redis.NewClient(&redis.Options{Addr: srv.Addr})
 		ts, err := NewRedisTokenServer(rdb, WithPrefix(prefix))
 		if err != nil {
 			t.Fatal(err)
 		}
-		e := flow.NewEngine(flow.WithTokenServer(noteFailures{ts}))
+		seen = append(seen, &countLog{})
+		e := flow.NewEngine(flow.WithTokenServer(soakServer{noteFailures{ts}, seen[len(seen)-1]}))
 		if err := e.LoadRules([]flow.Rule{r}); err != nil {
 			t.Fatal(err)
 		}
@@ -215,7 +221,7 @@ func soakRun(t *testing.T, srv *redistest.Server, admin *redis.Client, algo flow
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	var calls []soakCall
-	for _, e := range engines {
+	for ei, e := range engines {
 		for range soakCallers {
 			wg.Add(1)
 			my := &inflight[slot]
@@ -230,7 +236,7 @@ func soakRun(t *testing.T, srv *redistest.Server, admin *redis.Client, algo flow
 					my.Store(start.UnixNano())
 					p, err := e.Entry(r.Resource, flow.WithContext(cctx))
 					my.Store(0)
-					c := soakCall{start: start.UnixNano(), took: time.Since(start), admitted: err == nil, fromRedis: !*failed}
+					c := soakCall{engine: ei, start: start.UnixNano(), took: time.Since(start), admitted: err == nil, fromRedis: !*failed}
 					if err == nil {
 						p.Exit()
 					} else if !errors.Is(err, flow.ErrBlocked) {
@@ -297,6 +303,7 @@ func soakRun(t *testing.T, srv *redistest.Server, admin *redis.Client, algo flow
 	}
 	f.goroutinesAfter = runtime.NumGoroutine()
 	soakAnalyse(&f, calls, faults, control, policy)
+	soakTrace(t.Logf, fmt.Sprintf("%s/%s", policy, algo), 2*soakLimit, calls, faults, seen)
 	return f
 }
 
