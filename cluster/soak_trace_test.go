@@ -65,6 +65,21 @@ func (c *countLog) during(s int64) []int {
 	return out
 }
 
+// lowest is the lowest count read from from (unix ns) on; a large number
+// when none was (the counts read before the soak began, when rules were
+// loaded, are the instances' own start-up counts: not under test).
+func (c *countLog) lowest(from int64) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	low := int(^uint(0) >> 1)
+	for _, ca := range c.log {
+		if ca.at >= from {
+			low = min(low, ca.n)
+		}
+	}
+	return low
+}
+
 // soakSelected reports whether FLOWGATE_SOAK_ONLY (a comma-separated list
 // of "policy/algorithm", empty: all) includes name.
 func soakSelected(name string) bool {
