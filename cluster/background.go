@@ -27,6 +27,9 @@ func (s *RedisTokenServer) beat(ctx context.Context, join bool) (int, error) {
 	}
 	v, err := s.eval(ctx, heartbeatScript(), []any{nil, nil, "1", s.heartbeatKey(), s.cf.id, s.cf.beatTTL.Microseconds(), j})
 	if err != nil {
+		if join {
+			s.trust.failed()
+		}
 		return 0, err
 	}
 	n, ok := v.(int64)

@@ -19,11 +19,17 @@ import (
 // by then. So a higher count is believed at once, a lower one only once
 // counts that low have been read for a whole TTL, and then the highest of
 // them. A crash or a Close lowers the count a TTL later than Redis does:
-// shares stay small a little longer, never large.
+// shares stay small a little longer, never large. The TTL must be read
+// low throughout: a failed heartbeat (an outage, when others miss their
+// beats too) starts it over, so a count read low before an outage and
+// one read low after it (say in a FLUSHALL's re-join) are not taken for
+// one spell. An instance that cannot reach Redis while the others can
+// is counted out after its TTL and ours: it may be crashed or cut off,
+// and only a cut-off one, deciding by its own fallback, over-admits.
 type instanceTrust struct {
 	mu       sync.Mutex
 	trusted  int64
-	lowSince time.Time // zero: the last count read was not below trusted
+	lowSince time.Time // zero: no low spell (the last read was not below trusted, or failed)
 	lowMax   int64     // the highest count read since lowSince
 }
 
@@ -44,4 +50,11 @@ func (t *instanceTrust) observe(n int64, now time.Time, hold time.Duration) int6
 		}
 	}
 	return t.trusted
+}
+
+// failed notes a heartbeat that got no count: a low spell starts over.
+func (t *instanceTrust) failed() {
+	t.mu.Lock()
+	t.lowSince = time.Time{}
+	t.mu.Unlock()
 }

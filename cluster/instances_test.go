@@ -148,12 +148,13 @@ func TestConcurrencyPermitsOfACrashedInstanceExpire(t *testing.T) {
 
 // TestInstanceTrust: which count the local fallback divides by, for the
 // counts heartbeats read. A rise is believed at once; a drop once counts
-// that low have been read for a whole TTL, and then the highest of them.
+// that low have been read for a whole TTL, and then the highest of them;
+// a failed heartbeat (n 0 here) starts the TTL over.
 func TestInstanceTrust(t *testing.T) {
 	const ttl = 3 * time.Second
 	type read struct {
 		at   time.Duration // since t0
-		n    int64
+		n    int64         // 0: the heartbeat failed
 		want int64
 	}
 	for _, tc := range []struct {
@@ -167,11 +168,16 @@ func TestInstanceTrust(t *testing.T) {
 		{"an instance late after an outage", []read{{0, 4, 4}, {2 * time.Second, 3, 4}, {2500 * time.Millisecond, 4, 4}, {6 * time.Second, 3, 4}}},
 		{"a crash is believed a TTL later", []read{{0, 4, 4}, {time.Second, 3, 4}, {2 * time.Second, 3, 4}, {4 * time.Second, 3, 3}}},
 		{"the highest count of the low spell", []read{{0, 4, 4}, {time.Second, 2, 4}, {2 * time.Second, 3, 4}, {4 * time.Second, 2, 3}, {5 * time.Second, 2, 3}, {7 * time.Second, 2, 3}, {8 * time.Second, 2, 2}}},
+		{"low before and after an outage is not one spell", []read{{0, 4, 4}, {time.Second, 3, 4}, {2 * time.Second, 0, 4}, {4 * time.Second, 3, 4}, {6 * time.Second, 3, 4}, {7 * time.Second, 3, 3}}},
 		{"a clock that steps back", []read{{0, 4, 4}, {time.Second, 2, 4}, {-time.Hour, 2, 4}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var tr instanceTrust
 			for i, r := range tc.reads {
+				if r.n == 0 {
+					tr.failed()
+					continue
+				}
 				if got := tr.observe(r.n, t0.Add(r.at), ttl); got != r.want {
 					t.Fatalf("read %d (%d at %v): trusted %d, want %d", i, r.n, r.at, got, r.want)
 				}
@@ -217,7 +223,7 @@ func TestLateInstanceDoesNotEnlargeShares(t *testing.T) {
 	var es []*flow.Engine
 	for i := range 4 {
 		s := newServer(t, redis.NewClient(&redis.Options{Addr: srv.Addr}), WithClock(clk), WithHeartbeat(0, time.Minute),
-			WithPrefix(prefix), WithInstanceID(strconv.Itoa(i)), WithTimeout(20*time.Millisecond))
+			WithPrefix(prefix), WithInstanceID(strconv.Itoa(i)))
 		ts = append(ts, s)
 		es = append(es, newEngine(t, s, t0, r))
 	}

@@ -96,6 +96,15 @@ func soakTrace(logf func(string, ...any), name string, bound int, calls []soakCa
 	for _, fl := range faults {
 		logf("%s fault %-12s %s .. %s", name, fl.kind, fl.at.Format("15:04:05.000"), fl.back.Format("15:04:05.000"))
 	}
+	for i, c := range seen {
+		c.mu.Lock()
+		var ch []string
+		for _, ca := range c.log {
+			ch = append(ch, fmt.Sprintf("%s:%d", time.Unix(0, ca.at).Format("15:04:05.000"), ca.n))
+		}
+		c.mu.Unlock()
+		logf("%s engine %d's fallback read instance counts (time:count, changes only): %s", name, i, strings.Join(ch, " "))
+	}
 	type cell struct{ redis, local, calls, fallback int }
 	per := map[int64][]cell{}
 	for _, c := range calls {
