@@ -28,9 +28,11 @@ func soakAnalyse(f *soakFigures, calls []soakCall, faults []soakFault, control [
 			perSec[s] = b
 		}
 		b[2]++
-		// Redis decided somewhere between the call's start and end: a call
-		// that spans a second's end may belong to either window, so only
-		// calls wholly inside one second count towards it.
+		// Redis decided somewhere between the call's start and end (on
+		// this host's clock), and so did the local fallback (at the time
+		// Entry read, on the same wall seconds: clock.Origin): a call that
+		// spans a second's end may belong to either window, so only calls
+		// wholly inside one second count towards it.
 		if c.admitted && (c.start+int64(c.took))/1e9 == s {
 			b[0]++
 			if !c.fromRedis {
