@@ -55,6 +55,10 @@ const (
 	// unweighted half-window buckets aligned to the Unix epoch
 	// (sentinel_window.go); rules imported from Sentinel use it.
 	AlgoSentinelWindow
+	// AlgoSentinelWarmUp is Alibaba Sentinel's warm-up (its token formula
+	// and per-second sync, not Guava's curve; sentinel_warm_up.go); warm-up
+	// rules imported from Sentinel use it.
+	AlgoSentinelWarmUp
 	numAlgorithms
 )
 
@@ -62,7 +66,7 @@ var algorithmNames = [numAlgorithms]string{
 	"token_bucket", "warm_up", "leaky_bucket", "fixed_window", "sliding_window", "sliding_log", "concurrency",
 	"circuit_breaker",
 	"adaptive_concurrency", "allow", "deny",
-	"sentinel_window",
+	"sentinel_window", "sentinel_warm_up",
 }
 
 // String returns the algorithm's JSON name.
@@ -97,9 +101,10 @@ type Rule struct {
 	Window time.Duration
 	// Burst is the most permits a token bucket stores. Default Limit.
 	Burst float64
-	// Warmup is the warm-up period of AlgoWarmUp.
+	// Warmup is the warm-up period of AlgoWarmUp and AlgoSentinelWarmUp.
 	Warmup time.Duration
-	// ColdFactor is the cold rate divisor of AlgoWarmUp. Default 3.
+	// ColdFactor is the cold rate divisor of AlgoWarmUp and
+	// AlgoSentinelWarmUp (a whole number there, as in Sentinel). Default 3.
 	ColdFactor float64
 	// Buckets is the number of sub-windows of AlgoSlidingWindow. Default 10.
 	Buckets int
