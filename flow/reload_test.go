@@ -23,7 +23,7 @@ func TestLoadRulesAllOrNothing(t *testing.T) {
 	for _, want := range []string{
 		`rules[1] (id "neg"): limit: must be > 0`,
 		`rules[2]: resource: must not be empty`,
-		`rules[2]: warmup: only for warm_up rules`,
+		`rules[2]: warmup: only for warm_up and sentinel_warm_up rules`,
 		`rules[3] (id "ok"): id: duplicate of rules[0]`,
 	} {
 		if !strings.Contains(err.Error(), want) {
