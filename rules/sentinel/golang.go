@@ -31,14 +31,13 @@ func goFlow(e *element) ([]outRule, notes) {
 	switch {
 	case calc == 2:
 		return cannot("tokenCalculateStrategy 2 (MemoryAdaptive: the threshold follows process memory) has no counterpart; flowgate's adaptive scaling follows CPU")
+	case calc == 1:
+		warmUp(&r, &n, warm, cold, threshold, behavior == 1, queue)
+		if interval != 0 && interval != 1000 {
+			n.add("sentinel_warm_up counts its threshold per 1s; sentinel-golang per statIntervalInMs %d", interval)
+		}
 	case behavior == 1:
 		r.Algorithm, r.MaxWait = "leaky_bucket", ms(queue)
-		if calc == 1 {
-			n.add("no warm-up phase: spaced at the full %s per %s from the start (Sentinel warms up over %s)", num(threshold), r.Window, sec(warm))
-		}
-	case calc == 1:
-		r.Algorithm, r.Warmup, r.ColdFactor = "warm_up", sec(warm), float64(cold)
-		n.add("warm_up follows Guava's SmoothWarmingUp curve; Sentinel's warm-up formula reaches %s per %s on a different curve over %s", num(threshold), r.Window, sec(warm))
 	default:
 		r.Algorithm = "sentinel_window"
 		// sentinel-golang counts 1s (or no statIntervalInMs) in two 500ms
@@ -53,6 +52,24 @@ func goFlow(e *element) ([]outRule, notes) {
 		}
 	}
 	return []outRule{r}, n
+}
+
+// warmUp maps Sentinel's warm-up (with throttling when queued) to
+// sentinel_warm_up, which runs sentinel-golang's formula.
+func warmUp(r *outRule, n *notes, warm, cold int64, threshold float64, queued bool, queue int64) {
+	r.Algorithm, r.Window, r.Warmup, r.ColdFactor = "sentinel_warm_up", "1s", sec(warm), float64(cold)
+	if queued {
+		r.MaxWait = ms(queue)
+		if queue == 0 {
+			// maxWait 0 would count a window instead of spacing calls.
+			r.MaxWait = "1ns"
+			n.add("maxQueueingTimeMs 0 becomes maxWait 1ns: a call whose slot is 1ns away waits where Sentinel refuses it")
+		}
+	}
+	c := float64(cold)
+	if w := float64(warm); 2*w*threshold/(1+c) < 1 { // Sentinel's maxToken = warningToken
+		n.add("warm-up %ss of %s/s is too short for one warm-up token: Sentinel then admits every call, sentinel_warm_up admits %s/s", num(w), num(threshold), num(threshold))
+	}
 }
 
 func goBreaker(e *element) ([]outRule, notes) {

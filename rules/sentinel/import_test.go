@@ -2,6 +2,7 @@ package sentinel
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -116,7 +117,7 @@ func TestImportGolangExamples(t *testing.T) {
 		{"circuitbreaker_error_ratio.json", 0, Exact, "circuit_breaker", false},
 		{"circuitbreaker_slow_rt_ratio.json", 0, Exact, "circuit_breaker", false},
 		{"flow_qps.json", 0, Exact, "sentinel_window", false},
-		{"flow_warm_up.json", 0, Approx, "warm_up", false},
+		{"flow_warm_up.json", 0, Exact, "sentinel_warm_up", false},
 		{"hotspot_concurrency.json", 0, Exact, "concurrency", true},
 		{"hotspot_qps_reject.json", 0, Approx, "token_bucket", true},
 		{"hotspot_qps_reject.json", 1, Approx, "token_bucket", true},
@@ -133,7 +134,7 @@ func TestImportGolangExamples(t *testing.T) {
 				t.Errorf("breaker %s: window %v openFor %v minRequests %d, want 5s 3s 10", r.ID, r.Window, r.OpenFor, r.MinRequests)
 			}
 		}
-		if r.Algorithm == flow.AlgoWarmUp && (r.Limit != 100 || r.Warmup.String() != "10s" || r.ColdFactor != 3) {
+		if r.Algorithm == flow.AlgoSentinelWarmUp && (r.Limit != 100 || r.Warmup.String() != "10s" || r.ColdFactor != 3) {
 			t.Errorf("warm-up %s: limit %v warmup %v coldFactor %v, want 100 10s 3", r.ID, r.Limit, r.Warmup, r.ColdFactor)
 		}
 		if r.Algorithm == flow.AlgoConcurrency && r.Resource == "abc" && r.Level == flow.LevelGlobal && r.Limit != 12 {
@@ -157,9 +158,9 @@ func TestImportJavaDashboard(t *testing.T) {
 		{"degrade.json", 1, Approx, "circuit_breaker", false},
 		{"degrade.json", 2, Approx, "circuit_breaker", false},
 		{"flow.json", 0, Exact, "sentinel_window", false},
-		{"flow.json", 1, Approx, "warm_up", false},
+		{"flow.json", 1, Approx, "sentinel_warm_up", false},
 		{"flow.json", 2, Exact, "leaky_bucket", false},
-		{"flow.json", 3, Approx, "leaky_bucket", false},
+		{"flow.json", 3, Approx, "sentinel_warm_up", false},
 		{"flow.json", 4, Exact, "concurrency", false},
 		{"flow.json", 5, Exact, "sentinel_window", true}, // refResource
 		{"flow.json", 6, Approx, "sliding_window", false},
@@ -178,6 +179,29 @@ func TestImportJavaDashboard(t *testing.T) {
 	}
 	if !strings.Contains(res.Reports[12].Note, "chain") {
 		t.Errorf("chain report says %q, want it to name the chain strategy", res.Reports[12].Note)
+	}
+}
+
+// TestImportWarmUpThrottling: sentinel-golang's WarmUp + Throttling is
+// sentinel_warm_up with maxWait, exact; a queue of 0 becomes 1ns, approx.
+func TestImportWarmUpThrottling(t *testing.T) {
+	for _, tc := range []struct {
+		queue   int
+		verdict Verdict
+		maxWait string
+	}{{300, Exact, "300ms"}, {0, Approx, "1ns"}} {
+		data := fmt.Sprintf(`[{"resource":"r","threshold":50,"tokenCalculateStrategy":1,"controlBehavior":1,"warmUpPeriodSec":5,"warmUpColdFactor":4,"maxQueueingTimeMs":%d}]`, tc.queue)
+		res, err := Import([]File{{Name: "w.json", Data: []byte(data)}}, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		rs := res.Document.Rules()
+		if rep := res.Reports[0]; rep.Verdict != tc.verdict || len(rs) != 1 {
+			t.Fatalf("queue %d: %s, %d rules; want %s and one rule", tc.queue, rep, len(rs), tc.verdict)
+		}
+		if r := rs[0]; r.Algorithm != flow.AlgoSentinelWarmUp || r.MaxWait.String() != tc.maxWait || r.ColdFactor != 4 || r.Warmup.String() != "5s" {
+			t.Errorf("queue %d: %v maxWait %v coldFactor %v warmup %v; want sentinel_warm_up %s 4 5s", tc.queue, r.Algorithm, r.MaxWait, r.ColdFactor, r.Warmup, tc.maxWait)
+		}
 	}
 }
 

@@ -15,6 +15,10 @@ import (
 // is still inside the window, where Sentinel counts both buckets whole.
 const windowNote = "sliding_window with 2 buckets weights the older bucket; Sentinel counts both 500ms buckets whole"
 
+// javaWarmNote says where Java's warm-up differs from sentinel-golang's,
+// which sentinel_warm_up follows: the pass count it syncs on.
+const javaWarmNote = "Java syncs on the previous calendar second's passes; sentinel_warm_up (as sentinel-golang) on the two 500ms buckets before the current one, the same second unless a second's first call comes in its second half"
+
 // origin is the param that carries Sentinel's origin (limitApp) in flowgate.
 const origin = "origin"
 
@@ -59,14 +63,20 @@ func javaFlow(e *element, opts Options) ([]outRule, notes) {
 				r.Algorithm, r.Buckets = "sliding_window", 2
 				n.add(windowNote)
 			}
-		case 1:
-			r.Algorithm, r.Warmup, r.ColdFactor = "warm_up", sec(warm), 3
-			n.add("warm_up follows Guava's SmoothWarmingUp curve; Sentinel's warm-up formula reaches %s/s on a different curve over %s", num(count), sec(warm))
+		case 1, 3:
+			// Java's default cold factor is 3 (csp.sentinel.flow.cold.factor).
+			warmUp(&r, &n, warm, 3, count, behavior == 3, queue)
+			n.add(javaWarmNote)
+			if behavior == 3 {
+				n.add("Java's warm-up rate limiter spaces calls in whole milliseconds (rounded); sentinel_warm_up in nanoseconds, as sentinel-golang")
+			}
+			if e.boolean("clusterMode") {
+				// Sentinel's token server counts QPS without warm-up.
+				r.Algorithm, r.Warmup, r.ColdFactor, r.MaxWait, r.Buckets = "sliding_window", "", 0, "", 2
+				n = notes{"cluster: Sentinel's token server has no warm-up; " + windowNote}
+			}
 		case 2:
 			r.Algorithm, r.MaxWait = "leaky_bucket", ms(queue)
-		case 3:
-			r.Algorithm, r.MaxWait = "leaky_bucket", ms(queue)
-			n.add("no warm-up phase: spaced at the full %s/s from the start (Sentinel warms up over %s)", num(count), sec(warm))
 		}
 	}
 	if e.boolean("clusterMode") {
