@@ -30,6 +30,9 @@ type outcome struct {
 	Calls, Same            int
 	SentinelOK, FlowgateOK int
 	Seconds                float64
+	// Of the calls both admitted: how many either engine queued, and how
+	// many were given the same wait to the nanosecond.
+	BothOK, Queued, SameWait int
 }
 
 func (o outcome) share() float64 { return float64(o.Same) / float64(o.Calls) }
@@ -100,9 +103,20 @@ func run(clk *vclock, eng *flow.Engine, resource string, trace []call) outcome {
 		t := start.Add(c.at)
 		drain(t)
 		clk.advanceTo(t)
+		clk.slept.Store(0)
 		sg, blk := sapi.Entry(resource, sapi.WithTrafficType(base.Inbound))
 		d := eng.Decide(resource)
 		sOK, fOK := blk == nil, d.Allowed
+		if sOK && fOK {
+			sw, fw := time.Duration(clk.slept.Load()), d.Permit.Waited()
+			o.BothOK++
+			if sw > 0 || fw > 0 {
+				o.Queued++
+			}
+			if sw == fw {
+				o.SameWait++
+			}
+		}
 		o.Calls++
 		if sOK == fOK {
 			o.Same++

@@ -60,9 +60,26 @@ func qps(res string) any {
 		Threshold: 10, StatIntervalInMs: 1000}}
 }
 
-func throttle(res string) any {
-	return []*sflow.Rule{{Resource: res, TokenCalculateStrategy: sflow.Direct, ControlBehavior: sflow.Throttling,
-		Threshold: 10, MaxQueueingTimeMs: 500, StatIntervalInMs: 1000}}
+func throttle(res string) any { return throttleAt(10)(res) }
+
+func throttleAt(qps float64) func(string) any {
+	return func(res string) any {
+		return []*sflow.Rule{{Resource: res, TokenCalculateStrategy: sflow.Direct, ControlBehavior: sflow.Throttling,
+			Threshold: qps, MaxQueueingTimeMs: 500, StatIntervalInMs: 1000}}
+	}
+}
+
+// warm is sentinel-golang's warm-up at 100/s over 10s, cold factor 3;
+// queue > 0 adds Throttling with that queue.
+func warm(queue uint32) func(string) any {
+	return func(res string) any {
+		r := &sflow.Rule{Resource: res, TokenCalculateStrategy: sflow.WarmUp, ControlBehavior: sflow.Reject,
+			Threshold: 100, WarmUpPeriodSec: 10, WarmUpColdFactor: 3, StatIntervalInMs: 1000}
+		if queue > 0 {
+			r.ControlBehavior, r.MaxQueueingTimeMs = sflow.Throttling, queue
+		}
+		return []*sflow.Rule{r}
+	}
 }
 
 func iso(res string) any {
@@ -93,6 +110,14 @@ func scenarios() []scenario {
 	add("flow QPS reject (10/s)", "Poisson 15/s", qps, loadFlow, poisson(7, 15, 60*time.Second, 0), 0)
 	add("flow throttling (10/s, queue 500ms)", "Poisson 15/s", throttle, loadFlow, poisson(8, 15, 60*time.Second, 0), 0)
 	add("flow throttling (10/s, queue 500ms)", "steady 2x overload", throttle, loadFlow, steady(20, 30*time.Second, 0), 3*time.Millisecond)
+	// 7/s: a spacing of 142857142.86ns, which Sentinel rounds up.
+	add("flow throttling (7/s, queue 500ms)", "Poisson 10/s", throttleAt(7), loadFlow, poisson(12, 10, 60*time.Second, 0), 0)
+	idle := append(steady(200, 20*time.Second, 0), steady(200, 20*time.Second, 50*time.Second)...)
+	add("flow warm-up (100/s, 10s, cold factor 3)", "from cold, steady 2x overload", warm(0), loadFlow, steady(200, 30*time.Second, 0), 37*time.Millisecond)
+	add("flow warm-up (100/s, 10s, cold factor 3)", "2x overload, 30s idle (cools), 2x again", warm(0), loadFlow, idle, 611*time.Millisecond)
+	add("flow warm-up (100/s, 10s, cold factor 3)", "Poisson 150/s", warm(0), loadFlow, poisson(10, 150, 60*time.Second, 0), 0)
+	add("flow warm-up + throttling (100/s, 10s, queue 500ms)", "from cold, steady 2x overload", warm(500), loadFlow, steady(200, 30*time.Second, 0), 3*time.Millisecond)
+	add("flow warm-up + throttling (100/s, 10s, queue 500ms)", "Poisson 150/s", warm(500), loadFlow, poisson(11, 150, 60*time.Second, 0), 0)
 	add("isolation (5 in flight)", "Poisson 30/s, hold 200ms mean", iso, loadIso, poisson(9, 30, 60*time.Second, 200*time.Millisecond), 0)
 	add("circuit breaker error ratio (0.5)", "20/s, error bursts", breaker(cb.ErrorRatio, 0.5), loadCB,
 		faulty(20, 40*time.Second, 50*time.Millisecond, spans, true, 0), 0)
@@ -118,7 +143,7 @@ func sortTrace(tr []call) {
 func TestSideBySide(t *testing.T) {
 	clk := setup(t)
 	var table strings.Builder
-	table.WriteString("| rule (sentinel-golang) | flowgate (imported) | trace | calls | same decision | admitted/s sentinel-golang | admitted/s flowgate |\n|---|---|---|---|---|---|---|\n")
+	table.WriteString("| rule (sentinel-golang) | flowgate (imported) | trace | calls | same decision | admitted/s sentinel-golang | admitted/s flowgate | same wait (queued) |\n|---|---|---|---|---|---|---|---|\n")
 	for i, sc := range scenarios() {
 		res := fmt.Sprintf("r%d", i)
 		if err := sc.load(res); err != nil {
@@ -138,8 +163,15 @@ func TestSideBySide(t *testing.T) {
 		if r := eng.Rules(); len(r) > 0 {
 			algo = r[0].Algorithm.String()
 		}
-		fmt.Fprintf(&table, "| %s | `%s` (%s) | %s | %d | %.2f%% | %.2f | %.2f |\n", sc.kind, algo, rep.Verdict, sc.name,
-			o.Calls, 100*o.share(), float64(o.SentinelOK)/o.Seconds, float64(o.FlowgateOK)/o.Seconds)
+		waits := "no queue"
+		if o.Queued > 0 {
+			waits = fmt.Sprintf("%.2f%% (%d)", 100*float64(o.SameWait)/float64(o.BothOK), o.Queued)
+		}
+		fmt.Fprintf(&table, "| %s | `%s` (%s) | %s | %d | %.2f%% | %.2f | %.2f | %s |\n", sc.kind, algo, rep.Verdict, sc.name,
+			o.Calls, 100*o.share(), float64(o.SentinelOK)/o.Seconds, float64(o.FlowgateOK)/o.Seconds, waits)
+		if o.SameWait != o.BothOK {
+			t.Errorf("%s, %s: the same wait on %d of %d calls both admitted, want all", sc.kind, sc.name, o.SameWait, o.BothOK)
+		}
 		if o.share() < 0.99 {
 			t.Errorf("%s, %s: same decision on %.2f%% of %d calls, want >= 99%%", sc.kind, sc.name, 100*o.share(), o.Calls)
 		}
