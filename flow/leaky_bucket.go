@@ -17,10 +17,10 @@ import (
 // compare-and-swap: no lock, and no goroutine ever sleeps here (the engine
 // waits decision.wait on its own clock).
 type leakyBucket struct {
-	last    atomic.Int64  // slot of the latest admitted call, clock.Nanotime
-	limit   atomic.Uint64 // float64 bits: permits per window
-	cap     atomic.Int64  // capacity(limit): the largest call that may pass without queueing
-	window  int64
+	last   atomic.Int64  // slot of the latest admitted call, clock.Nanotime
+	limit  atomic.Uint64 // float64 bits: permits per window
+	cap    atomic.Int64  // capacity(limit): the largest call that may pass without queueing
+	window int64
 }
 
 var _ limiter = (*leakyBucket)(nil)
