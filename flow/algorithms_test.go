@@ -33,7 +33,8 @@ func algoCases() []algoCase {
 		{AlgoFixedWindow, 10, 11, true},
 		{AlgoSlidingWindow, 10, 11, true},
 		{AlgoSentinelWindow, 10, 11, true},
-		{AlgoSentinelWarmUp, 3, 11, true}, // cold: threshold nextUp(1/(5*0.04+0.1)) = 3.33/s
+		{AlgoSentinelWarmUp, 3, 11, true},
+		{AlgoSentinelHotspot, 10, 11, true}, // cold: threshold nextUp(1/(5*0.04+0.1)) = 3.33/s
 		{AlgoSlidingLog, 10, 11, true},
 		{AlgoConcurrency, 10, 11, false},
 		{AlgoAdaptiveConcurrency, 10, 11, false}, // initialLimit 10 (see testRule)

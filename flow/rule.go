@@ -59,6 +59,11 @@ const (
 	// and per-second sync, not Guava's curve; sentinel_warm_up.go); warm-up
 	// rules imported from Sentinel use it.
 	AlgoSentinelWarmUp
+	// AlgoSentinelHotspot is sentinel-golang's per-value hotspot limiter:
+	// lump refills once per Window, Burst extra tokens, or with MaxWait its
+	// millisecond throttling (sentinel_hotspot.go); hotspot rules imported
+	// from Sentinel use it.
+	AlgoSentinelHotspot
 	numAlgorithms
 )
 
@@ -66,7 +71,7 @@ var algorithmNames = [numAlgorithms]string{
 	"token_bucket", "warm_up", "leaky_bucket", "fixed_window", "sliding_window", "sliding_log", "concurrency",
 	"circuit_breaker",
 	"adaptive_concurrency", "allow", "deny",
-	"sentinel_window", "sentinel_warm_up",
+	"sentinel_window", "sentinel_warm_up", "sentinel_hotspot",
 }
 
 // String returns the algorithm's JSON name.
@@ -99,7 +104,9 @@ type Rule struct {
 	Limit float64
 	// Window is the span Limit is counted over. Default 1s.
 	Window time.Duration
-	// Burst is the most permits a token bucket stores. Default Limit.
+	// Burst is the most permits a token bucket stores. Default Limit. For
+	// AlgoSentinelHotspot: extra tokens on top of Limit (Sentinel's
+	// burstCount). Default 0.
 	Burst float64
 	// Warmup is the warm-up period of AlgoWarmUp and AlgoSentinelWarmUp.
 	Warmup time.Duration

@@ -140,8 +140,8 @@ func (r Rule) Validate() error {
 	r.validateAdaptive(bad)
 	if r.Burst != 0 {
 		switch {
-		case r.Algorithm != AlgoTokenBucket:
-			bad("burst", "only for token_bucket rules")
+		case r.Algorithm != AlgoTokenBucket && r.Algorithm != AlgoSentinelHotspot:
+			bad("burst", "only for token_bucket and sentinel_hotspot rules")
 		case math.IsNaN(r.Burst) || math.IsInf(r.Burst, 0) || r.Burst < 0:
 			bad("burst", "must be a finite number >= 0, not %v", r.Burst)
 		}
@@ -163,6 +163,7 @@ func (r Rule) Validate() error {
 		}
 	}
 	r.validateSentinelWarmUp(bad)
+	r.validateSentinelHotspot(bad)
 	if r.Buckets != 0 {
 		switch {
 		case r.Algorithm != AlgoSlidingWindow:

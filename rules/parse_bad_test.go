@@ -107,7 +107,7 @@ var badDocs = []struct {
 		[]problem{{`rules[0] (id "a"): burst`, "must be a finite number >= 0"}}},
 	// unknown names and fields
 	{"unknown algorithm", `{"rules": [{"id": "a", "resource": "r", "algorithm": "gcra", "limit": 1}]}`,
-		[]problem{{`rules[0] (id "a"): algorithm`, `unknown "gcra" (valid: token_bucket, warm_up, leaky_bucket, fixed_window, sliding_window, sliding_log, concurrency, circuit_breaker, adaptive_concurrency, allow, deny, sentinel_window, sentinel_warm_up)`}}},
+		[]problem{{`rules[0] (id "a"): algorithm`, `unknown "gcra" (valid: token_bucket, warm_up, leaky_bucket, fixed_window, sliding_window, sliding_log, concurrency, circuit_breaker, adaptive_concurrency, allow, deny, sentinel_window, sentinel_warm_up, sentinel_hotspot)`}}},
 	{"adaptive with limit and window", `{"rules": [{"id": "a", "resource": "r", "algorithm": "adaptive_concurrency", "limit": 5, "window": "1s"}]}`,
 		[]problem{{`rules[0] (id "a"): limit`, `does not apply to adaptive_concurrency`}, {`rules[0] (id "a"): window`, `does not apply to adaptive_concurrency`}}},
 	{"adaptive fields elsewhere", `{"rules": [{"id": "a", "resource": "r", "algorithm": "token_bucket", "limit": 5, "initialLimit": 3, "tolerance": 2, "reserve": {"critical": 0.1}}]}`,
@@ -153,7 +153,7 @@ var badDocs = []struct {
 	{"idleTTL on global", `{"rules": [{"id": "a", "resource": "r", "level": "global", "algorithm": "token_bucket", "limit": 1, "idleTTL": "1m"}]}`,
 		[]problem{{`rules[0] (id "a"): idleTTL`, "only for user, ip and param levels"}}},
 	{"burst on fixed window", `{"rules": [{"id": "a", "resource": "r", "algorithm": "fixed_window", "limit": 10, "burst": 20}]}`,
-		[]problem{{`rules[0] (id "a"): burst`, "only for token_bucket rules"}}},
+		[]problem{{`rules[0] (id "a"): burst`, "only for token_bucket and sentinel_hotspot rules"}}},
 	{"buckets on sliding log", `{"rules": [{"id": "a", "resource": "r", "algorithm": "sliding_log", "limit": 10, "buckets": 5}]}`,
 		[]problem{{`rules[0] (id "a"): buckets`, "only for sliding_window rules"}}},
 	{"maxWait on concurrency", `{"rules": [{"id": "a", "resource": "r", "algorithm": "concurrency", "limit": 10, "maxWait": "1s"}]}`,

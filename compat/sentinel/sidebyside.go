@@ -20,8 +20,12 @@ import (
 // and how long it holds its permit before Exit.
 type call struct {
 	at, hold time.Duration
-	fail     bool // the call ends in an error (recorded on both engines)
+	fail     bool   // the call ends in an error (recorded on both engines)
+	arg      string // the value of the call's paramKey param ("" for none)
 }
+
+// paramKey is the param hotspot traces carry their arg in.
+const paramKey = "tenant"
 
 var errCall = errors.New("call failed")
 
@@ -104,8 +108,16 @@ func run(clk *vclock, eng *flow.Engine, resource string, trace []call) outcome {
 		drain(t)
 		clk.advanceTo(t)
 		clk.slept.Store(0)
-		sg, blk := sapi.Entry(resource, sapi.WithTrafficType(base.Inbound))
-		d := eng.Decide(resource)
+		var sg *base.SentinelEntry
+		var blk *base.BlockError
+		var d flow.Decision
+		if c.arg != "" {
+			sg, blk = sapi.Entry(resource, sapi.WithTrafficType(base.Inbound), sapi.WithAttachment(paramKey, c.arg))
+			d = eng.Decide(resource, flow.WithParam(paramKey, c.arg))
+		} else {
+			sg, blk = sapi.Entry(resource, sapi.WithTrafficType(base.Inbound))
+			d = eng.Decide(resource)
+		}
 		sOK, fOK := blk == nil, d.Allowed
 		if sOK && fOK {
 			sw, fw := time.Duration(clk.slept.Load()), d.Permit.Waited()
@@ -183,6 +195,24 @@ func bursts(n, k int, gap, offset time.Duration) []call {
 	for i := range k {
 		for range n {
 			out = append(out, call{at: offset + time.Duration(i)*gap})
+		}
+	}
+	return out
+}
+
+// hotCold: Poisson arrivals at rate per second for d; 60% carry the hot
+// value "hot", 20% "vip" (a specific item), 20% one of 50 cold values.
+func hotCold(seed uint64, rate float64, d time.Duration) []call {
+	out := poisson(seed, rate, d, 0)
+	r := rand.New(rand.NewPCG(seed, 2))
+	for i := range out {
+		switch p := r.Float64(); {
+		case p < 0.6:
+			out[i].arg = "hot"
+		case p < 0.8:
+			out[i].arg = "vip"
+		default:
+			out[i].arg = fmt.Sprintf("cold-%d", r.IntN(50))
 		}
 	}
 	return out

@@ -12,6 +12,7 @@ import (
 	cb "github.com/alibaba/sentinel-golang/core/circuitbreaker"
 	"github.com/alibaba/sentinel-golang/core/config"
 	sflow "github.com/alibaba/sentinel-golang/core/flow"
+	"github.com/alibaba/sentinel-golang/core/hotspot"
 	"github.com/alibaba/sentinel-golang/core/isolation"
 	"github.com/alibaba/sentinel-golang/logging"
 	"github.com/alibaba/sentinel-golang/util"
@@ -50,6 +51,7 @@ func setup(t *testing.T) *vclock {
 type scenario struct {
 	kind, name string
 	rule       func(res string) any // sentinel-golang rules for res
+	src        func(res string) any // their JSON form for the importer, when rule's does not marshal
 	load       func(res string) error
 	trace      []call
 	offset     time.Duration // where in a second the trace starts
@@ -82,6 +84,34 @@ func warm(queue uint32) func(string) any {
 	}
 }
 
+// hot is a sentinel-golang hotspot QPS rule on paramKey: 10 per
+// durationInSec, "vip" 30, with burst and, for Throttling, queue.
+func hot(behavior hotspot.ControlBehavior, burst, dur, queue int64) func(string) any {
+	return func(res string) any {
+		return []*hotspot.Rule{{Resource: res, MetricType: hotspot.QPS, ControlBehavior: behavior, ParamKey: paramKey,
+			Threshold: 10, BurstCount: burst, DurationInSec: dur, MaxQueueingTimeMs: queue,
+			SpecificItems: map[interface{}]int64{"vip": 30}}}
+	}
+}
+
+// hotJSON is a hotspot rule as sentinel-golang's datasources store it
+// (specificItems as an object: map[interface{}] does not marshal).
+func hotJSON(rule func(string) any) func(string) any {
+	return func(res string) any {
+		var out []map[string]any
+		for _, r := range rule(res).([]*hotspot.Rule) {
+			items := map[string]int64{}
+			for k, v := range r.SpecificItems {
+				items[fmt.Sprint(k)] = v
+			}
+			out = append(out, map[string]any{"resource": r.Resource, "metricType": r.MetricType, "controlBehavior": r.ControlBehavior,
+				"paramKey": r.ParamKey, "threshold": r.Threshold, "burstCount": r.BurstCount, "durationInSec": r.DurationInSec,
+				"maxQueueingTimeMs": r.MaxQueueingTimeMs, "specificItems": items})
+		}
+		return out
+	}
+}
+
 func iso(res string) any {
 	return []*isolation.Rule{{Resource: res, MetricType: isolation.Concurrency, Threshold: 5}}
 }
@@ -103,6 +133,11 @@ func scenarios() []scenario {
 		out = append(out, scenario{kind: kind, name: name, rule: rule,
 			load: func(res string) error { return load(rule(res)) }, trace: trace, offset: offset})
 	}
+	loadHot := func(r any) error { _, err := hotspot.LoadRules(r.([]*hotspot.Rule)); return err }
+	addHot := func(kind, name string, rule func(string) any, trace []call, offset time.Duration) {
+		add(kind, name, rule, loadHot, trace, offset)
+		out[len(out)-1].src = hotJSON(rule)
+	}
 	add("flow QPS reject (10/s)", "steady 2x overload", qps, loadFlow, steady(20, 30*time.Second, 0), 137*time.Millisecond)
 	add("flow QPS reject (10/s)", "bursts of 30 after 3s idle", qps, loadFlow, bursts(30, 10, 3*time.Second, 0), 250*time.Millisecond)
 	add("flow QPS reject (10/s)", "bursts of 15 on bucket edges", qps, loadFlow,
@@ -118,6 +153,11 @@ func scenarios() []scenario {
 	add("flow warm-up (100/s, 10s, cold factor 3)", "Poisson 150/s", warm(0), loadFlow, poisson(10, 150, 60*time.Second, 0), 0)
 	add("flow warm-up + throttling (100/s, 10s, queue 500ms)", "from cold, steady 2x overload", warm(500), loadFlow, steady(200, 30*time.Second, 0), 3*time.Millisecond)
 	add("flow warm-up + throttling (100/s, 10s, queue 500ms)", "Poisson 150/s", warm(500), loadFlow, poisson(11, 150, 60*time.Second, 0), 0)
+	addHot("hotspot QPS reject (10/s, vip 30)", "Poisson 40/s, hot, vip and cold values", hot(hotspot.Reject, 0, 1, 0), hotCold(13, 40, 60*time.Second), 0)
+	addHot("hotspot QPS reject (10/s, vip 30, burst 5)", "Poisson 40/s, hot, vip and cold values", hot(hotspot.Reject, 5, 1, 0), hotCold(14, 40, 60*time.Second), 0)
+	addHot("hotspot QPS reject (10 per 2s, vip 30)", "Poisson 40/s, hot, vip and cold values", hot(hotspot.Reject, 0, 2, 0), hotCold(15, 40, 60*time.Second), 0)
+	addHot("hotspot throttling (10/s, vip 30, queue 500ms)", "Poisson 40/s, hot, vip and cold values", hot(hotspot.Throttling, 0, 1, 500), hotCold(16, 40, 60*time.Second), 0)
+	addHot("hotspot throttling (10/s, vip 30, no queue)", "Poisson 40/s, hot, vip and cold values", hot(hotspot.Throttling, 0, 1, 0), hotCold(17, 40, 60*time.Second), 0)
 	add("isolation (5 in flight)", "Poisson 30/s, hold 200ms mean", iso, loadIso, poisson(9, 30, 60*time.Second, 200*time.Millisecond), 0)
 	add("circuit breaker error ratio (0.5)", "20/s, error bursts", breaker(cb.ErrorRatio, 0.5), loadCB,
 		faulty(20, 40*time.Second, 50*time.Millisecond, spans, true, 0), 0)
@@ -150,7 +190,11 @@ func TestSideBySide(t *testing.T) {
 			t.Fatalf("%s: sentinel-golang refuses the rule: %v", sc.kind, err)
 		}
 		eng := flow.NewEngine(flow.WithClock(fgClock{clk}))
-		rep, err := importOne(eng, sc.rule(res))
+		src := sc.rule
+		if sc.src != nil {
+			src = sc.src
+		}
+		rep, err := importOne(eng, src(res))
 		if err != nil {
 			t.Fatalf("%s: %v", sc.kind, err)
 		}

@@ -112,15 +112,26 @@ func goHotspot(e *element, opts Options) ([]outRule, notes) {
 		return []outRule{r}, n
 	}
 	dur := max(1, e.whole("durationInSec", 1, 0, math.MaxInt32))
-	r.Window = sec(dur)
-	if e.whole("controlBehavior", 0, 0, 1) == 1 {
-		r.Algorithm, r.MaxWait = "leaky_bucket", ms(e.whole("maxQueueingTimeMs", 0, 0, math.MaxInt32))
-		return []outRule{r}, n
-	}
-	burst := float64(e.whole("burstCount", 0, 0, math.MaxInt64))
-	r.Algorithm, r.Burst = "token_bucket", threshold+burst
-	n.add("token_bucket refills continuously; sentinel-golang's per-value bucket refills %s tokens (+%s burst) once per %s", num(threshold), num(burst), sec(dur))
+	hotspotRule(&r, dur, e.whole("controlBehavior", 0, 0, 1) == 1, e.whole("maxQueueingTimeMs", 0, 0, math.MaxInt32),
+		float64(e.whole("burstCount", 0, 0, math.MaxInt64)))
 	return []outRule{r}, n
+}
+
+// hotspotRule maps a QPS hotspot (parameter) rule to sentinel_hotspot,
+// which runs sentinel-golang's per-value limiter: lump refills per
+// durationInSec with burstCount extra tokens, or its millisecond
+// throttling. Sentinel's queue of 0 admits only a call whose slot has
+// come, which is maxWait 1ns there (the comparison is strict).
+func hotspotRule(r *outRule, dur int64, throttling bool, queue int64, burst float64) {
+	r.Algorithm, r.Window = "sentinel_hotspot", sec(dur)
+	if throttling {
+		r.MaxWait = ms(queue)
+		if queue == 0 {
+			r.MaxWait = "1ns"
+		}
+		return
+	}
+	r.Burst = burst
 }
 
 // goItems reads specificItems in either form sentinel-golang accepts: the

@@ -119,11 +119,11 @@ func TestImportGolangExamples(t *testing.T) {
 		{"flow_qps.json", 0, Exact, "sentinel_window", false},
 		{"flow_warm_up.json", 0, Exact, "sentinel_warm_up", false},
 		{"hotspot_concurrency.json", 0, Exact, "concurrency", true},
-		{"hotspot_qps_reject.json", 0, Approx, "token_bucket", true},
-		{"hotspot_qps_reject.json", 1, Approx, "token_bucket", true},
-		{"hotspot_qps_reject.json", 2, Approx, "token_bucket", true},
-		{"hotspot_qps_throttling.json", 0, Exact, "leaky_bucket", true},
-		{"hotspot_qps_throttling.json", 1, Exact, "leaky_bucket", true},
+		{"hotspot_qps_reject.json", 0, Exact, "sentinel_hotspot", true},
+		{"hotspot_qps_reject.json", 1, Exact, "sentinel_hotspot", true},
+		{"hotspot_qps_reject.json", 2, Exact, "sentinel_hotspot", true},
+		{"hotspot_qps_throttling.json", 0, Exact, "sentinel_hotspot", true},
+		{"hotspot_qps_throttling.json", 1, Exact, "sentinel_hotspot", true},
 		{"isolation.json", 0, Exact, "concurrency", false},
 		{"system.json", 0, Cannot, "", false},
 	})
@@ -165,8 +165,8 @@ func TestImportJavaDashboard(t *testing.T) {
 		{"flow.json", 5, Exact, "sentinel_window", true}, // refResource
 		{"flow.json", 6, Approx, "sliding_window", false},
 		{"flow.json", 7, Cannot, "", false}, // chain
-		{"param-flow.json", 0, Approx, "token_bucket", true},
-		{"param-flow.json", 1, Exact, "leaky_bucket", true},
+		{"param-flow.json", 0, Approx, "sentinel_hotspot", true},
+		{"param-flow.json", 1, Approx, "sentinel_hotspot", true},
 		{"system.json", 0, Cannot, "", false},
 	})
 	for _, r := range res.Document.Rules() {

@@ -149,14 +149,12 @@ func javaParamFlow(e *element, opts Options) ([]outRule, notes) {
 		return []outRule{r}, n
 	}
 	dur := e.whole("durationInSec", 1, 1, math.MaxInt32)
-	r.Window = sec(dur)
-	switch e.whole("controlBehavior", 0, 0, 2) {
-	case 2:
-		r.Algorithm, r.MaxWait = "leaky_bucket", ms(e.whole("maxQueueingTimeMs", 0, 0, math.MaxInt32))
-	default:
-		burst := e.num("burstCount", 0)
-		r.Algorithm, r.Burst = "token_bucket", count+burst
-		n.add("token_bucket refills continuously; Sentinel's per-value bucket refills %s tokens (+%s burst) once per %s", num(count), num(burst), sec(dur))
+	throttling := e.whole("controlBehavior", 0, 0, 2) == 2
+	hotspotRule(&r, dur, throttling, e.whole("maxQueueingTimeMs", 0, 0, math.MaxInt32), math.Floor(e.num("burstCount", 0)))
+	if throttling {
+		n.add("Java rounds each value's spacing to the nearest millisecond; sentinel_hotspot floors it, as sentinel-golang does")
+	} else {
+		n.add("sentinel_hotspot is sentinel-golang's port of Java's per-value bucket, measured against sentinel-golang only")
 	}
 	return []outRule{r}, n
 }
