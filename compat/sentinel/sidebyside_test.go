@@ -23,6 +23,7 @@ import (
 var (
 	initOnce sync.Once
 	vclk     *vclock
+	moves    *transitions
 )
 
 // setup starts sentinel-golang once per process on the virtual clock
@@ -44,6 +45,8 @@ func setup(t *testing.T) *vclock {
 		if err := sapi.InitWithConfig(conf); err != nil {
 			t.Fatal(err)
 		}
+		moves = newTransitions(vclk)
+		cb.RegisterStateChangeListeners(moves)
 	})
 	return vclk
 }
@@ -158,9 +161,21 @@ func scenarios() []scenario {
 	addHot("hotspot QPS reject (10 per 2s, vip 30)", "Poisson 40/s, hot, vip and cold values", hot(hotspot.Reject, 0, 2, 0), hotCold(15, 40, 60*time.Second), 0)
 	addHot("hotspot throttling (10/s, vip 30, queue 500ms)", "Poisson 40/s, hot, vip and cold values", hot(hotspot.Throttling, 0, 1, 500), hotCold(16, 40, 60*time.Second), 0)
 	addHot("hotspot throttling (10/s, vip 30, no queue)", "Poisson 40/s, hot, vip and cold values", hot(hotspot.Throttling, 0, 1, 0), hotCold(17, 40, 60*time.Second), 0)
+	hotConc := func(res string) any {
+		r := hot(hotspot.Reject, 0, 1, 0)(res).([]*hotspot.Rule)
+		r[0].MetricType, r[0].Threshold, r[0].SpecificItems = hotspot.Concurrency, 3, map[interface{}]int64{"vip": 6}
+		return r
+	}
+	held := hotCold(18, 40, 60*time.Second)
+	for i := range held {
+		held[i].hold = time.Duration(50+i%7*40) * time.Millisecond
+	}
+	addHot("hotspot concurrency (3 in flight, vip 6)", "Poisson 40/s, hold 50-290ms, hot, vip and cold values", hotConc, held, 0)
 	add("isolation (5 in flight)", "Poisson 30/s, hold 200ms mean", iso, loadIso, poisson(9, 30, 60*time.Second, 200*time.Millisecond), 0)
 	add("circuit breaker error ratio (0.5)", "20/s, error bursts", breaker(cb.ErrorRatio, 0.5), loadCB,
 		faulty(20, 40*time.Second, 50*time.Millisecond, spans, true, 0), 0)
+	add("circuit breaker error ratio (0.5)", "20/s, every other call failing", breaker(cb.ErrorRatio, 0.5), loadCB,
+		halfFailing(20, 40*time.Second, 50*time.Millisecond, spans), 0)
 	add("circuit breaker error count (20)", "20/s, error bursts", breaker(cb.ErrorCount, 20), loadCB,
 		faulty(20, 40*time.Second, 50*time.Millisecond, spans, true, 0), 0)
 	add("circuit breaker slow ratio (0.5, 200ms)", "20/s, latency spikes to 300ms", breaker(cb.SlowRequestRatio, 0.5), loadCB,
@@ -182,14 +197,15 @@ func sortTrace(tr []call) {
 // of calls. -v prints the table the README shows.
 func TestSideBySide(t *testing.T) {
 	clk := setup(t)
-	var table strings.Builder
+	var table, trans strings.Builder
+	trans.WriteString("| breaker (sentinel-golang) | trace | transitions sentinel-golang | transitions flowgate | same state change at the same instant |\n|---|---|---|---|---|\n")
 	table.WriteString("| rule (sentinel-golang) | flowgate (imported) | trace | calls | same decision | admitted/s sentinel-golang | admitted/s flowgate | same wait (queued) |\n|---|---|---|---|---|---|---|---|\n")
 	for i, sc := range scenarios() {
 		res := fmt.Sprintf("r%d", i)
 		if err := sc.load(res); err != nil {
 			t.Fatalf("%s: sentinel-golang refuses the rule: %v", sc.kind, err)
 		}
-		eng := flow.NewEngine(flow.WithClock(fgClock{clk}))
+		eng := flow.NewEngine(flow.WithClock(fgClock{clk}), flow.WithBreakerListener(moves.flowgateListener))
 		src := sc.rule
 		if sc.src != nil {
 			src = sc.src
@@ -213,6 +229,12 @@ func TestSideBySide(t *testing.T) {
 		}
 		fmt.Fprintf(&table, "| %s | `%s` (%s) | %s | %d | %.2f%% | %.2f | %.2f | %s |\n", sc.kind, algo, rep.Verdict, sc.name,
 			o.Calls, 100*o.share(), float64(o.SentinelOK)/o.Seconds, float64(o.FlowgateOK)/o.Seconds, waits)
+		if s, f, same := moves.compare(res); len(s) > 0 || len(f) > 0 {
+			fmt.Fprintf(&trans, "| %s | %s | %d | %d | %d |\n", sc.kind, sc.name, len(s), len(f), same)
+			if same != len(s) || same != len(f) {
+				t.Errorf("%s, %s: breaker transitions differ:\nsentinel-golang %v\nflowgate        %v", sc.kind, sc.name, s, f)
+			}
+		}
 		if o.SameWait != o.BothOK {
 			t.Errorf("%s, %s: the same wait on %d of %d calls both admitted, want all", sc.kind, sc.name, o.SameWait, o.BothOK)
 		}
@@ -220,5 +242,5 @@ func TestSideBySide(t *testing.T) {
 			t.Errorf("%s, %s: same decision on %.2f%% of %d calls, want >= 99%%", sc.kind, sc.name, 100*o.share(), o.Calls)
 		}
 	}
-	t.Logf("\n%s", table.String())
+	t.Logf("\n%s\n%s", table.String(), trans.String())
 }

@@ -84,8 +84,10 @@ func goBreaker(e *element) ([]outRule, notes) {
 	switch e.whole("strategy", 0, 0, 2) {
 	case 0:
 		r.Strategy, r.SlowCall = "slow_ratio", ms(e.whole("maxAllowedRtMs", 0, 0, math.MaxInt64/int64(1e6)))
+		ratioAtLeast(&r, &n)
 	case 1:
 		r.Strategy = "error_ratio"
+		ratioAtLeast(&r, &n)
 	case 2:
 		r.Strategy = "error_count"
 	}
@@ -93,6 +95,21 @@ func goBreaker(e *element) ([]outRule, notes) {
 		n.add("statistics window in 10 buckets; sentinel-golang counts it in %d", b)
 	}
 	return []outRule{r}, n
+}
+
+// sentinelPrecision is sentinel-golang's util.Float64Equals tolerance.
+const sentinelPrecision = 1e-8
+
+// ratioAtLeast keeps sentinel-golang's ratio test: it opens when the ratio
+// is above the threshold or within 1e-8 of it (so at 0.5 exactly for 0.5),
+// where flowgate opens only above it; the threshold less 1e-8 opens at the
+// same ratios.
+func ratioAtLeast(r *outRule, n *notes) {
+	if r.Threshold < sentinelPrecision {
+		n.add("sentinel-golang opens at a ratio within 1e-8 of %s, 0 included; flowgate only above it", num(r.Threshold))
+		return
+	}
+	r.Threshold -= sentinelPrecision
 }
 
 func goHotspot(e *element, opts Options) ([]outRule, notes) {
