@@ -53,7 +53,9 @@ type Options struct {
 }
 
 // File is one source file: its name (for messages) and contents, a JSON
-// array of rules of one kind as Sentinel's datasources store them.
+// array of rules of one kind as Sentinel's datasources store them, or the
+// same array in YAML (a name ending in .yaml or .yml, or contents that do
+// not start with '[' or '{'), with the same field names.
 type File struct {
 	Name string
 	Data []byte
@@ -176,6 +178,14 @@ func readFile(f File, errs *[]error) []*element {
 	data := bytes.TrimSpace(f.Data)
 	if len(data) == 0 {
 		return nil
+	}
+	if isYAML(f.Name, data) {
+		j, err := yamlToJSON(data)
+		if err != nil {
+			*errs = append(*errs, &FieldError{File: f.Name, Index: -1, Msg: "not a YAML array of rules: " + err.Error()})
+			return nil
+		}
+		data = j
 	}
 	var items []json.RawMessage
 	if err := json.Unmarshal(data, &items); err != nil {
