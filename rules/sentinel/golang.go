@@ -185,9 +185,33 @@ func goIsolation(e *element) ([]outRule, notes) {
 		Limit: float64(e.whole("threshold", 0, 0, math.MaxUint32))}}, nil
 }
 
-func goSystem(e *element) ([]outRule, notes) {
+// goSystem maps a CpuUsage rule with the BBR strategy to the adaptive
+// section's systemCPU, which is the same check (CPU above the trigger, then
+// BBR's in-flight bound); the other metrics have no counterpart.
+func goSystem(e *element, sys *system) ([]outRule, notes) {
+	var n notes
 	names := []string{"load", "avgRT", "concurrency", "inboundQPS", "cpuUsage"}
 	m := e.whole("metricType", 0, 0, 4)
-	return cannot("system rule (%s %s): flowgate's system guard (adaptive.Config.SystemGuard) is configured in Go, not in a rules document",
-		names[m], num(e.num("triggerCount", 0)))
+	trigger := e.num("triggerCount", 0)
+	// NoAdaptive is -1 and BBR 1 (its iota); 0, the zero value, is no
+	// BBR either: sentinel-golang tests Strategy != BBR.
+	bbr := e.whole("strategy", -1, -1, 1) == 1
+	switch {
+	case m != 4:
+		return cannot("system rule (%s %s): %s", names[m], num(trigger), systemCannot)
+	case !bbr:
+		return cannot("system rule (cpuUsage %s, strategy %d, not BBR): refuses every inbound call above the CPU; flowgate's guard always applies BBR's in-flight bound", num(trigger), e.whole("strategy", -1, -1, 1))
+	case trigger <= 0:
+		return cannot("system rule (cpuUsage %s): a trigger of 0 or less is never below the CPU; flowgate's systemCPU 0 means off", num(trigger))
+	}
+	cpu := trigger
+	if cpu > 1 {
+		cpu = min(1, trigger/100)
+		n.add("triggerCount %s read as percent: sentinel-golang compares it with gopsutil's process CPU (0..100 per core); systemCPU %s is the share of the CPU the process may use, so on N cores it is %s/N percent of one", num(trigger), num(cpu), num(trigger))
+	} else {
+		n.add("sentinel-golang v1.0.4 compares triggerCount %s with gopsutil's process CPU in percent (0..100 per core), so it trips above %s%% of one core; systemCPU %s is %s of the CPU the process may use, what such a rule means to say", num(trigger), num(trigger), num(cpu), num(cpu))
+	}
+	n.add("flowgate smooths the CPU it samples; sentinel-golang reads its latest sample")
+	sys.cpu(cpu)
+	return []outRule{}, n
 }

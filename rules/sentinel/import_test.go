@@ -82,6 +82,12 @@ func checkImport(t *testing.T, res *Result, wants []want) {
 			t.Errorf("%s: wrote %d rules, want 1", rep, len(rep.IDs))
 			continue
 		}
+		if w.algo == "" { // a system rule: the adaptive section
+			if rep.IDs[0] != "adaptive.systemCPU" {
+				t.Errorf("%s: written to %v, want adaptive.systemCPU", rep, rep.IDs)
+			}
+			continue
+		}
 		r, ok := byID[rep.IDs[0]]
 		if !ok {
 			t.Errorf("%s: rule %q not in the document", rep, rep.IDs[0])
@@ -125,8 +131,11 @@ func TestImportGolangExamples(t *testing.T) {
 		{"hotspot_qps_throttling.json", 0, Exact, "sentinel_hotspot", true},
 		{"hotspot_qps_throttling.json", 1, Exact, "sentinel_hotspot", true},
 		{"isolation.json", 0, Exact, "concurrency", false},
-		{"system.json", 0, Cannot, "", false},
+		{"system.json", 0, Approx, "", false},
 	})
+	if a := res.Document.Adaptive; a == nil || a.SystemGuard.CPU != 0.8 {
+		t.Errorf("adaptive section %+v, want systemCPU 0.8", a)
+	}
 	// Spot-check the figures carried over from the examples.
 	for _, r := range res.Document.Rules() {
 		if r.Resource == "abc" && r.Algorithm == flow.AlgoCircuitBreaker {
@@ -167,8 +176,11 @@ func TestImportJavaDashboard(t *testing.T) {
 		{"flow.json", 7, Cannot, "", false}, // chain
 		{"param-flow.json", 0, Approx, "sentinel_hotspot", true},
 		{"param-flow.json", 1, Approx, "sentinel_hotspot", true},
-		{"system.json", 0, Cannot, "", false},
+		{"system.json", 0, Approx, "", false},
 	})
+	if a := res.Document.Adaptive; a == nil || a.SystemGuard.CPU != 0.8 {
+		t.Errorf("adaptive section %+v, want systemCPU 0.8", a)
+	}
 	for _, r := range res.Document.Rules() {
 		if r.Resource == "GET /cart" && (r.Cluster == nil || r.Cluster.Threshold != "global" || r.Cluster.Fallback != "local") {
 			t.Errorf("cluster rule: got %+v, want global threshold, local fallback", r.Cluster)
@@ -251,5 +263,41 @@ func TestImportRefusedMapping(t *testing.T) {
 	}
 	if n := len(res.Document.Rules()); n != 0 {
 		t.Errorf("document has %d rules, want 0", n)
+	}
+}
+
+// TestImportSystemRules: a CPU rule with BBR maps to the adaptive
+// section's systemCPU (the lowest of several, as Sentinel checks them all);
+// what has no counterpart is a cannot naming it.
+func TestImportSystemRules(t *testing.T) {
+	for _, tc := range []struct {
+		data    string
+		verdict []Verdict
+		cpu     float64 // 0: no adaptive section
+		note    string
+	}{
+		{`[{"metricType":4,"triggerCount":0.7,"strategy":1},{"metricType":4,"triggerCount":0.9,"strategy":1}]`, []Verdict{Approx, Approx}, 0.7, "percent"},
+		{`[{"metricType":4,"triggerCount":80,"strategy":1}]`, []Verdict{Approx}, 0.8, "read as percent"},
+		{`[{"metricType":4,"triggerCount":0.8,"strategy":-1}]`, []Verdict{Cannot}, 0, "not BBR"},
+		{`[{"metricType":0,"triggerCount":4,"strategy":1}]`, []Verdict{Cannot}, 0, "load-average"},
+		{`[{"highestSystemLoad":-1,"highestCpuUsage":0.85,"qps":500,"avgRt":-1,"maxThread":-1}]`, []Verdict{Approx}, 0.85, "dropped, no counterpart: qps 500"},
+		{`[{"highestSystemLoad":8,"highestCpuUsage":-1,"qps":-1,"avgRt":-1,"maxThread":-1}]`, []Verdict{Cannot}, 0, "highestSystemLoad 8"},
+	} {
+		res, err := Import([]File{{Name: "s.json", Data: []byte(tc.data)}}, Options{})
+		if err != nil {
+			t.Fatalf("%s: %v", tc.data, err)
+		}
+		for i, v := range tc.verdict {
+			if rep := res.Reports[i]; rep.Verdict != v || !strings.Contains(rep.Note, tc.note) {
+				t.Errorf("%s [%d]: %s, want %v naming %q", tc.data, i, rep, v, tc.note)
+			}
+		}
+		var got float64
+		if a := res.Document.Adaptive; a != nil {
+			got = a.SystemGuard.CPU
+		}
+		if got != tc.cpu {
+			t.Errorf("%s: systemCPU %v, want %v", tc.data, got, tc.cpu)
+		}
 	}
 }

@@ -176,15 +176,33 @@ func javaAuthority(e *element) ([]outRule, notes) {
 	return []outRule{{ID: idOf(e), Resource: e.str("resource"), Level: "param", Param: origin, Algorithm: algo, Values: values}}, nil
 }
 
-func javaSystem(e *element) ([]outRule, notes) {
-	var set []string
-	for _, k := range []string{"highestSystemLoad", "highestCpuUsage", "qps", "avgRt", "maxThread"} {
-		if e.num(k, -1) >= 0 {
-			set = append(set, k+" "+num(e.num(k, -1)))
+// javaSystem maps highestCpuUsage to the adaptive section's systemCPU; the
+// other limits of a SystemRule have no counterpart.
+func javaSystem(e *element, sys *system) ([]outRule, notes) {
+	var n notes
+	var rest []string
+	for _, k := range []string{"highestSystemLoad", "qps", "avgRt", "maxThread"} {
+		if v := e.num(k, -1); v >= 0 {
+			rest = append(rest, k+" "+num(v))
 		}
 	}
-	return cannot("system rule (%s): flowgate's system guard (adaptive.Config.SystemGuard) is configured in Go, not in a rules document", strings.Join(set, ", "))
+	cpu := e.num("highestCpuUsage", -1)
+	if cpu < 0 || cpu > 1 {
+		if cpu > 1 {
+			rest = append(rest, "highestCpuUsage "+num(cpu)+" (above 1: never reached)")
+		}
+		return cannot("system rule (%s): %s", strings.Join(rest, ", "), systemCannot)
+	}
+	sys.cpu(cpu)
+	n.add("highestCpuUsage %s -> adaptive.systemCPU: Java refuses every inbound call above it; flowgate's guard still admits calls within BBR's in-flight bound, and reads a smoothed CPU of this process's share, not the host's", num(cpu))
+	if len(rest) > 0 {
+		n.add("dropped, no counterpart: %s (%s)", strings.Join(rest, ", "), systemCannot)
+	}
+	return []outRule{}, n
 }
+
+// systemCannot says why a system limit other than CPU has no counterpart.
+const systemCannot = "flowgate's system guard is CPU-driven; it has no load-average, total-QPS, average-RT or total-thread limit"
 
 // idOf keeps a source rule's string id (sentinel-golang's); the
 // dashboard's numbers repeat across rule kinds, so those rules are named
