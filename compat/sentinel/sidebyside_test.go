@@ -183,6 +183,24 @@ func scenarios() []scenario {
 	return out
 }
 
+// kinds counts the transitions of each kind, in the order first seen.
+func kinds(ts []transition) string {
+	var order []string
+	n := map[string]int{}
+	for _, t := range ts {
+		k := t.from + "→" + t.to
+		if n[k] == 0 {
+			order = append(order, k)
+		}
+		n[k]++
+	}
+	var parts []string
+	for _, k := range order {
+		parts = append(parts, fmt.Sprintf("%s ×%d", k, n[k]))
+	}
+	return strings.Join(parts, ", ")
+}
+
 // sortTrace orders a trace by arrival (bursts appended out of order).
 func sortTrace(tr []call) {
 	for i := 1; i < len(tr); i++ {
@@ -198,7 +216,7 @@ func sortTrace(tr []call) {
 func TestSideBySide(t *testing.T) {
 	clk := setup(t)
 	var table, trans strings.Builder
-	trans.WriteString("| breaker (sentinel-golang) | trace | transitions sentinel-golang | transitions flowgate | same state change at the same instant |\n|---|---|---|---|---|\n")
+	trans.WriteString("| breaker (sentinel-golang) | trace | transitions sentinel-golang | transitions flowgate | same state change at the same instant | changes seen |\n|---|---|---|---|---|---|\n")
 	table.WriteString("| rule (sentinel-golang) | flowgate (imported) | trace | calls | same decision | admitted/s sentinel-golang | admitted/s flowgate | same wait (queued) |\n|---|---|---|---|---|---|---|---|\n")
 	for i, sc := range scenarios() {
 		res := fmt.Sprintf("r%d", i)
@@ -230,7 +248,7 @@ func TestSideBySide(t *testing.T) {
 		fmt.Fprintf(&table, "| %s | `%s` (%s) | %s | %d | %.2f%% | %.2f | %.2f | %s |\n", sc.kind, algo, rep.Verdict, sc.name,
 			o.Calls, 100*o.share(), float64(o.SentinelOK)/o.Seconds, float64(o.FlowgateOK)/o.Seconds, waits)
 		if s, f, same := moves.compare(res); len(s) > 0 || len(f) > 0 {
-			fmt.Fprintf(&trans, "| %s | %s | %d | %d | %d |\n", sc.kind, sc.name, len(s), len(f), same)
+			fmt.Fprintf(&trans, "| %s | %s | %d | %d | %d | %s |\n", sc.kind, sc.name, len(s), len(f), same, kinds(s))
 			if same != len(s) || same != len(f) {
 				t.Errorf("%s, %s: breaker transitions differ:\nsentinel-golang %v\nflowgate        %v", sc.kind, sc.name, s, f)
 			}
