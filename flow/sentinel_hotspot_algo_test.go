@@ -1,7 +1,6 @@
 package flow
 
 import (
-	"strings"
 	"testing"
 	"time"
 
@@ -67,19 +66,11 @@ func TestSentinelHotspotQueueIsStrict(t *testing.T) {
 
 func TestSentinelHotspotRules(t *testing.T) {
 	base := Rule{Resource: "r", Algorithm: AlgoSentinelHotspot, Limit: 10}
-	for _, tc := range []struct {
-		r     Rule
-		field string
-	}{
+	wantRuleProblems(t, []ruleProblem{
 		{Rule{Resource: "r", Algorithm: AlgoSentinelHotspot, Limit: 10, Burst: 1.5}, "burst"},
 		{Rule{Resource: "r", Algorithm: AlgoSentinelHotspot, Limit: 10, Window: 1500 * time.Microsecond}, "window"},
 		{Rule{Resource: "r", Algorithm: AlgoSentinelHotspot, Limit: 10, Cluster: &ClusterSpec{}}, "cluster"},
-	} {
-		err := NewEngine().LoadRules([]Rule{tc.r})
-		if err == nil || !strings.Contains(err.Error(), tc.field) {
-			t.Errorf("%+v: %v, want a problem with %s", tc.r, err, tc.field)
-		}
-	}
+	})
 	if err := NewEngine().LoadRules([]Rule{base}); err != nil {
 		t.Errorf("%+v: %v", base, err)
 	}

@@ -2,7 +2,6 @@ package flow
 
 import (
 	"slices"
-	"strings"
 	"testing"
 	"time"
 
@@ -89,24 +88,12 @@ func TestSentinelWarmUpQueues(t *testing.T) {
 func TestSentinelWarmUpRules(t *testing.T) {
 	base := Rule{Resource: "r", Algorithm: AlgoSentinelWarmUp, Limit: 10, Warmup: time.Second}
 	with := func(f func(*Rule)) Rule { r := base; f(&r); return r }
-	for _, tc := range []struct {
-		r     Rule
-		field string
-	}{
+	wantRuleProblems(t, []ruleProblem{
 		{with(func(r *Rule) { r.Warmup = 0 }), "warmup"},
 		{with(func(r *Rule) { r.ColdFactor = 2.5 }), "coldFactor"},
 		{with(func(r *Rule) { r.Window = 2 * time.Second }), "window"},
 		{with(func(r *Rule) { r.Cluster = &ClusterSpec{} }), "cluster"},
-	} {
-		err := NewEngine().LoadRules([]Rule{tc.r})
-		if err == nil {
-			t.Errorf("%+v: loaded, want a problem with %s", tc.r, tc.field)
-			continue
-		}
-		if got := err.Error(); !strings.Contains(got, tc.field) {
-			t.Errorf("%+v: %v, want it to name %s", tc.r, err, tc.field)
-		}
-	}
+	})
 	if err := NewEngine().LoadRules([]Rule{with(func(r *Rule) { r.MaxWait = time.Second; r.ColdFactor = 4 })}); err != nil {
 		t.Errorf("a queueing sentinel_warm_up rule with cold factor 4: %v", err)
 	}
