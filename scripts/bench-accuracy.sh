@@ -4,8 +4,9 @@
 # redis-server; the run writes bench/accuracy.txt (every cell), the
 # pictures and the README's table, and this script prints the table.
 #
-# The full grid (accGrid in bench/accuracy_test.go) is 625 cells of 3 s,
-# about 33 minutes on 2 cores. A quick run takes a subset through the
+# The full grid (accGrid in bench/accuracy_test.go) is 625 cells of 3 s
+# (and 3 as separate processes), about 32 minutes on 2 cores (a 217-cell
+# subset took 664 s). A quick run takes a subset through the
 # environment (comma-separated; each left unset means all), e.g.
 #
 #   ACC_ALGOS=token_bucket ACC_NS=4,32 ACC_LOADS=1,10 ACC_SETTINGS=off,defaults sh scripts/bench-accuracy.sh
