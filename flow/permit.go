@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"sync/atomic"
 	"time"
+	"unsafe"
 
 	"github.com/flowgate/flowgate/internal/hotpath"
 )
@@ -64,7 +65,10 @@ func newStaticPermit() *Permit {
 }
 
 func (e *Engine) getPermit(start int64) *Permit {
-	p, _ := e.permits.Get().(*Permit)
+	p := (*Permit)(e.spare.Get())
+	if p == nil {
+		p, _ = e.permits.Get().(*Permit)
+	}
 	if p == nil {
 		p = &Permit{eng: e, rng: rand.Uint64(), lane: e.permitSeq.Add(1)}
 	}
@@ -137,7 +141,9 @@ func (p *Permit) Exit(opts ...ExitOption) {
 	p.sysCounted, p.unruled = false, false
 	p.held, p.grants = p.held[:0], p.grants[:0]
 	p.stats, p.bucket, p.quota, p.waited, p.tokens = nil, nil, quotaNote{}, 0, 0
-	e.permits.Put(p)
+	if !e.spare.Put(unsafe.Pointer(p)) {
+		e.permits.Put(p)
+	}
 }
 
 // sample draws from the permit's own random stream (wyrand: a Weyl

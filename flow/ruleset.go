@@ -39,6 +39,10 @@ type resourceRules struct {
 	// short path (see Engine.entrySingle): global, local, a rate algorithm,
 	// no MaxWait.
 	single *compiledRule
+	// singleTB is single's limiter when it is a token bucket whose limit
+	// never changes (not adaptive, not a cluster share): entrySingle calls
+	// it directly, without the interface and limiterFor's checks.
+	singleTB *tokenBucket
 	// cpuRule is the resource's first rule the CPU controller scales
 	// (Adaptive), nil when none: low calls are shed before it (see
 	// Engine.shedLowForCPU).
@@ -310,6 +314,9 @@ func (e *Engine) compile(rules []Rule, old *ruleSet, now int64) (*ruleSet, map[s
 		sortLists(rr.lists)
 		if rr.breakers == nil && rr.lists == nil && rr.refs == nil && rr.observers == nil {
 			rr.single = singleRule(rr)
+			if cr := rr.single; cr != nil && !cr.dynamic {
+				rr.singleTB, _ = cr.global.(*tokenBucket)
+			}
 		}
 		rr.cpuRule = firstAdaptive(rr)
 	}
