@@ -190,7 +190,7 @@ func (e *Engine) now() int64 {
 // or, when be is nil, to a new one (Entry's error: Entry is then this call
 // alone, and inlines).
 func (e *Engine) decide(ctx context.Context, resource string, opts []EntryOption, be *BlockError) (*Permit, error) {
-	rr := e.rules.Load().byResource[resource]
+	rr := e.rules.Load().lookup(resource)
 	sys := e.sysLimit.Load()
 	if rr == nil && sys <= 0 {
 		return noopPermit, nil
@@ -306,7 +306,12 @@ func (e *Engine) decide(ctx context.Context, resource string, opts []EntryOption
 func (e *Engine) entrySingle(resource string, rr *resourceRules, cr *compiledRule, now int64, tokens int, be *BlockError) (*Permit, error) {
 	var d decision
 	if tb := rr.singleTB; tb != nil {
-		d = tb.tryAcquire(now, tokens, 0)
+		res, err := tb.reserve(now, tokens, 0)
+		if err == nil && res.OK { // the usual case, without a decision
+			remaining, reset := tb.quota(&res)
+			return e.passSingle(rr, cr, now, tokens, res.Wait, remaining, reset), nil
+		}
+		d = tb.refusal(&res, err)
 	} else {
 		lim, _ := cr.limiterFor("", now) // global: never fails
 		d = lim.tryAcquire(now, tokens, 0)
@@ -316,13 +321,18 @@ func (e *Engine) entrySingle(resource string, rr *resourceRules, cr *compiledRul
 		blocked(be, resource, rr, cr, &d, cr.reason, now)
 		return nil, be
 	}
-	p := e.getPermit(now + int64(d.wait))
+	return e.passSingle(rr, cr, now, tokens, d.wait, d.remaining, d.reset), nil
+}
+
+// passSingle is entrySingle's Permit for a call cr admitted.
+func (e *Engine) passSingle(rr *resourceRules, cr *compiledRule, now int64, tokens int, wait time.Duration, remaining float64, reset time.Duration) *Permit {
+	p := e.getPermit(now + int64(wait))
 	p.stats = rr.stats
 	p.tokens = tokens
-	p.waited = d.wait
-	p.quota = quotaNote{cr: cr, limit: cr.limit(), remaining: d.remaining, reset: d.reset}
-	p.bucket = rr.stats.pass(now, d.wait, p.lane)
-	return p, nil
+	p.waited = wait
+	p.quota = quotaNote{cr: cr, limit: cr.limit(), remaining: remaining, reset: reset}
+	p.bucket = rr.stats.pass(now, wait, p.lane)
+	return p
 }
 
 // admit takes permits at every level that applies, or gives back what it

@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 
 	"github.com/flowgate/flowgate/clock"
+	"github.com/flowgate/flowgate/internal/hotpath"
 )
 
 // ruleSet is an immutable snapshot of the rules in force, published with an
@@ -18,6 +19,28 @@ type ruleSet struct {
 	compiled   []*compiledRule
 	byResource map[string]*resourceRules
 	stats      []*resourceStats // every resource that has or had rules, by name
+	// recent holds resources found in byResource, each in the slot of the
+	// address of the name it was asked for (see lookup).
+	recent [1 << recentBits]atomic.Pointer[resourceRules]
+}
+
+const recentBits = 6
+
+// lookup is byResource[resource], answered from recent when the name
+// comes at an address seen before (see hotpath.AddrSlot). A slot is
+// filled once, when empty, so slots are written once per snapshot: names
+// built per call (new addresses each time) never make cores trade the
+// slots' cache lines.
+func (rs *ruleSet) lookup(resource string) *resourceRules {
+	slot := &rs.recent[hotpath.AddrSlot(resource, recentBits)]
+	if rr := slot.Load(); rr != nil && rr.name == resource {
+		return rr
+	}
+	rr := rs.byResource[resource]
+	if rr != nil && slot.Load() == nil {
+		slot.Store(rr)
+	}
+	return rr
 }
 
 // checkOrder is the order levels are checked in: most specific first, so a
@@ -25,6 +48,7 @@ type ruleSet struct {
 var checkOrder = [4]Level{LevelIP, LevelUser, LevelParam, LevelGlobal}
 
 type resourceRules struct {
+	name   string
 	stats  *resourceStats
 	levels [4]levelRules // in checkOrder
 	// lists are the resource's allow and deny rules in checkOrder, refs its
@@ -275,7 +299,7 @@ func (e *Engine) compile(rules []Rule, old *ruleSet, now int64) (*ruleSet, map[s
 				st = newResourceStats(r.Resource, e.cf.statsWindow, e.cf.statsBuckets)
 				stats[r.Resource] = st
 			}
-			rr = &resourceRules{stats: st}
+			rr = &resourceRules{name: r.Resource, stats: st}
 			for j, l := range checkOrder {
 				rr.levels[j].level = l
 			}

@@ -206,7 +206,6 @@ func (l *Limiter) tryReserveAt(now int64, permits int, maxWait time.Duration, sh
 	if permits <= 0 {
 		return Reservation{}, errPermits(permits)
 	}
-	timeout := max(int64(maxWait/time.Microsecond), 0)
 	// Shared: nothing of l is read before LoadForWrite, nor after the CAS:
 	// another core reserving on l wants its cache line, and every touch
 	// outside that window moves the line once more (see hotpath.LoadForWrite).
@@ -229,7 +228,7 @@ func (l *Limiter) tryReserveAt(now int64, permits int, maxWait time.Duration, sh
 				// Bursty with permits stored (> 0, or NaN at +Inf): a
 				// stale now, see above. A torn read fails the CAS below.
 				eff = next
-			} else if next-timeout > m {
+			} else if next-max(int64(maxWait/time.Microsecond), 0) > m {
 				return Reservation{Wait: microsToDuration(next - m)}, nil
 			}
 		}
@@ -307,6 +306,12 @@ func (l *Limiter) reserveEarliestAvailable(st *state, permits int, now int64) in
 	var storedCost int64 // zero for a bursty limiter: no call on its hot path
 	if l.warmup >= 0 {
 		storedCost = l.storedPermitsToWaitTime(st, st.stored, spend)
+	}
+	if fresh == 0 && storedCost == 0 {
+		// Served from free stored permits, the usual grant: wait is 0 and
+		// nextFree stays, as the general line below computes it.
+		st.stored -= spend
+		return at
 	}
 	wait := saturatedAdd(storedCost, javaLong(fresh*st.stable))
 	st.next = saturatedAdd(at, wait)
