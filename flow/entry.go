@@ -199,7 +199,7 @@ func (e *Engine) decide(ctx context.Context, resource string, opts []EntryOption
 		// The short path parses only what it needs. A low call where the
 		// CPU controller sheds is checked below first.
 		if tokens, prio := singleArgs(opts); prio != PriorityLow || rr.cpuRule == nil {
-			return e.entrySingle(resource, rr, rr.single, e.now(), tokens, be)
+			return e.entrySingle(resource, rr, e.now(), tokens, be)
 		}
 	}
 	var a entryArgs
@@ -224,7 +224,8 @@ func (e *Engine) decide(ctx context.Context, resource string, opts []EntryOption
 		if rr == nil {
 			e.unruled.Add(1)
 			p := e.getPermit(now)
-			p.sysCounted, p.unruled = true, true
+			p.tokens, p.waited, p.quota = 0, 0, quotaNote{}
+			p.sysCounted, p.unruled, p.extra = true, true, true
 			return p, nil
 		}
 	}
@@ -240,8 +241,8 @@ func (e *Engine) decide(ctx context.Context, resource string, opts []EntryOption
 			return nil, err
 		}
 	}
-	if cr := rr.single; cr != nil && sys <= 0 {
-		return e.entrySingle(resource, rr, cr, now, a.tokens, be)
+	if rr.single != nil && sys <= 0 {
+		return e.entrySingle(resource, rr, now, a.tokens, be)
 	}
 	// The refusal is written into st, not through be: undo hands what st
 	// holds to the token server, so the compiler treats everything st
@@ -295,6 +296,7 @@ func (e *Engine) decide(ctx context.Context, resource string, opts []EntryOption
 		feedObservers(rr, now, st.tokens)
 	}
 	p.sysCounted = sys > 0 // the guard counts only while on: it costs nothing when off
+	p.extra = p.sysCounted || len(p.held) > 0 || len(p.grants) > 0 || len(p.brk) > 0
 	return p, nil
 }
 
@@ -302,30 +304,45 @@ func (e *Engine) decide(ctx context.Context, resource string, opts []EntryOption
 // rate algorithm and has no MaxWait (resourceRules.single) while the
 // system guard is off: one decision, nothing to give back, no wait, nothing
 // held, so none of entryState's bookkeeping. It decides exactly as the
-// general path does.
-func (e *Engine) entrySingle(resource string, rr *resourceRules, cr *compiledRule, now int64, tokens int, be *BlockError) (*Permit, error) {
-	var d decision
-	if tb := rr.singleTB; tb != nil {
-		res, err := tb.reserve(now, tokens, 0)
-		if err == nil && res.OK { // the usual case, without a decision
-			remaining, reset := tb.quota(&res)
-			return e.passSingle(rr, cr, now, tokens, res.Wait, remaining, reset), nil
-		}
-		d = tb.refusal(&res, err)
-	} else {
-		lim, _ := cr.limiterFor("", now) // global: never fails
-		d = lim.tryAcquire(now, tokens, 0)
+// general path does. A fixed token bucket (singleTB, the usual rule) is
+// asked directly and its grant becomes the Permit here; everything else
+// goes out of line, so this stays small.
+func (e *Engine) entrySingle(resource string, rr *resourceRules, now int64, tokens int, be *BlockError) (*Permit, error) {
+	tb := rr.singleTB
+	if tb == nil {
+		return e.entrySingleAny(resource, rr, now, tokens, be)
 	}
-	if !d.ok {
-		be = refusalIn(be)
-		blocked(be, resource, rr, cr, &d, cr.reason, now)
-		return nil, be
+	// A rule's own bucket, which calls from every core share (newBucket).
+	res, err := tb.l.TryReserveAtShared(now, tokens, 0)
+	if err != nil || !res.OK {
+		d := tb.refusal(&res, err)
+		return nil, e.refuseSingle(resource, rr, &d, now, be)
 	}
-	return e.passSingle(rr, cr, now, tokens, d.wait, d.remaining, d.reset), nil
+	remaining, reset := tb.quota(&res)
+	return e.passSingle(rr, now, tokens, res.Wait, remaining, reset), nil
 }
 
-// passSingle is entrySingle's Permit for a call cr admitted.
-func (e *Engine) passSingle(rr *resourceRules, cr *compiledRule, now int64, tokens int, wait time.Duration, remaining float64, reset time.Duration) *Permit {
+// entrySingleAny is entrySingle for a rule other than a fixed token bucket.
+func (e *Engine) entrySingleAny(resource string, rr *resourceRules, now int64, tokens int, be *BlockError) (*Permit, error) {
+	lim, _ := rr.single.limiterFor("", now) // global: never fails
+	d := lim.tryAcquire(now, tokens, 0)
+	if !d.ok {
+		return nil, e.refuseSingle(resource, rr, &d, now, be)
+	}
+	return e.passSingle(rr, now, tokens, d.wait, d.remaining, d.reset), nil
+}
+
+// refuseSingle counts entrySingle's refusal d and writes it to be (or a
+// new BlockError), which it returns.
+func (e *Engine) refuseSingle(resource string, rr *resourceRules, d *decision, now int64, be *BlockError) *BlockError {
+	be = refusalIn(be)
+	blocked(be, resource, rr, rr.single, d, rr.single.reason, now)
+	return be
+}
+
+// passSingle is entrySingle's Permit for a call rr.single admitted.
+func (e *Engine) passSingle(rr *resourceRules, now int64, tokens int, wait time.Duration, remaining float64, reset time.Duration) *Permit {
+	cr := rr.single
 	p := e.getPermit(now + int64(wait))
 	p.stats = rr.stats
 	p.tokens = tokens

@@ -38,10 +38,12 @@ type Permit struct {
 	waited time.Duration
 	quota  quotaNote
 	// sysCounted: counted in Engine.sysInFlight; unruled: in Engine.unruled.
-	sysCounted, unruled bool
-	held                []holder       // concurrency caps to release
-	grants              []clusterGrant // token server grants to release
-	brk                 []breakerUse   // circuit breakers to tell the outcome
+	// extra: any of these, or held, grants or brk, is set (Exit has more to
+	// do than count the call; the one-rule path never sets it).
+	sysCounted, unruled, extra bool
+	held                       []holder       // concurrency caps to release
+	grants                     []clusterGrant // token server grants to release
+	brk                        []breakerUse   // circuit breakers to tell the outcome
 	// The size a multiple of hotpath.CacheLine, so the allocator's size
 	// class lays permits on whole lines: two permits sharing a line (those
 	// of two Ps, made one after the other) had every Entry and Exit on one
@@ -96,7 +98,7 @@ func (p *Permit) Exit(opts ...ExitOption) {
 		failed = failed || opts[i].err != nil
 	}
 	e := p.eng
-	if len(p.brk) > 0 {
+	if p.extra && len(p.brk) > 0 {
 		p.exitBreakers(failed)
 	}
 	// Response time is measured on a random 1 in rtMask+1 of Exits, each
@@ -107,6 +109,37 @@ func (p *Permit) Exit(opts ...ExitOption) {
 	if measured {
 		now = e.now()
 	}
+	if p.extra {
+		p.release(measured, now)
+	}
+	if p.stats != nil {
+		if measured {
+			p.stats.exit(now, now-p.start, uint64(e.cf.rtMask)+1, failed, p.lane)
+		} else {
+			p.stats.exitUnmeasured(p.bucket, failed)
+		}
+	}
+	if p.extra {
+		if p.sysCounted {
+			e.sysInFlight.Add(-1)
+		}
+		if p.unruled {
+			e.unruled.Add(-1)
+		}
+		p.sysCounted, p.unruled, p.extra = false, false, false
+	}
+	// Entry sets the rest of the fields on every path.
+	p.stats, p.bucket, p.quota.cr = nil, nil, nil
+	if !e.spare.Put(unsafe.Pointer(p)) {
+		e.permits.Put(p)
+	}
+}
+
+// release lets go of what the call held past Entry: concurrency permits
+// (telling adaptive limits the response time when measured) and token
+// server grants.
+func (p *Permit) release(measured bool, now int64) {
+	e := p.eng
 	for i, l := range p.held {
 		l.release(p.tokens)
 		if measured {
@@ -125,25 +158,7 @@ func (p *Permit) Exit(opts ...ExitOption) {
 		}
 		*g = clusterGrant{}
 	}
-	if p.stats != nil {
-		if measured {
-			p.stats.exit(now, now-p.start, uint64(e.cf.rtMask)+1, failed, p.lane)
-		} else {
-			p.stats.exitUnmeasured(p.bucket, failed)
-		}
-	}
-	if p.sysCounted {
-		e.sysInFlight.Add(-1)
-	}
-	if p.unruled {
-		e.unruled.Add(-1)
-	}
-	p.sysCounted, p.unruled = false, false
 	p.held, p.grants = p.held[:0], p.grants[:0]
-	p.stats, p.bucket, p.quota, p.waited, p.tokens = nil, nil, quotaNote{}, 0, 0
-	if !e.spare.Put(unsafe.Pointer(p)) {
-		e.permits.Put(p)
-	}
 }
 
 // sample draws from the permit's own random stream (wyrand: a Weyl

@@ -92,9 +92,9 @@ func (b *tokenBucket) tryAcquire(now int64, n int, maxWait time.Duration) decisi
 	return b.refusal(&res, err)
 }
 
-// reserve is the Guava reservation tryAcquire decides from; Engine's
-// one-rule path calls it directly and skips building a decision when the
-// call passes.
+// reserve is the Guava reservation tryAcquire decides from. (Engine's
+// one-rule path reserves on its rule's bucket itself and builds no
+// decision when the call passes: see entrySingle.)
 func (b *tokenBucket) reserve(now int64, n int, maxWait time.Duration) (warmup.Reservation, error) {
 	if b.shared {
 		return b.l.TryReserveAtShared(now, n, maxWait)

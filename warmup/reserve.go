@@ -240,8 +240,16 @@ func (l *Limiter) tryReserveAt(now int64, permits int, maxWait time.Duration, sh
 		st := decode(w0, w1, c)
 		at := l.reserveEarliestAvailable(&st, permits, eff)
 		cool := l.coolDown(&st) // read now: l is not read after the CAS
-		// commit, one call less between the loads and the CAS.
-		if l.cas(w0, w1, encodeNext(st.next, w0>>verShift), math.Float64bits(st.stored)) {
+		// commit and cas written out: two calls less between the loads
+		// and the CAS.
+		new0, new1 := encodeNext(st.next, w0>>verShift), math.Float64bits(st.stored)
+		var won bool
+		if useCAS16 {
+			won = hotpath.CAS128(l.pair(), w0, w1, new0, new1)
+		} else {
+			won = l.casLocked(w0, w1, new0, new1)
+		}
+		if won {
 			// Only locals from here: the shorter the time between LoadForWrite
 			// and the CAS, the less often another core takes the line
 			// in between.
