@@ -7,6 +7,7 @@ import (
 
 	"github.com/flowgate/flowgate/clock"
 	"github.com/flowgate/flowgate/internal/hotpath"
+	"github.com/flowgate/flowgate/warmup"
 )
 
 // Entry asks to enter resource. It returns a Permit to Exit when the call is
@@ -191,16 +192,33 @@ func (e *Engine) now() int64 {
 // alone, and inlines).
 func (e *Engine) decide(ctx context.Context, resource string, opts []EntryOption, be *BlockError) (*Permit, error) {
 	rr := e.rules.Load().lookup(resource)
+	if rr == nil || rr.singleTB == nil || e.sysLimit.Load() > 0 {
+		return e.decideAll(ctx, resource, rr, opts, be)
+	}
+	// The usual one-rule path, a fixed token bucket (see entrySingle),
+	// written out here: one call level less. It parses only the options
+	// it needs; a low call where the CPU controller sheds goes the long way.
+	tokens, prio := singleArgs(opts)
+	if prio == PriorityLow && rr.cpuRule != nil {
+		return e.decideAll(ctx, resource, rr, opts, be)
+	}
+	now := e.now()
+	// A rule's own bucket, which calls from every core share (newBucket).
+	res, err := rr.singleTB.l.TryReserveAtShared(now, tokens, 0)
+	if err != nil || !res.OK {
+		return nil, e.refuseTB(resource, rr, &res, err, now, be)
+	}
+	remaining, reset := rr.singleTB.quota(&res)
+	return e.passSingle(rr, now, tokens, remaining, reset), nil
+}
+
+// decideAll is decide past the one-rule path: kept apart so that the
+// one-rule path's frame is small (this one's holds the parsed options and
+// everything the call took).
+func (e *Engine) decideAll(ctx context.Context, resource string, rr *resourceRules, opts []EntryOption, be *BlockError) (*Permit, error) {
 	sys := e.sysLimit.Load()
 	if rr == nil && sys <= 0 {
 		return noopPermit, nil
-	}
-	if sys <= 0 && rr.single != nil { // rr != nil: see above
-		// The short path parses only what it needs. A low call where the
-		// CPU controller sheds is checked below first.
-		if tokens, prio := singleArgs(opts); prio != PriorityLow || rr.cpuRule == nil {
-			return e.entrySingle(resource, rr, e.now(), tokens, be)
-		}
 	}
 	var a entryArgs
 	a.parse(ctx, opts)
@@ -304,22 +322,25 @@ func (e *Engine) decide(ctx context.Context, resource string, opts []EntryOption
 // rate algorithm and has no MaxWait (resourceRules.single) while the
 // system guard is off: one decision, nothing to give back, no wait, nothing
 // held, so none of entryState's bookkeeping. It decides exactly as the
-// general path does. A fixed token bucket (singleTB, the usual rule) is
-// asked directly and its grant becomes the Permit here; everything else
-// goes out of line, so this stays small.
+// general path does. (decide does the same for a fixed token bucket, the
+// usual rule, written out.)
 func (e *Engine) entrySingle(resource string, rr *resourceRules, now int64, tokens int, be *BlockError) (*Permit, error) {
 	tb := rr.singleTB
 	if tb == nil {
 		return e.entrySingleAny(resource, rr, now, tokens, be)
 	}
-	// A rule's own bucket, which calls from every core share (newBucket).
 	res, err := tb.l.TryReserveAtShared(now, tokens, 0)
 	if err != nil || !res.OK {
-		d := tb.refusal(&res, err)
-		return nil, e.refuseSingle(resource, rr, &d, now, be)
+		return nil, e.refuseTB(resource, rr, &res, err, now, be)
 	}
 	remaining, reset := tb.quota(&res)
-	return e.passSingle(rr, now, tokens, res.Wait, remaining, reset), nil
+	return e.passSingle(rr, now, tokens, remaining, reset), nil
+}
+
+// refuseTB is entrySingle's refusal by its token bucket.
+func (e *Engine) refuseTB(resource string, rr *resourceRules, res *warmup.Reservation, err error, now int64, be *BlockError) *BlockError {
+	d := rr.singleTB.refusal(res, err)
+	return e.refuseSingle(resource, rr, &d, now, be)
 }
 
 // entrySingleAny is entrySingle for a rule other than a fixed token bucket.
@@ -329,7 +350,7 @@ func (e *Engine) entrySingleAny(resource string, rr *resourceRules, now int64, t
 	if !d.ok {
 		return nil, e.refuseSingle(resource, rr, &d, now, be)
 	}
-	return e.passSingle(rr, now, tokens, d.wait, d.remaining, d.reset), nil
+	return e.passSingle(rr, now, tokens, d.remaining, d.reset), nil
 }
 
 // refuseSingle counts entrySingle's refusal d and writes it to be (or a
@@ -340,15 +361,18 @@ func (e *Engine) refuseSingle(resource string, rr *resourceRules, d *decision, n
 	return be
 }
 
-// passSingle is entrySingle's Permit for a call rr.single admitted.
-func (e *Engine) passSingle(rr *resourceRules, now int64, tokens int, wait time.Duration, remaining float64, reset time.Duration) *Permit {
+// passSingle is entrySingle's Permit for a call rr.single admitted. It
+// never waits: the rule has no MaxWait (see singleRule).
+func (e *Engine) passSingle(rr *resourceRules, now int64, tokens int, remaining float64, reset time.Duration) *Permit {
 	cr := rr.single
-	p := e.getPermit(now + int64(wait))
+	p := e.getPermit(now)
 	p.stats = rr.stats
 	p.tokens = tokens
-	p.waited = wait
+	p.waited = 0
 	p.quota = quotaNote{cr: cr, limit: cr.limit(), remaining: remaining, reset: reset}
-	p.bucket = rr.stats.pass(now, wait, p.lane)
+	b := rr.stats.laneBucket(now, p.lane)
+	b.passed.Add(1)
+	p.bucket = b
 	return p
 }
 

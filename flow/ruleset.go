@@ -27,17 +27,22 @@ type ruleSet struct {
 const recentBits = 6
 
 // lookup is byResource[resource], answered from recent when the name
-// comes at an address seen before (see hotpath.AddrSlot). A slot is
-// filled once, when empty, so slots are written once per snapshot: names
-// built per call (new addresses each time) never make cores trade the
-// slots' cache lines.
+// comes at an address seen before (see hotpath.AddrSlot); small enough to
+// inline.
 func (rs *ruleSet) lookup(resource string) *resourceRules {
-	slot := &rs.recent[hotpath.AddrSlot(resource, recentBits)]
-	if rr := slot.Load(); rr != nil && rr.name == resource {
+	if rr := rs.recent[hotpath.AddrSlot(resource, recentBits)].Load(); rr != nil && rr.name == resource {
 		return rr
 	}
+	return rs.lookupMap(resource)
+}
+
+// lookupMap is lookup's miss: the map, then the name's slot filled when it
+// is empty. So slots are written once per snapshot, and names built per
+// call (new addresses each time) never make cores trade the slots' cache
+// lines.
+func (rs *ruleSet) lookupMap(resource string) *resourceRules {
 	rr := rs.byResource[resource]
-	if rr != nil && slot.Load() == nil {
+	if slot := &rs.recent[hotpath.AddrSlot(resource, recentBits)]; rr != nil && slot.Load() == nil {
 		slot.Store(rr)
 	}
 	return rr
