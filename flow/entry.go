@@ -309,7 +309,7 @@ func (e *Engine) decideAll(ctx context.Context, resource string, rr *resourceRul
 		}
 	}
 	p.brk = st.brk.appendTo(p.brk)
-	p.bucket = rr.stats.pass(now, st.wait, p.lane)
+	p.bucket, p.counted = rr.stats.pass(now, st.wait, p.lane), rr.stats
 	if rr.observers != nil {
 		feedObservers(rr, now, st.tokens)
 	}
@@ -370,9 +370,11 @@ func (e *Engine) passSingle(rr *resourceRules, now int64, tokens int, remaining 
 	p.tokens = tokens
 	p.waited = 0
 	p.quota = quotaNote{cr: cr, limit: cr.limit(), remaining: remaining, reset: reset}
-	b := rr.stats.laneBucket(now, p.lane)
-	b.passed.Add(1)
-	p.bucket = b
+	var last *laneBucket
+	if p.counted == rr.stats {
+		last = p.bucket
+	}
+	p.bucket, p.counted = rr.stats.passIn(now, p.lane, last), rr.stats
 	return p
 }
 

@@ -32,11 +32,15 @@ type Permit struct {
 	eng    *Engine
 	stats  *resourceStats
 	bucket *laneBucket // where Entry counted the pass: an unmeasured Exit counts there
-	rng    uint64      // this permit's random stream for RT sampling (see sample)
-	start  int64
-	tokens int
-	waited time.Duration
-	quota  quotaNote
+	// counted is the stats bucket belongs to. Both stay past Exit, so that
+	// the next Entry on this permit for the same resource finds its bucket
+	// at once (see resourceStats.passIn).
+	counted *resourceStats
+	rng     uint64 // this permit's random stream for RT sampling (see sample)
+	start   int64
+	tokens  int
+	waited  time.Duration
+	quota   quotaNote
 	// sysCounted: counted in Engine.sysInFlight; unruled: in Engine.unruled.
 	// extra: any of these, or held, grants or brk, is set (Exit has more to
 	// do than count the call; the one-rule path never sets it).
@@ -48,7 +52,7 @@ type Permit struct {
 	// class lays permits on whole lines: two permits sharing a line (those
 	// of two Ps, made one after the other) had every Entry and Exit on one
 	// core invalidate the other's. TestPermitSize holds it.
-	_ [16]byte
+	_ [8]byte
 }
 
 const (
@@ -129,7 +133,7 @@ func (p *Permit) Exit(opts ...ExitOption) {
 		p.sysCounted, p.unruled, p.extra = false, false, false
 	}
 	// Entry sets the rest of the fields on every path.
-	p.stats, p.bucket, p.quota.cr = nil, nil, nil
+	p.stats, p.quota.cr = nil, nil
 	if !e.spare.Put(unsafe.Pointer(p)) {
 		e.permits.Put(p)
 	}

@@ -238,7 +238,12 @@ func (l *Limiter) tryReserveAt(now int64, permits int, maxWait time.Duration, sh
 			continue
 		}
 		st := decode(w0, w1, c)
-		at := l.reserveEarliestAvailable(&st, permits, eff)
+		var at int64
+		if l.warmup < 0 { // the usual case, inlined
+			at, st.next, st.stored = reserveBursty(st.next, st.stored, c, permits, eff)
+		} else {
+			at = l.reserveEarliestAvailable(&st, permits, eff)
+		}
 		cool := l.coolDown(&st) // read now: l is not read after the CAS
 		// commit and cas written out: two calls less between the loads
 		// and the CAS.
@@ -288,11 +293,13 @@ func (l *Limiter) resync(st *state, now int64) {
 
 // capStored is Guava's min(maxPermits, s), except that a limiter that can
 // store nothing stores nothing even when s is NaN.
-func capStored(st *state, s float64) float64 {
-	if st.maxP == 0 {
+func capStored(st *state, s float64) float64 { return capStoredMax(st.maxP, s) }
+
+func capStoredMax(maxP, s float64) float64 {
+	if maxP == 0 {
 		return 0
 	}
-	return min(st.maxP, s) // like Java's Math.min, NaN wins
+	return min(maxP, s) // like Java's Math.min, NaN wins
 }
 
 // coolDown is the micros it takes an idle limiter to store one permit.
@@ -306,6 +313,11 @@ func (l *Limiter) coolDown(st *state) float64 {
 // reserveEarliestAvailable is Guava's: the request goes at the current
 // nextFree and pushes it by its own cost, which the next request pays.
 func (l *Limiter) reserveEarliestAvailable(st *state, permits int, now int64) int64 {
+	if l.warmup < 0 {
+		var at int64
+		at, st.next, st.stored = reserveBursty(st.next, st.stored, st.rateConfig, permits, now)
+		return at
+	}
 	l.resync(st, now)
 	at := st.next
 	n := float64(permits)
@@ -325,6 +337,23 @@ func (l *Limiter) reserveEarliestAvailable(st *state, permits int, now int64) in
 	st.next = saturatedAdd(at, wait)
 	st.stored -= spend
 	return at
+}
+
+// reserveBursty is reserveEarliestAvailable for a bursty limiter, on the
+// state's two numbers: its stored permits cost no time and it stores one
+// per stable interval, so resync and the wait reduce to these lines. Small
+// enough to inline: tryReserveAt's usual grant makes no call for it.
+func reserveBursty(next int64, stored float64, c *rateConfig, permits int, now int64) (at, newNext int64, newStored float64) {
+	if now > next { // resync
+		stored = capStoredMax(c.maxP, stored+float64(now-next)/c.stable)
+		next = now
+	}
+	n := float64(permits)
+	spend := min(n, stored)
+	if fresh := n - spend; fresh != 0 {
+		return next, saturatedAdd(next, javaLong(fresh*c.stable)), stored - spend
+	}
+	return next, next, stored - spend // paid from stored permits: no wait
 }
 
 // storedPermitsToWaitTime is the integral of the cost line over
