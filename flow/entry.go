@@ -191,7 +191,11 @@ func (e *Engine) now() int64 {
 // or, when be is nil, to a new one (Entry's error: Entry is then this call
 // alone, and inlines).
 func (e *Engine) decide(ctx context.Context, resource string, opts []EntryOption, be *BlockError) (*Permit, error) {
-	rr := e.rules.Load().lookup(resource)
+	rs := e.rules.Load()
+	rr := rs.recently(resource)
+	if rr == nil {
+		rr = rs.lookupMap(resource)
+	}
 	if rr == nil || rr.singleTB == nil || e.sysLimit.Load() > 0 {
 		return e.decideAll(ctx, resource, rr, opts, be)
 	}
@@ -242,7 +246,7 @@ func (e *Engine) decideAll(ctx context.Context, resource string, rr *resourceRul
 		if rr == nil {
 			e.unruled.Add(1)
 			p := e.getPermit(now)
-			p.tokens, p.waited, p.quota = 0, 0, quotaNote{}
+			p.stats, p.tokens, p.waited, p.quota = nil, 0, 0, quotaNote{}
 			p.sysCounted, p.unruled, p.extra = true, true, true
 			return p, nil
 		}
@@ -309,7 +313,7 @@ func (e *Engine) decideAll(ctx context.Context, resource string, rr *resourceRul
 		}
 	}
 	p.brk = st.brk.appendTo(p.brk)
-	p.bucket, p.counted = rr.stats.pass(now, st.wait, p.lane), rr.stats
+	p.bucket = rr.stats.pass(now, st.wait, p.lane)
 	if rr.observers != nil {
 		feedObservers(rr, now, st.tokens)
 	}
@@ -366,15 +370,14 @@ func (e *Engine) refuseSingle(resource string, rr *resourceRules, d *decision, n
 func (e *Engine) passSingle(rr *resourceRules, now int64, tokens int, remaining float64, reset time.Duration) *Permit {
 	cr := rr.single
 	p := e.getPermit(now)
-	p.stats = rr.stats
 	p.tokens = tokens
 	p.waited = 0
 	p.quota = quotaNote{cr: cr, limit: cr.limit(), remaining: remaining, reset: reset}
-	var last *laneBucket
-	if p.counted == rr.stats {
-		last = p.bucket
+	last := p.bucket // this permit's last call counted there
+	if p.stats != rr.stats {
+		last, p.stats = nil, rr.stats
 	}
-	p.bucket, p.counted = rr.stats.passIn(now, p.lane, last), rr.stats
+	p.bucket = rr.stats.passIn(now, p.lane, last)
 	return p
 }
 

@@ -31,16 +31,15 @@ type Permit struct {
 	lane   uint32
 	eng    *Engine
 	stats  *resourceStats
-	bucket *laneBucket // where Entry counted the pass: an unmeasured Exit counts there
-	// counted is the stats bucket belongs to. Both stay past Exit, so that
-	// the next Entry on this permit for the same resource finds its bucket
-	// at once (see resourceStats.passIn).
-	counted *resourceStats
-	rng     uint64 // this permit's random stream for RT sampling (see sample)
-	start   int64
-	tokens  int
-	waited  time.Duration
-	quota   quotaNote
+	bucket *laneBucket // where Entry counted the pass, in stats: an unmeasured Exit counts there
+	// stats and bucket stay past Exit, so that the next Entry on this
+	// permit for the same resource finds its bucket at once (see
+	// resourceStats.passIn); Entry sets stats on every path.
+	rng    uint64 // this permit's random stream for RT sampling (see sample)
+	start  int64
+	tokens int
+	waited time.Duration
+	quota  quotaNote
 	// sysCounted: counted in Engine.sysInFlight; unruled: in Engine.unruled.
 	// extra: any of these, or held, grants or brk, is set (Exit has more to
 	// do than count the call; the one-rule path never sets it).
@@ -52,7 +51,7 @@ type Permit struct {
 	// class lays permits on whole lines: two permits sharing a line (those
 	// of two Ps, made one after the other) had every Entry and Exit on one
 	// core invalidate the other's. TestPermitSize holds it.
-	_ [8]byte
+	_ [16]byte
 }
 
 const (
@@ -132,8 +131,8 @@ func (p *Permit) Exit(opts ...ExitOption) {
 		}
 		p.sysCounted, p.unruled, p.extra = false, false, false
 	}
-	// Entry sets the rest of the fields on every path.
-	p.stats, p.quota.cr = nil, nil
+	// Entry sets the fields on every path; stats and bucket stay (see
+	// Permit.stats).
 	if !e.spare.Put(unsafe.Pointer(p)) {
 		e.permits.Put(p)
 	}

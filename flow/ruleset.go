@@ -27,13 +27,21 @@ type ruleSet struct {
 const recentBits = 6
 
 // lookup is byResource[resource], answered from recent when the name
-// comes at an address seen before (see hotpath.AddrSlot); small enough to
-// inline.
+// comes at an address seen before (see hotpath.AddrSlot).
 func (rs *ruleSet) lookup(resource string) *resourceRules {
-	if rr := rs.recent[hotpath.AddrSlot(resource, recentBits)].Load(); rr != nil && rr.name == resource {
+	if rr := rs.recently(resource); rr != nil {
 		return rr
 	}
 	return rs.lookupMap(resource)
+}
+
+// recently is lookup's answer from recent, or nil; small enough to inline
+// where a call costs (Engine.decide).
+func (rs *ruleSet) recently(resource string) *resourceRules {
+	if rr := rs.recent[hotpath.AddrSlot(resource, recentBits)].Load(); rr != nil && rr.name == resource {
+		return rr
+	}
+	return nil
 }
 
 // lookupMap is lookup's miss: the map, then the name's slot filled when it
