@@ -206,7 +206,12 @@ func (e *Engine) decide(ctx context.Context, resource string, opts []EntryOption
 	if prio == PriorityLow && rr.cpuRule != nil {
 		return e.decideAll(ctx, resource, rr, opts, be)
 	}
-	now := e.now()
+	var now int64
+	if e.realClock { // e.now() without its call
+		now = hotpath.Nanotime()
+	} else {
+		now = e.now()
+	}
 	// A rule's own bucket, which calls from every core share (newBucket).
 	res, err := rr.singleTB.l.TryReserveAtShared(now, tokens, 0)
 	if err != nil || !res.OK {

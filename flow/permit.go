@@ -69,13 +69,20 @@ func newStaticPermit() *Permit {
 	return p
 }
 
+// pooledPermit is a permit from the pool, or a new one.
+func (e *Engine) pooledPermit() *Permit {
+	if p, _ := e.permits.Get().(*Permit); p != nil {
+		return p
+	}
+	return &Permit{eng: e, rng: rand.Uint64(), lane: e.permitSeq.Add(1)}
+}
+
+// getPermit hands out a permit: the calling P's spare (see Engine.spare),
+// else one from the pool.
 func (e *Engine) getPermit(start int64) *Permit {
 	p := (*Permit)(e.spare.Get())
 	if p == nil {
-		p, _ = e.permits.Get().(*Permit)
-	}
-	if p == nil {
-		p = &Permit{eng: e, rng: rand.Uint64(), lane: e.permitSeq.Add(1)}
+		p = e.pooledPermit()
 	}
 	p.start = start
 	// Between the pool's Get and Entry's return the permit is ours alone,
@@ -91,9 +98,9 @@ func (e *Engine) getPermit(start int64) *Permit {
 // clock, see WithRTSampling) and, with WithError(err) and a non-nil err, a
 // failure. See Permit for what idempotent means here.
 func (p *Permit) Exit(opts ...ExitOption) {
-	// The plain load first keeps the shared no-rule permit's cache line
+	// Never a CAS on the shared no-rule permit: its cache line stays
 	// clean across cores.
-	if p == nil || p.state.Load() != permitActive || !p.state.CompareAndSwap(permitActive, permitFree) {
+	if p == nil || p == noopPermit || !p.state.CompareAndSwap(permitActive, permitFree) {
 		return
 	}
 	var failed bool
@@ -101,9 +108,6 @@ func (p *Permit) Exit(opts ...ExitOption) {
 		failed = failed || opts[i].err != nil
 	}
 	e := p.eng
-	if p.extra && len(p.brk) > 0 {
-		p.exitBreakers(failed)
-	}
 	// Response time is measured on a random 1 in rtMask+1 of Exits, each
 	// standing for rtMask+1 calls: the clock read is most of an Exit's
 	// cost. See WithRTSampling. Adaptive limits learn from the same sample.
@@ -113,7 +117,7 @@ func (p *Permit) Exit(opts ...ExitOption) {
 		now = e.now()
 	}
 	if p.extra {
-		p.release(measured, now)
+		p.exitExtra(failed, measured, now)
 	}
 	if p.stats != nil {
 		if measured {
@@ -122,20 +126,29 @@ func (p *Permit) Exit(opts ...ExitOption) {
 			p.stats.exitUnmeasured(p.bucket, failed)
 		}
 	}
-	if p.extra {
-		if p.sysCounted {
-			e.sysInFlight.Add(-1)
-		}
-		if p.unruled {
-			e.unruled.Add(-1)
-		}
-		p.sysCounted, p.unruled, p.extra = false, false, false
-	}
 	// Entry sets the fields on every path; stats and bucket stay (see
 	// Permit.stats).
 	if !e.spare.Put(unsafe.Pointer(p)) {
 		e.permits.Put(p)
 	}
+}
+
+// exitExtra is Exit's work beyond counting the call (see Permit.extra):
+// the breakers told the outcome, what was held released, and the system
+// guard's counts.
+func (p *Permit) exitExtra(failed, measured bool, now int64) {
+	if len(p.brk) > 0 {
+		p.exitBreakers(failed)
+	}
+	p.release(measured, now)
+	e := p.eng
+	if p.sysCounted {
+		e.sysInFlight.Add(-1)
+	}
+	if p.unruled {
+		e.unruled.Add(-1)
+	}
+	p.sysCounted, p.unruled, p.extra = false, false, false
 }
 
 // release lets go of what the call held past Entry: concurrency permits

@@ -150,7 +150,7 @@ func backoff(spins int) {
 // engine reads the clock once, then may create a limiter) counts as 0.
 func (l *Limiter) micros(now int64) int64 {
 	if d := now - l.origin; d > 0 {
-		return d / 1000
+		return int64(uint64(d) / 1000) // unsigned: no sign fix-up
 	}
 	return 0
 }
@@ -239,12 +239,14 @@ func (l *Limiter) tryReserveAt(now int64, permits int, maxWait time.Duration, sh
 		}
 		st := decode(w0, w1, c)
 		var at int64
-		if l.warmup < 0 { // the usual case, inlined
+		var cool float64 // read now: l is not read after the CAS
+		if l.warmup < 0 { // the usual case
 			at, st.next, st.stored = reserveBursty(st.next, st.stored, c, permits, eff)
+			cool = c.stable // coolDown of a bursty limiter
 		} else {
 			at = l.reserveEarliestAvailable(&st, permits, eff)
+			cool = l.coolDown(&st)
 		}
-		cool := l.coolDown(&st) // read now: l is not read after the CAS
 		// commit and cas written out: two calls less between the loads
 		// and the CAS.
 		new0, new1 := encodeNext(st.next, w0>>verShift), math.Float64bits(st.stored)
