@@ -56,15 +56,19 @@ type clusterGrant struct {
 // entryState is what one Entry has taken so far; it lives on the stack. The
 // taken limiters sit in an array inside it (a slice over a local array would
 // escape through the limiter interface calls); past its size they spill to
-// the heap.
+// a buffer the call's Permit lends (see take).
 type entryState struct {
-	refusal  BlockError // written by refuse (held by value: see decide)
-	prio     Priority   // the call's WithPriority, for classed limiters
-	now      int64
-	tokens   int
-	nTaken   int
-	taken    [4]takenLim
-	more     []takenLim
+	eng     *Engine
+	refusal BlockError // written by refuse (held by value: see decide)
+	prio    Priority   // the call's WithPriority, for classed limiters
+	now     int64
+	tokens  int
+	nTaken  int
+	taken   [4]takenLim
+	more    []takenLim
+	// lender is the Permit whose spill buffer more is, fetched at the first
+	// spill; it becomes the call's Permit, or goes back to the pool.
+	lender   *Permit
 	grants   []clusterGrant
 	wait     time.Duration
 	waitRule *compiledRule
@@ -88,7 +92,42 @@ func (st *entryState) take(t takenLim) {
 		st.nTaken++
 		return
 	}
+	if st.lender == nil {
+		// A resource with more local rules than taken holds: the rest go
+		// to the spill buffer of the Permit this call will get. Permits
+		// are pooled with their buffers, so once warmed a call allocates
+		// nothing however many rules it passes.
+		st.lender = st.eng.getPermit(st.now)
+		st.more = st.lender.spill[:0]
+	}
 	st.more = append(st.more, t)
+}
+
+// permit is the admitted call's Permit: the lender when there is one
+// (whose spill buffer the caller then gives back with returnSpill).
+func (st *entryState) permit(start int64) *Permit {
+	p := st.lender
+	if p == nil {
+		return st.eng.getPermit(start)
+	}
+	p.start = start
+	return p
+}
+
+// returnSpill gives the spill buffer back to its lender, cleared (it must
+// not keep limiters alive in the pool).
+func (st *entryState) returnSpill() {
+	clear(st.more)
+	st.lender.spill = st.more[:0]
+}
+
+// refused puts the lender, if any, back: the call was refused.
+func (st *entryState) refused() {
+	if p := st.lender; p != nil {
+		st.returnSpill()
+		hotpath.StoreUnpublished32(&p.state, permitFree) // never handed out
+		st.eng.putPermit(p)
+	}
 }
 
 func (st *entryState) note(cr *compiledRule, wait time.Duration, remaining float64, reset time.Duration) {
@@ -274,8 +313,9 @@ func (e *Engine) decideAll(ctx context.Context, resource string, rr *resourceRul
 	// The refusal is written into st, not through be: undo hands what st
 	// holds to the token server, so the compiler treats everything st
 	// points to as escaping, and be would go to the heap.
-	st := entryState{now: now, tokens: a.tokens, prio: a.prio}
+	st := entryState{eng: e, now: now, tokens: a.tokens, prio: a.prio}
 	if e.admit(&a, resource, rr, &st) != nil {
+		st.refused()
 		if sys > 0 {
 			e.sysInFlight.Add(-1)
 		}
@@ -289,6 +329,7 @@ func (e *Engine) decideAll(ctx context.Context, resource string, rr *resourceRul
 				e.sysInFlight.Add(-1)
 			}
 			e.undo(&st)
+			st.refused()
 			cr := st.waitRule
 			rr.stats.block(now, cr.rule.Level)
 			be = refusalIn(be)
@@ -297,7 +338,7 @@ func (e *Engine) decideAll(ctx context.Context, resource string, rr *resourceRul
 			return nil, be
 		}
 	}
-	p := e.getPermit(now + int64(st.wait))
+	p := st.permit(now + int64(st.wait))
 	p.stats = rr.stats
 	p.tokens = st.tokens
 	p.waited = st.wait
@@ -307,10 +348,13 @@ func (e *Engine) decideAll(ctx context.Context, resource string, rr *resourceRul
 			p.held = append(p.held, t.held)
 		}
 	}
-	for _, t := range st.more {
-		if t.held != nil {
-			p.held = append(p.held, t.held)
+	if st.lender != nil {
+		for _, t := range st.more {
+			if t.held != nil {
+				p.held = append(p.held, t.held)
+			}
 		}
+		st.returnSpill()
 	}
 	for _, g := range st.grants {
 		if g.release {

@@ -45,13 +45,14 @@ type Permit struct {
 	// do than count the call; the one-rule path never sets it).
 	sysCounted, unruled, extra bool
 	held                       []holder       // concurrency caps to release
+	spill                      []takenLim     // lent to an Entry with many rules (see entryState.take)
 	grants                     []clusterGrant // token server grants to release
 	brk                        []breakerUse   // circuit breakers to tell the outcome
 	// The size a multiple of hotpath.CacheLine, so the allocator's size
 	// class lays permits on whole lines: two permits sharing a line (those
 	// of two Ps, made one after the other) had every Entry and Exit on one
 	// core invalidate the other's. TestPermitSize holds it.
-	_ [16]byte
+	_ [56]byte
 }
 
 const (
@@ -128,6 +129,11 @@ func (p *Permit) Exit(opts ...ExitOption) {
 	}
 	// Entry sets the fields on every path; stats and bucket stay (see
 	// Permit.stats).
+	e.putPermit(p)
+}
+
+// putPermit gives p back: to the calling P's spare, else to the pool.
+func (e *Engine) putPermit(p *Permit) {
 	if !e.spare.Put(unsafe.Pointer(p)) {
 		e.permits.Put(p)
 	}
