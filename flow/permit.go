@@ -128,8 +128,10 @@ func (p *Permit) Exit(opts ...ExitOption) {
 		}
 	}
 	// Entry sets the fields on every path; stats and bucket stay (see
-	// Permit.stats).
-	e.putPermit(p)
+	// Permit.stats). putPermit, written out: it does not inline.
+	if !e.spare.Put(unsafe.Pointer(p)) {
+		e.permits.Put(p)
+	}
 }
 
 // putPermit gives p back: to the calling P's spare, else to the pool.
