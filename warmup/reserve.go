@@ -239,7 +239,7 @@ func (l *Limiter) tryReserveAt(now int64, permits int, maxWait time.Duration, sh
 		}
 		st := decode(w0, w1, c)
 		var at int64
-		var cool float64 // read now: l is not read after the CAS
+		var cool float64  // read now: l is not read after the CAS
 		if l.warmup < 0 { // the usual case
 			at, st.next, st.stored = reserveBursty(st.next, st.stored, c, permits, eff)
 			cool = c.stable // coolDown of a bursty limiter
