@@ -97,3 +97,31 @@ func TestLookupByAddress(t *testing.T) {
 		t.Fatalf("aa second: got %q, want refused by a", got)
 	}
 }
+
+// TestLookupSlotTakenBack: when names built per call have filled the
+// recent slots, a name that comes again and again still gets its slot back
+// (lookupMap takes a slot over on some misses), and every call finds its
+// own rules meanwhile.
+func TestLookupSlotTakenBack(t *testing.T) {
+	var rules []Rule
+	for i := range 200 {
+		rules = append(rules, Rule{ID: fmt.Sprint("r", i), Resource: fmt.Sprint("res-", i), Algorithm: AlgoTokenBucket, Limit: 1e9})
+	}
+	rules = append(rules, Rule{ID: "hot", Resource: "hot", Algorithm: AlgoTokenBucket, Limit: 1e9})
+	e, _ := newTestEngine(t, rules...)
+	rs := e.rules.Load()
+	for i := range 200 { // a new string per call: fills the slots
+		if got := try(t, e, fmt.Sprint("res-", i)); got != "" {
+			t.Fatalf("res-%d: refused by %q", i, got)
+		}
+	}
+	hot := "hot"
+	for range 1000 {
+		if got := try(t, e, hot); got != "" {
+			t.Fatalf("hot: refused by %q", got)
+		}
+	}
+	if rr := rs.recently(hot); rr == nil || rr.name != "hot" {
+		t.Fatalf("after 1000 calls the hot name has no slot (got %v)", rr)
+	}
+}
