@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"sync"
 
@@ -18,19 +19,57 @@ import (
 // caches key on. Bounded: past max entries it starts over.
 type ruleSets struct {
 	mu   sync.RWMutex
-	sets map[string][]*flow.Rule
+	sets map[string]*ruleSet
 	max  int
 	pool sync.Pool // *[]byte key buffers
 }
 
+// ruleSet is one interned rule set. When a rule of it has Items (a
+// served document's rule named by id), an item value is decided by the
+// item's rule, as the client's engine decides it (flow.Rule.ForItem):
+// those sets are built on first use, interned per value in items.
+type ruleSet struct {
+	rules    []*flow.Rule
+	hasItems bool
+	items    sync.Map // item value -> []*flow.Rule
+}
+
 func newRuleSets(max int) *ruleSets {
-	return &ruleSets{sets: map[string][]*flow.Rule{}, max: max}
+	return &ruleSets{sets: map[string]*ruleSet{}, max: max}
+}
+
+// forKey is the rule set that decides key: the set with key's items in
+// place of their rules, or the set itself.
+func (s *ruleSet) forKey(key string) []*flow.Rule {
+	if !s.hasItems || key == "" {
+		return s.rules
+	}
+	if v, ok := s.items.Load(key); ok {
+		return v.([]*flow.Rule)
+	}
+	var set []*flow.Rule
+	for i, r := range s.rules {
+		it, ok := r.ForItem(key)
+		if !ok {
+			continue
+		}
+		if set == nil {
+			set = slices.Clone(s.rules)
+		}
+		set[i] = &it
+	}
+	if set == nil {
+		return s.rules // not an item value: nothing to keep
+	}
+	v, _ := s.items.LoadOrStore(key, set) // racing builders: one set wins, for stable pointers
+	return v.([]*flow.Rule)
 }
 
 // errNoRule marks a rule id the served document does not hold.
 var errNoRule = errors.New("no such rule")
 
-// resolve returns the rules of in. byID may be nil (no document served).
+// resolve returns the rules of in, for its key (see ruleSet). byID may be
+// nil (no document served).
 func (rs *ruleSets) resolve(in *tokenpb.AcquireRequest, inline bool, byID func(string) (*flow.Rule, bool)) ([]*flow.Rule, error) {
 	bp, _ := rs.pool.Get().(*[]byte)
 	if bp == nil {
@@ -59,15 +98,19 @@ func (rs *ruleSets) resolve(in *tokenpb.AcquireRequest, inline bool, byID func(s
 	rs.mu.RLock()
 	set, ok := rs.sets[string(key)]
 	rs.mu.RUnlock()
-	if ok && key[0] == 0 && !current(set, in.GetRuleIds(), byID) {
+	if ok && key[0] == 0 && !current(set.rules, in.GetRuleIds(), byID) {
 		ok = false // the document was reloaded: resolve the ids again
 	}
 	if ok {
-		return set, nil
+		return set.forKey(in.GetKey()), nil
 	}
-	set, err := build(in, byID)
+	rules, err := build(in, byID)
 	if err != nil {
 		return nil, err
+	}
+	set = &ruleSet{rules: rules}
+	for _, r := range rules {
+		set.hasItems = set.hasItems || len(r.Items) > 0
 	}
 	rs.mu.Lock()
 	if len(rs.sets) >= rs.max {
@@ -75,7 +118,7 @@ func (rs *ruleSets) resolve(in *tokenpb.AcquireRequest, inline bool, byID func(s
 	}
 	rs.sets[string(key)] = set
 	rs.mu.Unlock()
-	return set, nil
+	return set.forKey(in.GetKey()), nil
 }
 
 // current reports whether set still holds the rules the ids name now.
@@ -121,7 +164,7 @@ func build(in *tokenpb.AcquireRequest, byID func(string) (*flow.Rule, bool)) ([]
 func appendRulesKey(b []byte, prs []*tokenpb.Rule) []byte {
 	b = append(b, 1)
 	for _, r := range prs {
-		for _, s := range [...]string{r.GetId(), r.GetResource(), r.GetAlgorithm(), r.GetThreshold()} {
+		for _, s := range [...]string{r.GetId(), r.GetResource(), r.GetAlgorithm(), r.GetThreshold(), r.GetParam()} {
 			b = append(strconv.AppendInt(b, int64(len(s)), 10), ':')
 			b = append(b, s...)
 		}
