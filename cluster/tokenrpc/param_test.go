@@ -17,7 +17,7 @@ func TestResolveParamAndItems(t *testing.T) {
 	ts := &stubTS{res: flow.TokenResult{Allowed: true, Refused: -1}}
 	tenant := rule("per-tenant", "res")
 	tenant.Level, tenant.Param = flow.LevelParam, "tenant"
-	tenant.Items = map[string]float64{"vip": 60}
+	tenant.Items = map[string]float64{"vip": 60, "gold": 60, "bronze": 7}
 	user := rule("per-user", "res")
 	user.Level, user.Items = flow.LevelUser, map[string]float64{"bob": 3}
 	doc := map[string]*flow.Rule{"per-tenant": &tenant, "per-user": &user}
@@ -46,6 +46,14 @@ func TestResolveParamAndItems(t *testing.T) {
 	}
 	if _, again := call(param("vip")); again[0] != vip[0] {
 		t.Fatalf("item rule %p then %p, want one interned rule per value", vip[0], again[0])
+	}
+	// Items with the same limit share their rule (one plan on the token
+	// server); another limit has its own.
+	if _, gold := call(param("gold")); gold[0] != vip[0] {
+		t.Fatalf("gold (60) decided by %p, want vip's rule %p", gold[0], vip[0])
+	}
+	if _, bronze := call(param("bronze")); bronze[0].Limit != 7 || bronze[0] == vip[0] {
+		t.Fatalf("bronze decided by %+v, want a rule of its own with limit 7", bronze[0])
 	}
 	if _, acme := call(param("acme")); acme[0] != &tenant {
 		t.Fatalf("acme decided by %+v, want the document's rule", acme[0])

@@ -26,12 +26,17 @@ type ruleSets struct {
 
 // ruleSet is one interned rule set. When a rule of it has Items (a
 // served document's rule named by id), an item value is decided by the
-// item's rule, as the client's engine decides it (flow.Rule.ForItem):
-// those sets are built on first use, interned per value in items.
+// item's rule, as the client's engine decides it (flow.Rule.ForItem).
+// Values whose items have the same limits share one set (the token
+// server's plan cache keys on the first rule's pointer, and a rule may
+// have 10 000 items); items remembers each value's, built on first use.
 type ruleSet struct {
 	rules    []*flow.Rule
 	hasItems bool
 	items    sync.Map // item value -> []*flow.Rule
+
+	mu       sync.Mutex
+	byLimits map[string][]*flow.Rule // the item limits of each rule (see forKey) -> set
 }
 
 func newRuleSets(max int) *ruleSets {
@@ -47,22 +52,37 @@ func (s *ruleSet) forKey(key string) []*flow.Rule {
 	if v, ok := s.items.Load(key); ok {
 		return v.([]*flow.Rule)
 	}
-	var set []*flow.Rule
-	for i, r := range s.rules {
-		it, ok := r.ForItem(key)
+	var limits []byte // per rule: "-" or the item's limit
+	item := false
+	for _, r := range s.rules {
+		l, ok := r.Items[key]
 		if !ok {
+			limits = append(limits, '-')
 			continue
 		}
-		if set == nil {
-			set = slices.Clone(s.rules)
-		}
-		set[i] = &it
+		item = true
+		limits = strconv.AppendUint(append(limits, '+'), math.Float64bits(l), 16)
 	}
-	if set == nil {
+	if !item {
 		return s.rules // not an item value: nothing to keep
 	}
-	v, _ := s.items.LoadOrStore(key, set) // racing builders: one set wins, for stable pointers
-	return v.([]*flow.Rule)
+	s.mu.Lock()
+	set, ok := s.byLimits[string(limits)]
+	if !ok {
+		set = slices.Clone(s.rules)
+		for i, r := range s.rules {
+			if it, ok := r.ForItem(key); ok {
+				set[i] = &it
+			}
+		}
+		if s.byLimits == nil {
+			s.byLimits = map[string][]*flow.Rule{}
+		}
+		s.byLimits[string(limits)] = set
+	}
+	s.mu.Unlock()
+	s.items.Store(key, set)
+	return set
 }
 
 // errNoRule marks a rule id the served document does not hold.
