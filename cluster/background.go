@@ -27,22 +27,19 @@ func (s *RedisTokenServer) beat(ctx context.Context, join bool) (int, error) {
 	}
 	v, err := s.eval(ctx, heartbeatScript(), []any{nil, nil, "1", s.heartbeatKey(), s.cf.id, s.cf.beatTTL.Microseconds(), j})
 	if err != nil {
+		if join {
+			s.trust.failed()
+		}
 		return 0, err
 	}
-	arr, _ := v.([]any)
-	var n, present int64
-	ok := len(arr) == 2
-	if ok {
-		n, ok = arr[0].(int64)
-	}
-	if ok {
-		present, ok = arr[1].(int64)
-	}
+	n, ok := v.(int64)
 	if !ok {
-		return 0, fmt.Errorf("cluster: heartbeat reply: got %v, want two integers", v)
+		return 0, fmt.Errorf("cluster: heartbeat reply: got %v, want an integer", v)
 	}
 	if join {
-		s.instances.Store(s.trust.observe(max(1, n), present == 1, s.cf.Clock.Now(), s.cf.beatTTL))
+		n = max(1, n)
+		s.live.Store(n)
+		s.instances.Store(s.trust.observe(n, s.cf.Clock.Now(), s.cf.beatTTL))
 	}
 	return int(n), nil
 }
@@ -67,11 +64,11 @@ func (s *RedisTokenServer) loop() {
 		case <-s.stop:
 			return
 		case now := <-t.C:
-			if s.cf.beatEvery > 0 && now.Sub(lastBeat) >= s.cf.beatEvery {
+			if s.cf.beatEvery > 0 && due(now, lastBeat, s.cf.beatEvery, every) {
 				lastBeat = now
 				s.background("cluster: heartbeat", func(ctx context.Context) error { _, err := s.Heartbeat(ctx); return err })
 			}
-			if now.Sub(lastRenew) >= renewEvery {
+			if due(now, lastRenew, renewEvery, every) {
 				lastRenew = now
 				s.background("cluster: renewing concurrency permits", s.renew)
 			}
@@ -80,6 +77,17 @@ func (s *RedisTokenServer) loop() {
 			}
 		}
 	}
+}
+
+// due reports whether a task run every period, last at last, is due at a
+// tick of a ticker running every tick (<= period). Ticks arrive a little
+// late at times, so a run at a late tick and one at the next, punctual
+// tick are a hair under period apart: half a tick of slack keeps the task
+// from skipping that tick and running a whole tick late. With tick ==
+// period that was a heartbeat every 2s against a 3s TTL: one beat failed
+// during an outage and the instance dropped out of the others' count.
+func due(now, last time.Time, period, tick time.Duration) bool {
+	return now.Sub(last) >= period-tick/2
 }
 
 func (s *RedisTokenServer) background(msg string, f func(context.Context) error) {

@@ -32,7 +32,7 @@
 // # Thresholds
 //
 // "global" rules hold Limit across the cluster; "per_instance" rules hold
-// Limit x the live instances, counted by heartbeats in Redis (Instances).
+// Limit x the live instances, counted by heartbeats in Redis.
 //
 // # Failure
 //
@@ -43,9 +43,12 @@
 // Redis into fast failures wrapping flow.ErrTokenServerUnavailable; the
 // engine then applies each rule's fallback (local, allow or deny). While
 // it is open, a background prober reconnects, reloads the scripts and
-// closes it. The local fallback divides Limit by the last instance count
-// it trusted (a count read just after a wiped heartbeat set is not). Cluster concurrency permits are leases
-// that a live instance renews and a crashed one's expire
+// closes it. The local fallback divides Limit by Instances, a count that
+// rises at once but drops only once the drop has lasted a heartbeat TTL:
+// a heartbeat set wiped by a restart or FLUSHALL, or an instance whose
+// beats failed during an outage, never enlarges a share. Cluster
+// concurrency permits are leases that a live instance renews and a
+// crashed one's expire
 // (WithConcurrencyTTL). Stats, Latency and BreakerOpen expose request
 // counts, latency and the breaker; the last two make a server a
 // metrics.ClusterSource without this package importing metrics.

@@ -7,8 +7,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flowgate/flowgate/clock"
 	"github.com/flowgate/flowgate/flow"
 	"github.com/flowgate/flowgate/internal/redistest"
+	"github.com/redis/go-redis/v9"
 )
 
 // TestClockSkewSharesOneLimit: engines whose clocks disagree by an hour and
@@ -61,8 +63,10 @@ func TestPerInstanceThreshold(t *testing.T) {
 	if err := ts[2].Close(); err != nil {
 		t.Fatal(err)
 	}
-	if n, err := ts[0].Heartbeat(ctx); err != nil || n != 2 || ts[0].Instances() != 2 {
-		t.Fatalf("after one instance closed: %d (%v), Instances %d, want 2", n, err, ts[0].Instances())
+	// The threshold follows the count Redis reads at once; the local
+	// fallback's divisor keeps 3 for a TTL (see TestInstanceTrust).
+	if n, err := ts[0].Heartbeat(ctx); err != nil || n != 2 || ts[0].liveInstances() != 2 || ts[0].Instances() != 3 {
+		t.Fatalf("after one instance closed: %d (%v), live %d, Instances %d, want 2, 2 and 3", n, err, ts[0].liveInstances(), ts[0].Instances())
 	}
 	// Now 10 x 2 = 20 < 30 already counted: refused.
 	if _, err := es[0].Entry(res); !errors.Is(err, flow.ErrBlocked) {
@@ -140,4 +144,126 @@ func TestConcurrencyPermitsOfACrashedInstanceExpire(t *testing.T) {
 		t.Fatalf("live holder's renewed permit was lost: %v", err)
 	}
 	held.Exit()
+}
+
+// TestInstanceTrust: which count the local fallback divides by, for the
+// counts heartbeats read. A rise is believed at once; a drop once counts
+// that low have been read for a whole TTL, and then the highest of them;
+// a failed heartbeat (n 0 here) starts the TTL over.
+func TestInstanceTrust(t *testing.T) {
+	const ttl = 3 * time.Second
+	type read struct {
+		at   time.Duration // since t0
+		n    int64         // 0: the heartbeat failed
+		want int64
+	}
+	for _, tc := range []struct {
+		name  string
+		reads []read
+	}{
+		{"fleet grows", []read{{0, 1, 1}, {time.Second, 3, 3}, {2 * time.Second, 4, 4}}},
+		{"a flush: the fleet re-joins one by one", []read{{0, 4, 4}, {time.Second, 1, 4}, {1100 * time.Millisecond, 2, 4}, {1200 * time.Millisecond, 4, 4}, {5 * time.Second, 4, 4}}},
+		// The soak's case: one instance missed its beats while Redis was
+		// paused; another, whose entry survived, reads 3 until it beats.
+		{"an instance late after an outage", []read{{0, 4, 4}, {2 * time.Second, 3, 4}, {2500 * time.Millisecond, 4, 4}, {6 * time.Second, 3, 4}}},
+		{"a crash is believed a TTL later", []read{{0, 4, 4}, {time.Second, 3, 4}, {2 * time.Second, 3, 4}, {4 * time.Second, 3, 3}}},
+		{"the highest count of the low spell", []read{{0, 4, 4}, {time.Second, 2, 4}, {2 * time.Second, 3, 4}, {4 * time.Second, 2, 3}, {5 * time.Second, 2, 3}, {7 * time.Second, 2, 3}, {8 * time.Second, 2, 2}}},
+		{"low before and after an outage is not one spell", []read{{0, 4, 4}, {time.Second, 3, 4}, {2 * time.Second, 0, 4}, {4 * time.Second, 3, 4}, {6 * time.Second, 3, 4}, {7 * time.Second, 3, 3}}},
+		{"a clock that steps back", []read{{0, 4, 4}, {time.Second, 2, 4}, {-time.Hour, 2, 4}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var tr instanceTrust
+			for i, r := range tc.reads {
+				if r.n == 0 {
+					tr.failed()
+					continue
+				}
+				if got := tr.observe(r.n, t0.Add(r.at), ttl); got != r.want {
+					t.Fatalf("read %d (%d at %v): trusted %d, want %d", i, r.n, r.at, got, r.want)
+				}
+			}
+		})
+	}
+}
+
+// TestDueToleratesLateTicks: a ticker's late tick followed by a punctual
+// one must not skip a run (it did: heartbeats every 2s against a 3s TTL).
+func TestDueToleratesLateTicks(t *testing.T) {
+	for _, tc := range []struct {
+		since, period, tick time.Duration
+		want                bool
+	}{
+		{time.Second - 5*time.Millisecond, time.Second, time.Second, true}, // the previous tick was 5ms late
+		{time.Second, time.Second, time.Second, true},
+		{10 * time.Millisecond, time.Second, time.Second, false},
+		{900 * time.Millisecond, time.Second, 100 * time.Millisecond, false}, // one tick early
+		{998 * time.Millisecond, time.Second, 100 * time.Millisecond, true},
+		{10 * time.Second, 10 * time.Second, time.Second, true},
+	} {
+		if got := due(t0.Add(tc.since), t0, tc.period, tc.tick); got != tc.want {
+			t.Errorf("due %v after the last run, period %v, tick %v: %v, want %v", tc.since, tc.period, tc.tick, got, tc.want)
+		}
+	}
+}
+
+// TestLateInstanceDoesNotEnlargeShares reproduces the chaos soak's
+// over-admitting second with real Redis: one instance of four missed its
+// beats (its entry ran out while Redis was paused), another beats and
+// reads 3, and then Redis dies. The local fallback of every engine must
+// still take a quarter of the limit: the fleet admits one limit in the
+// window, not 33 + 3 x 25 = 108.
+func TestLateInstanceDoesNotEnlargeShares(t *testing.T) {
+	srv := redistest.Start(t)
+	ctx := context.Background()
+	clk := clock.NewFake(t0)
+	prefix := uniq("late") + ":"
+	r := crule("r", uniq("late"), flow.AlgoFixedWindow, 100, time.Second)
+	r.Cluster.Fallback = "local"
+	var ts []*RedisTokenServer
+	var es []*flow.Engine
+	for i := range 4 {
+		s := newServer(t, redis.NewClient(&redis.Options{Addr: srv.Addr}), WithClock(clk), WithHeartbeat(0, time.Minute),
+			WithPrefix(prefix), WithInstanceID(strconv.Itoa(i)))
+		ts = append(ts, s)
+		es = append(es, newEngine(t, s, t0, r))
+	}
+	for _, s := range ts {
+		if _, err := s.Heartbeat(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Instance 3's entry runs out (as its TTL would with its beats failing).
+	if err := srv.NewClient(nil).ZRem(ctx, prefix+"{instances}", "3").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := ts[0].Heartbeat(ctx); err != nil || n != 3 {
+		t.Fatalf("Redis counts %d (%v), want 3", n, err)
+	}
+	if got := ts[0].Instances(); got != 4 {
+		t.Errorf("instance 0 trusts %d instances a moment after instance 3 went missing, want 4", got)
+	}
+	srv.Kill()
+	var total int
+	for i, e := range es {
+		admitted := 0
+		for range 60 {
+			p, err := e.Entry(r.Resource)
+			if err == nil {
+				admitted++
+				p.Exit()
+			} else if !errors.Is(err, flow.ErrBlocked) {
+				t.Fatal(err)
+			}
+		}
+		if admitted != 25 {
+			t.Errorf("engine %d admitted %d locally, want its share 100/4 = 25", i, admitted)
+		}
+		total += admitted
+	}
+	if total != 100 {
+		t.Errorf("the fleet admitted %d locally in one window, want the limit 100", total)
+	}
+	if fb := es[0].Snapshot().Cluster.Fallbacks["local"]; fb != 60 {
+		t.Errorf("engine 0's local fallbacks %d, want all 60 calls", fb)
+	}
 }

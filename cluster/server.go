@@ -27,7 +27,8 @@ type RedisTokenServer struct {
 	cf   config
 
 	seq       atomic.Uint64
-	instances atomic.Int64
+	instances atomic.Int64 // the count the local fallback divides by (instanceTrust)
+	live      atomic.Int64 // the count the last heartbeat read: per_instance thresholds
 	br        guard.Breaker
 	st        stats
 	plans     sync.Map // *flow.Rule (first rule of a request) -> *plan
@@ -90,6 +91,7 @@ func NewRedisTokenServer(rdb redis.UniversalClient, opts ...Option) (*RedisToken
 	s.box.set(c.rdb)
 	s.bg, s.bgCancel = context.WithCancel(context.Background())
 	s.instances.Store(1)
+	s.live.Store(1)
 	s.br.Init(cf.Failures, int64(cf.OpenFor), int64(cf.Timeout))
 	s.held.init()
 	if cf.leasing != nil {
@@ -108,8 +110,17 @@ func NewRedisTokenServer(rdb redis.UniversalClient, opts ...Option) (*RedisToken
 // client is the Redis client calls go through now.
 func (s *RedisTokenServer) client() redis.UniversalClient { return s.box.get() }
 
-// Instances is the number of live instances the last heartbeat saw (>= 1).
+// Instances is the live-instance count the engine's local fallback divides
+// a "global" limit by (>= 1): the heartbeats' count, except that a drop is
+// believed only once it has lasted a heartbeat TTL (see instanceTrust), so
+// a heartbeat set emptied by a restart or FLUSHALL, or an instance that
+// missed its beats during an outage, never enlarges a share.
 func (s *RedisTokenServer) Instances() int { return int(max(1, s.instances.Load())) }
+
+// liveInstances is the count the last heartbeat read (>= 1). A
+// per_instance threshold multiplies by it: read low (a flush, a late
+// beat), it refuses a little more for a moment instead of admitting more.
+func (s *RedisTokenServer) liveInstances() int { return int(max(1, s.live.Load())) }
 
 // ID is this instance's id.
 func (s *RedisTokenServer) ID() string { return s.cf.id }
@@ -202,7 +213,7 @@ func (s *RedisTokenServer) Release(ctx context.Context, req flow.TokenRequest, r
 
 // plan returns the cached plan for req's rules, factor and instance count.
 func (s *RedisTokenServer) plan(req *flow.TokenRequest) (*plan, error) {
-	n := s.Instances()
+	n := s.liveInstances()
 	if v, ok := s.plans.Load(req.Rules[0]); ok {
 		if p := v.(*plan); p.matches(req, n) && (req.Key != "") == (p.global == nil) {
 			return p, nil

@@ -32,7 +32,7 @@ type Stats struct {
 	Latency     flow.Histogram
 	LatencySum  time.Duration // total time of the calls Latency counts
 	BreakerOpen bool          // calls fail at once now
-	Instances   int           // live instances the last heartbeat saw
+	Instances   int           // the instance count the local fallback divides by (see Instances)
 }
 
 // Stats returns the counters now; it never blocks a decision.

@@ -49,6 +49,10 @@ func newLimiter(r *Rule, limit float64, clk clock.Clock, now int64) (limiter, er
 		return newSlidingWindow(r.Window, r.Buckets, limit, now, clock.Origin(clk).UnixNano())
 	case AlgoSentinelWindow:
 		return newSentinelWindow(r.Window, limit, clk, now), nil
+	case AlgoSentinelHotspot:
+		return newSentinelHotspot(r, limit, clk, now), nil
+	case AlgoSentinelWarmUp:
+		return newSentinelWarmUp(r, limit, clk, now), nil
 	case AlgoSlidingLog:
 		return newSlidingLog(r.Window, max(r.Limit, limit), limit)
 	case AlgoConcurrency:

@@ -33,6 +33,8 @@ func algoCases() []algoCase {
 		{AlgoFixedWindow, 10, 11, true},
 		{AlgoSlidingWindow, 10, 11, true},
 		{AlgoSentinelWindow, 10, 11, true},
+		{AlgoSentinelWarmUp, 3, 11, true},
+		{AlgoSentinelHotspot, 10, 11, true}, // cold: threshold nextUp(1/(5*0.04+0.1)) = 3.33/s
 		{AlgoSlidingLog, 10, 11, true},
 		{AlgoConcurrency, 10, 11, false},
 		{AlgoAdaptiveConcurrency, 10, 11, false}, // initialLimit 10 (see testRule)
@@ -41,7 +43,7 @@ func algoCases() []algoCase {
 
 func testRule(a Algorithm) Rule {
 	r := Rule{ID: a.String(), Resource: "r", Algorithm: a, Limit: 10}
-	if a == AlgoWarmUp {
+	if a == AlgoWarmUp || a == AlgoSentinelWarmUp {
 		r.Warmup = time.Second
 	}
 	if a == AlgoAdaptiveConcurrency {
@@ -161,6 +163,9 @@ func TestAlgorithmsNeverForImpossibleRequests(t *testing.T) {
 			d := l.tryAcquire(now, c.impossible, 0)
 			if d.ok || !d.never {
 				t.Fatalf("tryAcquire(%d) = %+v, want never", c.impossible, d)
+			}
+			if c.algo == AlgoSentinelWarmUp {
+				return // cold: the whole limit passes only once warm (TestSentinelWarmUp...)
 			}
 			if d := l.tryAcquire(now, c.impossible-1, 0); !d.ok {
 				t.Fatalf("tryAcquire(%d), the whole limit, refused: %+v", c.impossible-1, d)

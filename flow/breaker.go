@@ -89,7 +89,7 @@ func (s BreakerState) String() string {
 type breaker struct {
 	word  atomic.Uint64
 	until atomic.Uint64 // generation (low 16 bits) << 48 | µs since base
-	base  int64         // the engine clock reading when it was made
+	base  int64         // the engine clock reading when it was made, floored to the µs
 	win   breakerWindow
 }
 
@@ -112,8 +112,12 @@ func okOf(w uint64) int             { return int(w >> bwOKShift & bwProbeMask) }
 // next is the word of a new spell in state s, one generation on from w.
 func next(w uint64, s BreakerState) uint64 { return (genOf(w)+1)<<bwGenShift | uint64(s) }
 
+// newBreaker floors base to a whole µs of the engine clock, so that until,
+// rounded up to the µs from base, is the same instant whenever the breaker
+// was made: open+OpenFor itself when that is on a whole µs (a base with a
+// sub-µs part put the half-open moment up to 1µs late, after Sentinel's).
 func newBreaker(r *Rule, now int64) *breaker {
-	b := &breaker{base: now}
+	b := &breaker{base: now - floorMod(now, int64(time.Microsecond))}
 	b.win.init(r.Window)
 	return b
 }

@@ -20,8 +20,10 @@ type TokenServer interface {
 	// spent. The engine calls it on Exit only when res holds something to
 	// release (a concurrency rule, or a Lease).
 	Release(ctx context.Context, req TokenRequest, res TokenResult) error
-	// Instances is the last known number of live instances (>= 1), for the
-	// local fallback at Limit/Instances().
+	// Instances is the number of live instances (>= 1) the local fallback
+	// divides a "global" limit by. A count below the truth over-admits
+	// (every instance takes a larger share), so an implementation unsure
+	// of the count reports the higher one.
 	Instances() int
 }
 

@@ -32,6 +32,9 @@
 //	algorithm       good for                          cost and caveat
 //	token_bucket    bursty APIs: average rate, bursts  Guava SmoothBursty; starts full
 //	warm_up         cold caches, JIT, new connections  ramps from Limit/ColdFactor over Warmup
+//	sentinel_window rules migrated from Sentinel       Sentinel's QPS count: two whole 500ms buckets
+//	sentinel_warm_up rules migrated from Sentinel      Sentinel's warm-up formula, not Guava's
+//	sentinel_hotspot param rules migrated from Sentinel  lump refills per Window; Burst extra tokens
 //	leaky_bucket    smooth output, queueing (MaxWait)  no burst: calls spaced Window/Limit apart
 //	fixed_window    the simplest counter               admits up to 2x Limit across a boundary
 //	sliding_window  a cheap, close approximation       Buckets counters; previous window weighted

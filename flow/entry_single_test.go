@@ -17,7 +17,7 @@ func TestSingleRulePathMatchesGeneral(t *testing.T) {
 			continue
 		}
 		r := Rule{ID: "g", Algorithm: a, Limit: 5, Window: time.Second}
-		if a == AlgoWarmUp {
+		if a == AlgoWarmUp || a == AlgoSentinelWarmUp {
 			r.Warmup = time.Second
 		}
 		short, general := r, r

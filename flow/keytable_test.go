@@ -153,7 +153,7 @@ func TestMemoryPerKey(t *testing.T) {
 		}
 		r := Rule{ID: "u", Resource: "r", Level: LevelUser, Algorithm: a, Limit: 10, MaxKeys: n}
 		switch a {
-		case AlgoWarmUp:
+		case AlgoWarmUp, AlgoSentinelWarmUp:
 			r.Warmup = time.Second
 		case AlgoCircuitBreaker:
 			r.Limit, r.Strategy, r.Threshold, r.OpenFor = 0, BreakerErrorRatio, 0.5, time.Second

@@ -17,10 +17,10 @@ import (
 // compare-and-swap: no lock, and no goroutine ever sleeps here (the engine
 // waits decision.wait on its own clock).
 type leakyBucket struct {
-	last    atomic.Int64  // slot of the latest admitted call, clock.Nanotime
-	spacing atomic.Uint64 // float64 bits: nanoseconds per permit
-	cap     atomic.Int64  // capacity(limit): the largest call that may pass without queueing
-	window  int64
+	last   atomic.Int64  // slot of the latest admitted call, clock.Nanotime
+	limit  atomic.Uint64 // float64 bits: permits per window
+	cap    atomic.Int64  // capacity(limit): the largest call that may pass without queueing
+	window int64
 }
 
 var _ limiter = (*leakyBucket)(nil)
@@ -37,8 +37,12 @@ func newLeakyBucket(window time.Duration, limit float64, now int64) *leakyBucket
 	return b
 }
 
+// cost is the spacing of n permits in ns, computed as Sentinel's throttling
+// checker computes it, ⌈n/limit·window⌉ in that order, so that a queued
+// call waits to the nanosecond what it waits there (n·spacing, truncated,
+// was up to 1ns shorter per call at a limit like 7/s).
 func (b *leakyBucket) cost(n int) int64 {
-	return int64(float64(n) * math.Float64frombits(b.spacing.Load()))
+	return int64(math.Ceil(float64(n) / math.Float64frombits(b.limit.Load()) * float64(b.window)))
 }
 
 func (b *leakyBucket) tryAcquire(now int64, n int, maxWait time.Duration) decision {
@@ -91,7 +95,7 @@ func (b *leakyBucket) refund(at int64, n int) {
 // setLimit changes the spacing for calls from now on; the latest slot stays
 // where it is, so calls already queued keep their slots.
 func (b *leakyBucket) setLimit(_ int64, limit float64) {
-	b.spacing.Store(math.Float64bits(float64(b.window) / limit))
+	b.limit.Store(math.Float64bits(limit))
 	b.cap.Store(capacity(limit))
 }
 
@@ -102,5 +106,5 @@ func (b *leakyBucket) remaining(now int64) float64 {
 	if idle <= 0 {
 		return 0
 	}
-	return math.Min(math.Floor(idle/math.Float64frombits(b.spacing.Load())), float64(b.cap.Load()))
+	return math.Min(math.Floor(idle/float64(b.cost(1))), float64(b.cap.Load()))
 }

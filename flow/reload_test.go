@@ -23,7 +23,7 @@ func TestLoadRulesAllOrNothing(t *testing.T) {
 	for _, want := range []string{
 		`rules[1] (id "neg"): limit: must be > 0`,
 		`rules[2]: resource: must not be empty`,
-		`rules[2]: warmup: only for warm_up rules`,
+		`rules[2]: warmup: only for warm_up and sentinel_warm_up rules`,
 		`rules[3] (id "ok"): id: duplicate of rules[0]`,
 	} {
 		if !strings.Contains(err.Error(), want) {
@@ -104,7 +104,7 @@ func TestValidateTable(t *testing.T) {
 		{"nan limit", func(r *Rule) { r.Limit = nan() }, "limit: must be a finite number"},
 		{"negative window", func(r *Rule) { r.Window = -1 }, "window: must be >= 0"},
 		{"system level", func(r *Rule) { r.Level = LevelSystem }, "level: must be global, user, ip or param"},
-		{"burst on window", func(r *Rule) { r.Algorithm = AlgoFixedWindow; r.Burst = 2 }, "burst: only for token_bucket rules"},
+		{"burst on window", func(r *Rule) { r.Algorithm = AlgoFixedWindow; r.Burst = 2 }, "burst: only for token_bucket and sentinel_hotspot rules"},
 		{"warm_up without warmup", func(r *Rule) { r.Algorithm = AlgoWarmUp }, "warmup: must be > 0 for warm_up rules"},
 		{"cold factor 1", func(r *Rule) { r.Algorithm = AlgoWarmUp; r.Warmup = time.Second; r.ColdFactor = 1 }, "coldFactor: must be a finite number > 1"},
 		{"buckets on log", func(r *Rule) { r.Algorithm = AlgoSlidingLog; r.Buckets = 3 }, "buckets: only for sliding_window rules"},

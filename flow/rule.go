@@ -55,6 +55,15 @@ const (
 	// unweighted half-window buckets aligned to the Unix epoch
 	// (sentinel_window.go); rules imported from Sentinel use it.
 	AlgoSentinelWindow
+	// AlgoSentinelWarmUp is Alibaba Sentinel's warm-up (its token formula
+	// and per-second sync, not Guava's curve; sentinel_warm_up.go); warm-up
+	// rules imported from Sentinel use it.
+	AlgoSentinelWarmUp
+	// AlgoSentinelHotspot is sentinel-golang's per-value hotspot limiter:
+	// lump refills once per Window, Burst extra tokens, or with MaxWait its
+	// millisecond throttling (sentinel_hotspot.go); hotspot rules imported
+	// from Sentinel use it.
+	AlgoSentinelHotspot
 	numAlgorithms
 )
 
@@ -62,7 +71,7 @@ var algorithmNames = [numAlgorithms]string{
 	"token_bucket", "warm_up", "leaky_bucket", "fixed_window", "sliding_window", "sliding_log", "concurrency",
 	"circuit_breaker",
 	"adaptive_concurrency", "allow", "deny",
-	"sentinel_window",
+	"sentinel_window", "sentinel_warm_up", "sentinel_hotspot",
 }
 
 // String returns the algorithm's JSON name.
@@ -95,11 +104,14 @@ type Rule struct {
 	Limit float64
 	// Window is the span Limit is counted over. Default 1s.
 	Window time.Duration
-	// Burst is the most permits a token bucket stores. Default Limit.
+	// Burst is the most permits a token bucket stores. Default Limit. For
+	// AlgoSentinelHotspot: extra tokens on top of Limit (Sentinel's
+	// burstCount). Default 0.
 	Burst float64
-	// Warmup is the warm-up period of AlgoWarmUp.
+	// Warmup is the warm-up period of AlgoWarmUp and AlgoSentinelWarmUp.
 	Warmup time.Duration
-	// ColdFactor is the cold rate divisor of AlgoWarmUp. Default 3.
+	// ColdFactor is the cold rate divisor of AlgoWarmUp and
+	// AlgoSentinelWarmUp (a whole number there, as in Sentinel). Default 3.
 	ColdFactor float64
 	// Buckets is the number of sub-windows of AlgoSlidingWindow. Default 10.
 	Buckets int

@@ -54,14 +54,23 @@ func TestSentinelWindowAlignedToUnixEpoch(t *testing.T) {
 }
 
 func TestSentinelWindowRules(t *testing.T) {
-	for _, tc := range []struct {
-		r     Rule
-		field string
-	}{
+	wantRuleProblems(t, []ruleProblem{
 		{Rule{Resource: "r", Algorithm: AlgoSentinelWindow, Limit: 10, MaxWait: time.Second}, "maxWait"},
 		{Rule{Resource: "r", Algorithm: AlgoSentinelWindow, Limit: 10, Window: 3 * time.Millisecond}, "window"},
 		{Rule{Resource: "r", Algorithm: AlgoSentinelWindow, Limit: 10, Cluster: &ClusterSpec{}}, "cluster"},
-	} {
+	})
+}
+
+// ruleProblem is a rule LoadRules must refuse, naming field.
+type ruleProblem struct {
+	r     Rule
+	field string
+}
+
+// wantRuleProblems loads each rule alone and wants an error naming its field.
+func wantRuleProblems(t *testing.T, cases []ruleProblem) {
+	t.Helper()
+	for _, tc := range cases {
 		err := NewEngine().LoadRules([]Rule{tc.r})
 		if err == nil {
 			t.Errorf("%+v: loaded, want a problem with %s", tc.r, tc.field)

@@ -47,7 +47,7 @@ func (r Rule) WithDefaults() Rule {
 		if r.Burst == 0 {
 			r.Burst = r.Limit
 		}
-	case AlgoWarmUp:
+	case AlgoWarmUp, AlgoSentinelWarmUp:
 		if r.ColdFactor == 0 {
 			r.ColdFactor = DefaultColdFactor
 		}
@@ -140,25 +140,30 @@ func (r Rule) Validate() error {
 	r.validateAdaptive(bad)
 	if r.Burst != 0 {
 		switch {
-		case r.Algorithm != AlgoTokenBucket:
-			bad("burst", "only for token_bucket rules")
+		case r.Algorithm != AlgoTokenBucket && r.Algorithm != AlgoSentinelHotspot:
+			bad("burst", "only for token_bucket and sentinel_hotspot rules")
 		case math.IsNaN(r.Burst) || math.IsInf(r.Burst, 0) || r.Burst < 0:
 			bad("burst", "must be a finite number >= 0, not %v", r.Burst)
 		}
 	}
-	if r.Warmup != 0 && r.Algorithm != AlgoWarmUp {
-		bad("warmup", "only for warm_up rules")
-	} else if r.Algorithm == AlgoWarmUp && r.Warmup <= 0 {
-		bad("warmup", "must be > 0 for warm_up rules, not %v", r.Warmup)
+	warm := r.Algorithm == AlgoWarmUp || r.Algorithm == AlgoSentinelWarmUp
+	if r.Warmup != 0 && !warm {
+		bad("warmup", "only for warm_up and sentinel_warm_up rules")
+	} else if warm && r.Warmup <= 0 {
+		bad("warmup", "must be > 0 for %v rules, not %v", r.Algorithm, r.Warmup)
 	}
 	if r.ColdFactor != 0 {
 		switch {
-		case r.Algorithm != AlgoWarmUp:
-			bad("coldFactor", "only for warm_up rules")
+		case !warm:
+			bad("coldFactor", "only for warm_up and sentinel_warm_up rules")
 		case math.IsNaN(r.ColdFactor) || math.IsInf(r.ColdFactor, 0) || r.ColdFactor <= 1:
 			bad("coldFactor", "must be a finite number > 1, not %v", r.ColdFactor)
+		case r.Algorithm == AlgoSentinelWarmUp && (r.ColdFactor != math.Trunc(r.ColdFactor) || r.ColdFactor > math.MaxUint32):
+			bad("coldFactor", "must be a whole number for sentinel_warm_up (Sentinel's is an integer), not %v", r.ColdFactor)
 		}
 	}
+	r.validateSentinelWarmUp(bad)
+	r.validateSentinelHotspot(bad)
 	if r.Buckets != 0 {
 		switch {
 		case r.Algorithm != AlgoSlidingWindow:

@@ -50,7 +50,7 @@ func ExampleParse_errors() {
 	// Output:
 	// rules[0] (id "orders"): window: "10x": unknown unit "x" (valid: ns, us, ms, s, m, h)
 	// rules[0] (id "orders"): limit: must be > 0, not 0
-	// rules[1] (id "orders"): warmup: only for warm_up rules
+	// rules[1] (id "orders"): warmup: only for warm_up and sentinel_warm_up rules
 	// rules[1] (id "orders"): id: duplicate of rules[0]
 	// first: rule 0, field window
 }

@@ -76,6 +76,7 @@ type (
 		MinFactor float64 `json:"minFactor"`
 		Period    string  `json:"period"`
 		CPUSource string  `json:"cpuSource"`
+		SystemCPU float64 `json:"systemCPU,omitempty"` // 0: the guard is off
 	}
 	alertingJSON struct {
 		RejectionRatio float64 `json:"rejectionRatio"`
@@ -98,7 +99,7 @@ func (d *Document) Format() []byte {
 		out.Rules = append(out.Rules, formatRule(r))
 	}
 	if a := d.Adaptive; a != nil {
-		out.Adaptive = &adaptiveJSON{a.CPUTarget, a.BandLow, a.BandHigh, a.MinFactor, fmtDuration(a.Period), string(a.CPUSource)}
+		out.Adaptive = &adaptiveJSON{a.CPUTarget, a.BandLow, a.BandHigh, a.MinFactor, fmtDuration(a.Period), string(a.CPUSource), a.SystemGuard.CPU}
 	}
 	if s := d.Alerting; s != nil {
 		a := s.Config

@@ -13,7 +13,7 @@ import (
 // path. A field whose JSON is unreadable keeps its default, so it is
 // reported once.
 
-var adaptiveKeys = []string{"cpuTarget", "bandLow", "bandHigh", "minFactor", "period", "cpuSource"}
+var adaptiveKeys = []string{"cpuTarget", "bandLow", "bandHigh", "minFactor", "period", "cpuSource", "systemCPU"}
 
 // readAdaptive reads the "adaptive" section into an adaptive.Config with
 // its defaults filled in.
@@ -32,6 +32,8 @@ func readAdaptive(p *problems, v *node) *adaptive.Config {
 			setIf(&c.MinFactor)(o.number(key, v))
 		case "period":
 			setIf(&c.Period)(o.duration(key, v))
+		case "systemCPU":
+			setIf(&c.SystemGuard.CPU)(o.number(key, v))
 		case "cpuSource":
 			if src, ok := o.str(key, v); ok {
 				c.CPUSource = adaptive.CPUSource(src)

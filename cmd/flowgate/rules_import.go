@@ -13,7 +13,7 @@ import (
 
 const importHelp = `usage:
   flowgate rules import --from sentinel [--dialect auto|java|go] [--param-names 0=tenant,1=region] [--partial] FILE...
-    convert Sentinel rule files (Java dashboard or sentinel-golang JSON arrays, one kind per file)
+    convert Sentinel rule files (Java dashboard or sentinel-golang arrays, JSON or YAML, one kind per file)
     into one flowgate document on stdout; one line per source rule on stderr: exact, approx (what
     differs) or cannot (why). Any cannot without --partial: exit 1 and nothing on stdout.
     Malformed input: exit 1 with every problem (file, array index, field).

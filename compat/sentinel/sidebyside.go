@@ -7,10 +7,12 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"sync"
 	"time"
 
 	sapi "github.com/alibaba/sentinel-golang/api"
 	"github.com/alibaba/sentinel-golang/core/base"
+	cb "github.com/alibaba/sentinel-golang/core/circuitbreaker"
 
 	"github.com/flowgate/flowgate/flow"
 	"github.com/flowgate/flowgate/rules/sentinel"
@@ -20,8 +22,12 @@ import (
 // and how long it holds its permit before Exit.
 type call struct {
 	at, hold time.Duration
-	fail     bool // the call ends in an error (recorded on both engines)
+	fail     bool   // the call ends in an error (recorded on both engines)
+	arg      string // the value of the call's paramKey param ("" for none)
 }
+
+// paramKey is the param hotspot traces carry their arg in.
+const paramKey = "tenant"
 
 var errCall = errors.New("call failed")
 
@@ -30,9 +36,86 @@ type outcome struct {
 	Calls, Same            int
 	SentinelOK, FlowgateOK int
 	Seconds                float64
+	// Of the calls both admitted: how many either engine queued, and how
+	// many were given the same wait to the nanosecond.
+	BothOK, Queued, SameWait int
 }
 
 func (o outcome) share() float64 { return float64(o.Same) / float64(o.Calls) }
+
+// transition is one breaker state change on the virtual clock.
+type transition struct {
+	at       time.Time
+	from, to string // flowgate's names: closed, open, half_open
+}
+
+func (t transition) String() string {
+	return fmt.Sprintf("%s->%s@%s", t.from, t.to, t.at.Format("15:04:05.000000"))
+}
+
+// transitions collects the breaker transitions of both engines per
+// resource: sentinel-golang's through its (process-wide) listener,
+// flowgate's through flow.WithBreakerListener.
+type transitions struct {
+	mu       sync.Mutex
+	clk      *vclock
+	sentinel map[string][]transition
+	flowgate map[string][]transition
+}
+
+func newTransitions(clk *vclock) *transitions {
+	return &transitions{clk: clk, sentinel: map[string][]transition{}, flowgate: map[string][]transition{}}
+}
+
+// sentinelName maps sentinel-golang's state names to flowgate's.
+func sentinelName(s cb.State) string {
+	switch s {
+	case cb.Closed:
+		return "closed"
+	case cb.Open:
+		return "open"
+	case cb.HalfOpen:
+		return "half_open"
+	}
+	return s.String()
+}
+
+func (t *transitions) addSentinel(res string, from cb.State, to string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.sentinel[res] = append(t.sentinel[res], transition{at: t.clk.Now(), from: sentinelName(from), to: to})
+}
+
+func (t *transitions) OnTransformToClosed(prev cb.State, r cb.Rule) {
+	t.addSentinel(r.Resource, prev, "closed")
+}
+func (t *transitions) OnTransformToOpen(prev cb.State, r cb.Rule, _ interface{}) {
+	t.addSentinel(r.Resource, prev, "open")
+}
+func (t *transitions) OnTransformToHalfOpen(prev cb.State, r cb.Rule) {
+	t.addSentinel(r.Resource, prev, "half_open")
+}
+
+// flowgateListener is the flow.WithBreakerListener func.
+func (t *transitions) flowgateListener(ev flow.BreakerEvent) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.flowgate[ev.Resource] = append(t.flowgate[ev.Resource], transition{at: ev.Time, from: ev.From.String(), to: ev.To.String()})
+}
+
+// compare returns both engines' transitions of res and how many of them
+// agree in order, states and instant (to the nanosecond).
+func (t *transitions) compare(res string) (s, f []transition, same int) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	s, f = t.sentinel[res], t.flowgate[res]
+	for i := range min(len(s), len(f)) {
+		if s[i] == f[i] {
+			same++
+		}
+	}
+	return s, f, same
+}
 
 // importOne converts sentinel-golang rules the way a user would (JSON, as
 // its datasources store them, through rules/sentinel) and loads them.
@@ -100,9 +183,28 @@ func run(clk *vclock, eng *flow.Engine, resource string, trace []call) outcome {
 		t := start.Add(c.at)
 		drain(t)
 		clk.advanceTo(t)
-		sg, blk := sapi.Entry(resource, sapi.WithTrafficType(base.Inbound))
-		d := eng.Decide(resource)
+		clk.slept.Store(0)
+		var sg *base.SentinelEntry
+		var blk *base.BlockError
+		var d flow.Decision
+		if c.arg != "" {
+			sg, blk = sapi.Entry(resource, sapi.WithTrafficType(base.Inbound), sapi.WithAttachment(paramKey, c.arg))
+			d = eng.Decide(resource, flow.WithParam(paramKey, c.arg))
+		} else {
+			sg, blk = sapi.Entry(resource, sapi.WithTrafficType(base.Inbound))
+			d = eng.Decide(resource)
+		}
 		sOK, fOK := blk == nil, d.Allowed
+		if sOK && fOK {
+			sw, fw := time.Duration(clk.slept.Load()), d.Permit.Waited()
+			o.BothOK++
+			if sw > 0 || fw > 0 {
+				o.Queued++
+			}
+			if sw == fw {
+				o.SameWait++
+			}
+		}
 		o.Calls++
 		if sOK == fOK {
 			o.Same++
@@ -169,6 +271,36 @@ func bursts(n, k int, gap, offset time.Duration) []call {
 	for i := range k {
 		for range n {
 			out = append(out, call{at: offset + time.Duration(i)*gap})
+		}
+	}
+	return out
+}
+
+// hotCold: Poisson arrivals at rate per second for d; 60% carry the hot
+// value "hot", 20% "vip" (a specific item), 20% one of 50 cold values.
+func hotCold(seed uint64, rate float64, d time.Duration) []call {
+	out := poisson(seed, rate, d, 0)
+	r := rand.New(rand.NewPCG(seed, 2))
+	for i := range out {
+		switch p := r.Float64(); {
+		case p < 0.6:
+			out[i].arg = "hot"
+		case p < 0.8:
+			out[i].arg = "vip"
+		default:
+			out[i].arg = fmt.Sprintf("cold-%d", r.IntN(50))
+		}
+	}
+	return out
+}
+
+// halfFailing: rate calls per second for d, each holding hold; inside the
+// spans every other call fails, so the error ratio sits on 0.5.
+func halfFailing(rate float64, d, hold time.Duration, spans [][2]time.Duration) []call {
+	out := faulty(rate, d, hold, spans, true, 0)
+	for i := range out {
+		if i%2 == 1 {
+			out[i].fail = false
 		}
 	}
 	return out

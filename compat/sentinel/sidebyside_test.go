@@ -12,6 +12,7 @@ import (
 	cb "github.com/alibaba/sentinel-golang/core/circuitbreaker"
 	"github.com/alibaba/sentinel-golang/core/config"
 	sflow "github.com/alibaba/sentinel-golang/core/flow"
+	"github.com/alibaba/sentinel-golang/core/hotspot"
 	"github.com/alibaba/sentinel-golang/core/isolation"
 	"github.com/alibaba/sentinel-golang/logging"
 	"github.com/alibaba/sentinel-golang/util"
@@ -22,6 +23,7 @@ import (
 var (
 	initOnce sync.Once
 	vclk     *vclock
+	moves    *transitions
 )
 
 // setup starts sentinel-golang once per process on the virtual clock
@@ -43,6 +45,8 @@ func setup(t *testing.T) *vclock {
 		if err := sapi.InitWithConfig(conf); err != nil {
 			t.Fatal(err)
 		}
+		moves = newTransitions(vclk)
+		cb.RegisterStateChangeListeners(moves)
 	})
 	return vclk
 }
@@ -50,6 +54,7 @@ func setup(t *testing.T) *vclock {
 type scenario struct {
 	kind, name string
 	rule       func(res string) any // sentinel-golang rules for res
+	src        func(res string) any // their JSON form for the importer, when rule's does not marshal
 	load       func(res string) error
 	trace      []call
 	offset     time.Duration // where in a second the trace starts
@@ -60,9 +65,54 @@ func qps(res string) any {
 		Threshold: 10, StatIntervalInMs: 1000}}
 }
 
-func throttle(res string) any {
-	return []*sflow.Rule{{Resource: res, TokenCalculateStrategy: sflow.Direct, ControlBehavior: sflow.Throttling,
-		Threshold: 10, MaxQueueingTimeMs: 500, StatIntervalInMs: 1000}}
+func throttle(res string) any { return throttleAt(10)(res) }
+
+func throttleAt(qps float64) func(string) any {
+	return func(res string) any {
+		return []*sflow.Rule{{Resource: res, TokenCalculateStrategy: sflow.Direct, ControlBehavior: sflow.Throttling,
+			Threshold: qps, MaxQueueingTimeMs: 500, StatIntervalInMs: 1000}}
+	}
+}
+
+// warm is sentinel-golang's warm-up at 100/s over 10s, cold factor 3;
+// queue > 0 adds Throttling with that queue.
+func warm(queue uint32) func(string) any {
+	return func(res string) any {
+		r := &sflow.Rule{Resource: res, TokenCalculateStrategy: sflow.WarmUp, ControlBehavior: sflow.Reject,
+			Threshold: 100, WarmUpPeriodSec: 10, WarmUpColdFactor: 3, StatIntervalInMs: 1000}
+		if queue > 0 {
+			r.ControlBehavior, r.MaxQueueingTimeMs = sflow.Throttling, queue
+		}
+		return []*sflow.Rule{r}
+	}
+}
+
+// hot is a sentinel-golang hotspot QPS rule on paramKey: 10 per
+// durationInSec, "vip" 30, with burst and, for Throttling, queue.
+func hot(behavior hotspot.ControlBehavior, burst, dur, queue int64) func(string) any {
+	return func(res string) any {
+		return []*hotspot.Rule{{Resource: res, MetricType: hotspot.QPS, ControlBehavior: behavior, ParamKey: paramKey,
+			Threshold: 10, BurstCount: burst, DurationInSec: dur, MaxQueueingTimeMs: queue,
+			SpecificItems: map[interface{}]int64{"vip": 30}}}
+	}
+}
+
+// hotJSON is a hotspot rule as sentinel-golang's datasources store it
+// (specificItems as an object: map[interface{}] does not marshal).
+func hotJSON(rule func(string) any) func(string) any {
+	return func(res string) any {
+		var out []map[string]any
+		for _, r := range rule(res).([]*hotspot.Rule) {
+			items := map[string]int64{}
+			for k, v := range r.SpecificItems {
+				items[fmt.Sprint(k)] = v
+			}
+			out = append(out, map[string]any{"resource": r.Resource, "metricType": r.MetricType, "controlBehavior": r.ControlBehavior,
+				"paramKey": r.ParamKey, "threshold": r.Threshold, "burstCount": r.BurstCount, "durationInSec": r.DurationInSec,
+				"maxQueueingTimeMs": r.MaxQueueingTimeMs, "specificItems": items})
+		}
+		return out
+	}
 }
 
 func iso(res string) any {
@@ -86,6 +136,11 @@ func scenarios() []scenario {
 		out = append(out, scenario{kind: kind, name: name, rule: rule,
 			load: func(res string) error { return load(rule(res)) }, trace: trace, offset: offset})
 	}
+	loadHot := func(r any) error { _, err := hotspot.LoadRules(r.([]*hotspot.Rule)); return err }
+	addHot := func(kind, name string, rule func(string) any, trace []call, offset time.Duration) {
+		add(kind, name, rule, loadHot, trace, offset)
+		out[len(out)-1].src = hotJSON(rule)
+	}
 	add("flow QPS reject (10/s)", "steady 2x overload", qps, loadFlow, steady(20, 30*time.Second, 0), 137*time.Millisecond)
 	add("flow QPS reject (10/s)", "bursts of 30 after 3s idle", qps, loadFlow, bursts(30, 10, 3*time.Second, 0), 250*time.Millisecond)
 	add("flow QPS reject (10/s)", "bursts of 15 on bucket edges", qps, loadFlow,
@@ -93,14 +148,57 @@ func scenarios() []scenario {
 	add("flow QPS reject (10/s)", "Poisson 15/s", qps, loadFlow, poisson(7, 15, 60*time.Second, 0), 0)
 	add("flow throttling (10/s, queue 500ms)", "Poisson 15/s", throttle, loadFlow, poisson(8, 15, 60*time.Second, 0), 0)
 	add("flow throttling (10/s, queue 500ms)", "steady 2x overload", throttle, loadFlow, steady(20, 30*time.Second, 0), 3*time.Millisecond)
+	// 7/s: a spacing of 142857142.86ns, which Sentinel rounds up.
+	add("flow throttling (7/s, queue 500ms)", "Poisson 10/s", throttleAt(7), loadFlow, poisson(12, 10, 60*time.Second, 0), 0)
+	idle := append(steady(200, 20*time.Second, 0), steady(200, 20*time.Second, 50*time.Second)...)
+	add("flow warm-up (100/s, 10s, cold factor 3)", "from cold, steady 2x overload", warm(0), loadFlow, steady(200, 30*time.Second, 0), 37*time.Millisecond)
+	add("flow warm-up (100/s, 10s, cold factor 3)", "2x overload, 30s idle (cools), 2x again", warm(0), loadFlow, idle, 611*time.Millisecond)
+	add("flow warm-up (100/s, 10s, cold factor 3)", "Poisson 150/s", warm(0), loadFlow, poisson(10, 150, 60*time.Second, 0), 0)
+	add("flow warm-up + throttling (100/s, 10s, queue 500ms)", "from cold, steady 2x overload", warm(500), loadFlow, steady(200, 30*time.Second, 0), 3*time.Millisecond)
+	add("flow warm-up + throttling (100/s, 10s, queue 500ms)", "Poisson 150/s", warm(500), loadFlow, poisson(11, 150, 60*time.Second, 0), 0)
+	addHot("hotspot QPS reject (10/s, vip 30)", "Poisson 40/s, hot, vip and cold values", hot(hotspot.Reject, 0, 1, 0), hotCold(13, 40, 60*time.Second), 0)
+	addHot("hotspot QPS reject (10/s, vip 30, burst 5)", "Poisson 40/s, hot, vip and cold values", hot(hotspot.Reject, 5, 1, 0), hotCold(14, 40, 60*time.Second), 0)
+	addHot("hotspot QPS reject (10 per 2s, vip 30)", "Poisson 40/s, hot, vip and cold values", hot(hotspot.Reject, 0, 2, 0), hotCold(15, 40, 60*time.Second), 0)
+	addHot("hotspot throttling (10/s, vip 30, queue 500ms)", "Poisson 40/s, hot, vip and cold values", hot(hotspot.Throttling, 0, 1, 500), hotCold(16, 40, 60*time.Second), 0)
+	addHot("hotspot throttling (10/s, vip 30, no queue)", "Poisson 40/s, hot, vip and cold values", hot(hotspot.Throttling, 0, 1, 0), hotCold(17, 40, 60*time.Second), 0)
+	hotConc := func(res string) any {
+		r := hot(hotspot.Reject, 0, 1, 0)(res).([]*hotspot.Rule)
+		r[0].MetricType, r[0].Threshold, r[0].SpecificItems = hotspot.Concurrency, 3, map[interface{}]int64{"vip": 6}
+		return r
+	}
+	held := hotCold(18, 40, 60*time.Second)
+	for i := range held {
+		held[i].hold = time.Duration(50+i%7*40) * time.Millisecond
+	}
+	addHot("hotspot concurrency (3 in flight, vip 6)", "Poisson 40/s, hold 50-290ms, hot, vip and cold values", hotConc, held, 0)
 	add("isolation (5 in flight)", "Poisson 30/s, hold 200ms mean", iso, loadIso, poisson(9, 30, 60*time.Second, 200*time.Millisecond), 0)
 	add("circuit breaker error ratio (0.5)", "20/s, error bursts", breaker(cb.ErrorRatio, 0.5), loadCB,
 		faulty(20, 40*time.Second, 50*time.Millisecond, spans, true, 0), 0)
+	add("circuit breaker error ratio (0.5)", "20/s, every other call failing", breaker(cb.ErrorRatio, 0.5), loadCB,
+		halfFailing(20, 40*time.Second, 50*time.Millisecond, spans), 0)
 	add("circuit breaker error count (20)", "20/s, error bursts", breaker(cb.ErrorCount, 20), loadCB,
 		faulty(20, 40*time.Second, 50*time.Millisecond, spans, true, 0), 0)
 	add("circuit breaker slow ratio (0.5, 200ms)", "20/s, latency spikes to 300ms", breaker(cb.SlowRequestRatio, 0.5), loadCB,
 		faulty(20, 40*time.Second, 50*time.Millisecond, spans, false, 300*time.Millisecond), 0)
 	return out
+}
+
+// kinds counts the transitions of each kind, in the order first seen.
+func kinds(ts []transition) string {
+	var order []string
+	n := map[string]int{}
+	for _, t := range ts {
+		k := t.from + "→" + t.to
+		if n[k] == 0 {
+			order = append(order, k)
+		}
+		n[k]++
+	}
+	var parts []string
+	for _, k := range order {
+		parts = append(parts, fmt.Sprintf("%s ×%d", k, n[k]))
+	}
+	return strings.Join(parts, ", ")
 }
 
 // sortTrace orders a trace by arrival (bursts appended out of order).
@@ -117,15 +215,20 @@ func sortTrace(tr []call) {
 // of calls. -v prints the table the README shows.
 func TestSideBySide(t *testing.T) {
 	clk := setup(t)
-	var table strings.Builder
-	table.WriteString("| rule (sentinel-golang) | flowgate (imported) | trace | calls | same decision | admitted/s sentinel-golang | admitted/s flowgate |\n|---|---|---|---|---|---|---|\n")
+	var table, trans strings.Builder
+	trans.WriteString("| breaker (sentinel-golang) | trace | transitions sentinel-golang | transitions flowgate | same state change at the same instant | changes seen |\n|---|---|---|---|---|---|\n")
+	table.WriteString("| rule (sentinel-golang) | flowgate (imported) | trace | calls | same decision | admitted/s sentinel-golang | admitted/s flowgate | same wait (queued) |\n|---|---|---|---|---|---|---|---|\n")
 	for i, sc := range scenarios() {
 		res := fmt.Sprintf("r%d", i)
 		if err := sc.load(res); err != nil {
 			t.Fatalf("%s: sentinel-golang refuses the rule: %v", sc.kind, err)
 		}
-		eng := flow.NewEngine(flow.WithClock(fgClock{clk}))
-		rep, err := importOne(eng, sc.rule(res))
+		eng := flow.NewEngine(flow.WithClock(fgClock{clk}), flow.WithBreakerListener(moves.flowgateListener))
+		src := sc.rule
+		if sc.src != nil {
+			src = sc.src
+		}
+		rep, err := importOne(eng, src(res))
 		if err != nil {
 			t.Fatalf("%s: %v", sc.kind, err)
 		}
@@ -138,11 +241,24 @@ func TestSideBySide(t *testing.T) {
 		if r := eng.Rules(); len(r) > 0 {
 			algo = r[0].Algorithm.String()
 		}
-		fmt.Fprintf(&table, "| %s | `%s` (%s) | %s | %d | %.2f%% | %.2f | %.2f |\n", sc.kind, algo, rep.Verdict, sc.name,
-			o.Calls, 100*o.share(), float64(o.SentinelOK)/o.Seconds, float64(o.FlowgateOK)/o.Seconds)
+		waits := "no queue"
+		if o.Queued > 0 {
+			waits = fmt.Sprintf("%.2f%% (%d)", 100*float64(o.SameWait)/float64(o.BothOK), o.Queued)
+		}
+		fmt.Fprintf(&table, "| %s | `%s` (%s) | %s | %d | %.2f%% | %.2f | %.2f | %s |\n", sc.kind, algo, rep.Verdict, sc.name,
+			o.Calls, 100*o.share(), float64(o.SentinelOK)/o.Seconds, float64(o.FlowgateOK)/o.Seconds, waits)
+		if s, f, same := moves.compare(res); len(s) > 0 || len(f) > 0 {
+			fmt.Fprintf(&trans, "| %s | %s | %d | %d | %d | %s |\n", sc.kind, sc.name, len(s), len(f), same, kinds(s))
+			if same != len(s) || same != len(f) {
+				t.Errorf("%s, %s: breaker transitions differ:\nsentinel-golang %v\nflowgate        %v", sc.kind, sc.name, s, f)
+			}
+		}
+		if o.SameWait != o.BothOK {
+			t.Errorf("%s, %s: the same wait on %d of %d calls both admitted, want all", sc.kind, sc.name, o.SameWait, o.BothOK)
+		}
 		if o.share() < 0.99 {
 			t.Errorf("%s, %s: same decision on %.2f%% of %d calls, want >= 99%%", sc.kind, sc.name, 100*o.share(), o.Calls)
 		}
 	}
-	t.Logf("\n%s", table.String())
+	t.Logf("\n%s\n%s", table.String(), trans.String())
 }

@@ -12,8 +12,9 @@ import (
 // told to wait (throttling, maxWait) does not shift the other engine's
 // timeline; the trace alone advances time.
 type vclock struct {
-	base time.Time
-	ns   atomic.Int64
+	base  time.Time
+	ns    atomic.Int64
+	slept atomic.Int64 // the latest wait sentinel-golang asked Sleep for
 }
 
 func newVClock(base time.Time) *vclock { return &vclock{base: base} }
@@ -23,8 +24,9 @@ func (c *vclock) Nanotime() int64           { return c.ns.Load() }
 func (c *vclock) CurrentTimeMillis() uint64 { return uint64(c.Now().UnixMilli()) }
 func (c *vclock) CurrentTimeNano() uint64   { return uint64(c.Now().UnixNano()) }
 
-// Sleep satisfies sentinel-golang's util.Clock.
-func (c *vclock) Sleep(time.Duration) {}
+// Sleep satisfies sentinel-golang's util.Clock; it records the wait so that
+// the wait Sentinel gives a queued call can be compared with flowgate's.
+func (c *vclock) Sleep(d time.Duration) { c.slept.Store(int64(d)) }
 
 // advanceTo moves time forward to t (never back).
 func (c *vclock) advanceTo(t time.Time) {

@@ -71,7 +71,7 @@ func kindOf(e *element, force Dialect) (Dialect, string) {
 
 // convert maps one source rule. Malformed fields go to the element's
 // error list; the report is then not used.
-func convert(e *element, opts Options) (Report, []outRule) {
+func convert(e *element, opts Options, sys *system) (Report, []outRule) {
 	in := unwrap(e)
 	d, kind := kindOf(in, opts.Dialect)
 	rep := Report{File: e.file, Index: e.index, Kind: d.String() + " " + kind, Resource: in.str("resource")}
@@ -87,7 +87,7 @@ func convert(e *element, opts Options) (Report, []outRule) {
 	case "java authority":
 		rs, n = javaAuthority(in)
 	case "java system":
-		rs, n = javaSystem(in)
+		rs, n = javaSystem(in, sys)
 	case "go flow":
 		rs, n = goFlow(in)
 	case "go circuit-breaker":
@@ -97,7 +97,7 @@ func convert(e *element, opts Options) (Report, []outRule) {
 	case "go isolation":
 		rs, n = goIsolation(in)
 	case "go system":
-		rs, n = goSystem(in)
+		rs, n = goSystem(in, sys)
 	default:
 		e.fail("", "cannot tell which %s Sentinel rule this is (fields: %s)", d, strings.Join(in.keys(), ", "))
 		return rep, nil

@@ -5,7 +5,10 @@
 // FlowRule, DegradeRule, ParamFlowRule, AuthorityRule and SystemRule arrays
 // as its dashboard stores them in Nacos, Apollo, ZooKeeper or etcd, and
 // sentinel-golang's flow, circuit-breaker, hotspot, isolation and system
-// arrays as its datasources parse them (JSON). Each source rule gets one
+// arrays as its datasources parse them (JSON, or the same arrays in YAML).
+// QPS, warm-up and hotspot rules map to the Sentinel-compatible algorithms
+// sentinel_window, sentinel_warm_up and sentinel_hotspot; system CPU rules
+// to the document's adaptive section (systemCPU). Each source rule gets one
 // Report: Exact (flowgate behaves the same), Approx (what differs, with the
 // figure) or Cannot (why; the rule is left out of the document).
 //

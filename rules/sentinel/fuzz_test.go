@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/flowgate/flowgate/flow"
 	"github.com/flowgate/flowgate/rules"
 )
 
@@ -19,6 +20,9 @@ func FuzzImport(f *testing.F) {
 	}
 	f.Add([]byte(`[{"resource":"r","threshold":1e308,"statIntervalInMs":4294967295}]`))
 	f.Add([]byte(`[{"rule":{"rule":{}}}]`))
+	f.Add([]byte("- resource: r\n  metricType: 1\n  paramKey: k\n  threshold: 3\n  burstCount: 2\n  specificItems: {1: 9}\n"))
+	f.Add([]byte("- resource: r\n  threshold: 100\n  tokenCalculateStrategy: 1\n  controlBehavior: 1\n  warmUpPeriodSec: 1\n  maxQueueingTimeMs: 0\n"))
+	f.Add([]byte(`[{"metricType":4,"triggerCount":85,"strategy":1}]`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		res, err := Import([]File{{Name: "f", Data: data}}, Options{})
 		if err != nil {
@@ -28,5 +32,7 @@ func FuzzImport(f *testing.F) {
 		if _, err := rules.Parse(out); err != nil {
 			t.Fatalf("imported document does not parse: %v\n%s", err, out)
 		}
+		// An engine may refuse a rule (an error), never panic on one.
+		_ = flow.NewEngine().LoadRules(res.Document.Rules())
 	})
 }

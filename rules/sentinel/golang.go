@@ -31,14 +31,13 @@ func goFlow(e *element) ([]outRule, notes) {
 	switch {
 	case calc == 2:
 		return cannot("tokenCalculateStrategy 2 (MemoryAdaptive: the threshold follows process memory) has no counterpart; flowgate's adaptive scaling follows CPU")
+	case calc == 1:
+		warmUp(&r, &n, warm, cold, threshold, behavior == 1, queue)
+		if interval != 0 && interval != 1000 {
+			n.add("sentinel_warm_up counts its threshold per 1s; sentinel-golang per statIntervalInMs %d", interval)
+		}
 	case behavior == 1:
 		r.Algorithm, r.MaxWait = "leaky_bucket", ms(queue)
-		if calc == 1 {
-			n.add("no warm-up phase: spaced at the full %s per %s from the start (Sentinel warms up over %s)", num(threshold), r.Window, sec(warm))
-		}
-	case calc == 1:
-		r.Algorithm, r.Warmup, r.ColdFactor = "warm_up", sec(warm), float64(cold)
-		n.add("warm_up follows Guava's SmoothWarmingUp curve; Sentinel's warm-up formula reaches %s per %s on a different curve over %s", num(threshold), r.Window, sec(warm))
 	default:
 		r.Algorithm = "sentinel_window"
 		// sentinel-golang counts 1s (or no statIntervalInMs) in two 500ms
@@ -55,6 +54,24 @@ func goFlow(e *element) ([]outRule, notes) {
 	return []outRule{r}, n
 }
 
+// warmUp maps Sentinel's warm-up (with throttling when queued) to
+// sentinel_warm_up, which runs sentinel-golang's formula.
+func warmUp(r *outRule, n *notes, warm, cold int64, threshold float64, queued bool, queue int64) {
+	r.Algorithm, r.Window, r.Warmup, r.ColdFactor = "sentinel_warm_up", "1s", sec(warm), float64(cold)
+	if queued {
+		r.MaxWait = ms(queue)
+		if queue == 0 {
+			// maxWait 0 would count a window instead of spacing calls.
+			r.MaxWait = "1ns"
+			n.add("maxQueueingTimeMs 0 becomes maxWait 1ns: a call whose slot is 1ns away waits where Sentinel refuses it")
+		}
+	}
+	c := float64(cold)
+	if w := float64(warm); 2*w*threshold/(1+c) < 1 { // Sentinel's maxToken = warningToken
+		n.add("warm-up %ss of %s/s is too short for one warm-up token: Sentinel then admits every call, sentinel_warm_up admits %s/s", num(w), num(threshold), num(threshold))
+	}
+}
+
 func goBreaker(e *element) ([]outRule, notes) {
 	var n notes
 	r := outRule{ID: idOf(e), Resource: e.str("resource"), Algorithm: "circuit_breaker",
@@ -67,8 +84,10 @@ func goBreaker(e *element) ([]outRule, notes) {
 	switch e.whole("strategy", 0, 0, 2) {
 	case 0:
 		r.Strategy, r.SlowCall = "slow_ratio", ms(e.whole("maxAllowedRtMs", 0, 0, math.MaxInt64/int64(1e6)))
+		ratioAtLeast(&r, &n)
 	case 1:
 		r.Strategy = "error_ratio"
+		ratioAtLeast(&r, &n)
 	case 2:
 		r.Strategy = "error_count"
 	}
@@ -76,6 +95,21 @@ func goBreaker(e *element) ([]outRule, notes) {
 		n.add("statistics window in 10 buckets; sentinel-golang counts it in %d", b)
 	}
 	return []outRule{r}, n
+}
+
+// sentinelPrecision is sentinel-golang's util.Float64Equals tolerance.
+const sentinelPrecision = 1e-8
+
+// ratioAtLeast keeps sentinel-golang's ratio test: it opens when the ratio
+// is above the threshold or within 1e-8 of it (so at 0.5 exactly for 0.5),
+// where flowgate opens only above it; the threshold less 1e-8 opens at the
+// same ratios.
+func ratioAtLeast(r *outRule, n *notes) {
+	if r.Threshold < sentinelPrecision {
+		n.add("sentinel-golang opens at a ratio within 1e-8 of %s, 0 included; flowgate only above it", num(r.Threshold))
+		return
+	}
+	r.Threshold -= sentinelPrecision
 }
 
 func goHotspot(e *element, opts Options) ([]outRule, notes) {
@@ -95,15 +129,26 @@ func goHotspot(e *element, opts Options) ([]outRule, notes) {
 		return []outRule{r}, n
 	}
 	dur := max(1, e.whole("durationInSec", 1, 0, math.MaxInt32))
-	r.Window = sec(dur)
-	if e.whole("controlBehavior", 0, 0, 1) == 1 {
-		r.Algorithm, r.MaxWait = "leaky_bucket", ms(e.whole("maxQueueingTimeMs", 0, 0, math.MaxInt32))
-		return []outRule{r}, n
-	}
-	burst := float64(e.whole("burstCount", 0, 0, math.MaxInt64))
-	r.Algorithm, r.Burst = "token_bucket", threshold+burst
-	n.add("token_bucket refills continuously; sentinel-golang's per-value bucket refills %s tokens (+%s burst) once per %s", num(threshold), num(burst), sec(dur))
+	hotspotRule(&r, dur, e.whole("controlBehavior", 0, 0, 1) == 1, e.whole("maxQueueingTimeMs", 0, 0, math.MaxInt32),
+		float64(e.whole("burstCount", 0, 0, math.MaxInt64)))
 	return []outRule{r}, n
+}
+
+// hotspotRule maps a QPS hotspot (parameter) rule to sentinel_hotspot,
+// which runs sentinel-golang's per-value limiter: lump refills per
+// durationInSec with burstCount extra tokens, or its millisecond
+// throttling. Sentinel's queue of 0 admits only a call whose slot has
+// come, which is maxWait 1ns there (the comparison is strict).
+func hotspotRule(r *outRule, dur int64, throttling bool, queue int64, burst float64) {
+	r.Algorithm, r.Window = "sentinel_hotspot", sec(dur)
+	if throttling {
+		r.MaxWait = ms(queue)
+		if queue == 0 {
+			r.MaxWait = "1ns"
+		}
+		return
+	}
+	r.Burst = burst
 }
 
 // goItems reads specificItems in either form sentinel-golang accepts: the
@@ -140,9 +185,33 @@ func goIsolation(e *element) ([]outRule, notes) {
 		Limit: float64(e.whole("threshold", 0, 0, math.MaxUint32))}}, nil
 }
 
-func goSystem(e *element) ([]outRule, notes) {
+// goSystem maps a CpuUsage rule with the BBR strategy to the adaptive
+// section's systemCPU, which is the same check (CPU above the trigger, then
+// BBR's in-flight bound); the other metrics have no counterpart.
+func goSystem(e *element, sys *system) ([]outRule, notes) {
+	var n notes
 	names := []string{"load", "avgRT", "concurrency", "inboundQPS", "cpuUsage"}
 	m := e.whole("metricType", 0, 0, 4)
-	return cannot("system rule (%s %s): flowgate's system guard (adaptive.Config.SystemGuard) is configured in Go, not in a rules document",
-		names[m], num(e.num("triggerCount", 0)))
+	trigger := e.num("triggerCount", 0)
+	// NoAdaptive is -1 and BBR 1 (its iota); 0, the zero value, is no
+	// BBR either: sentinel-golang tests Strategy != BBR.
+	bbr := e.whole("strategy", -1, -1, 1) == 1
+	switch {
+	case m != 4:
+		return cannot("system rule (%s %s): %s", names[m], num(trigger), systemCannot)
+	case !bbr:
+		return cannot("system rule (cpuUsage %s, strategy %d, not BBR): refuses every inbound call above the CPU; flowgate's guard always applies BBR's in-flight bound", num(trigger), e.whole("strategy", -1, -1, 1))
+	case trigger <= 0:
+		return cannot("system rule (cpuUsage %s): a trigger of 0 or less is never below the CPU; flowgate's systemCPU 0 means off", num(trigger))
+	}
+	cpu := trigger
+	if cpu > 1 {
+		cpu = min(1, trigger/100)
+		n.add("triggerCount %s read as percent: sentinel-golang compares it with gopsutil's process CPU (0..100 per core); systemCPU %s is the share of the CPU the process may use, so on N cores it is %s/N percent of one", num(trigger), num(cpu), num(trigger))
+	} else {
+		n.add("sentinel-golang v1.0.4 compares triggerCount %s with gopsutil's process CPU in percent (0..100 per core), so it trips above %s%% of one core; systemCPU %s is %s of the CPU the process may use, what such a rule means to say", num(trigger), num(trigger), num(cpu), num(cpu))
+	}
+	n.add("flowgate smooths the CPU it samples; sentinel-golang reads its latest sample")
+	sys.cpu(cpu)
+	return []outRule{}, n
 }

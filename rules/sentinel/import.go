@@ -53,7 +53,9 @@ type Options struct {
 }
 
 // File is one source file: its name (for messages) and contents, a JSON
-// array of rules of one kind as Sentinel's datasources store them.
+// array of rules of one kind as Sentinel's datasources store them, or the
+// same array in YAML (a name ending in .yaml or .yml, or contents that do
+// not start with '[' or '{'), with the same field names.
 type File struct {
 	Name string
 	Data []byte
@@ -86,7 +88,7 @@ type Report struct {
 	Resource string
 	Verdict  Verdict
 	Note     string   // what differs (Approx) or why not (Cannot)
-	IDs      []string // the flowgate rules written for it
+	IDs      []string // the flowgate rules written for it; a system rule's: "adaptive.systemCPU"
 }
 
 // String is the report line `flowgate rules import` prints.
@@ -136,8 +138,9 @@ func Import(files []File, opts Options) (*Result, error) {
 	res := &Result{}
 	ids := idMaker{used: map[string]bool{}, n: map[string]int{}}
 	var out []outRule
+	var sys system
 	for _, e := range elems {
-		rep, rs := convert(e, opts)
+		rep, rs := convert(e, opts, &sys)
 		if len(errs) > 0 { // convert reads fields; a bad one lands in errs
 			continue
 		}
@@ -151,13 +154,16 @@ func Import(files []File, opts Options) (*Result, error) {
 				rep.IDs = append(rep.IDs, rs[i].ID)
 			}
 			out = append(out, rs...)
+			if strings.HasSuffix(rep.Kind, " system") {
+				rep.IDs = []string{"adaptive.systemCPU"}
+			}
 		}
 		res.Reports = append(res.Reports, rep)
 	}
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
 	}
-	data, err := marshalDoc(out)
+	data, err := marshalDoc(out, sys)
 	if err != nil {
 		return nil, err
 	}
@@ -176,6 +182,14 @@ func readFile(f File, errs *[]error) []*element {
 	data := bytes.TrimSpace(f.Data)
 	if len(data) == 0 {
 		return nil
+	}
+	if isYAML(f.Name, data) {
+		j, err := yamlToJSON(data)
+		if err != nil {
+			*errs = append(*errs, &FieldError{File: f.Name, Index: -1, Msg: "not a YAML array of rules: " + err.Error()})
+			return nil
+		}
+		data = j
 	}
 	var items []json.RawMessage
 	if err := json.Unmarshal(data, &items); err != nil {
@@ -205,7 +219,7 @@ func jsonMsg(err error) string {
 // checkOne parses a one-rule document, so that a mapped rule flowgate
 // refuses (a limit of 0, say) is reported against its source rule.
 func checkOne(r outRule) error {
-	data, err := marshalDoc([]outRule{r})
+	data, err := marshalDoc([]outRule{r}, system{})
 	if err != nil {
 		return err
 	}

@@ -2,6 +2,7 @@ package sentinel
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -81,6 +82,12 @@ func checkImport(t *testing.T, res *Result, wants []want) {
 			t.Errorf("%s: wrote %d rules, want 1", rep, len(rep.IDs))
 			continue
 		}
+		if w.algo == "" { // a system rule: the adaptive section
+			if rep.IDs[0] != "adaptive.systemCPU" {
+				t.Errorf("%s: written to %v, want adaptive.systemCPU", rep, rep.IDs)
+			}
+			continue
+		}
 		r, ok := byID[rep.IDs[0]]
 		if !ok {
 			t.Errorf("%s: rule %q not in the document", rep, rep.IDs[0])
@@ -116,16 +123,19 @@ func TestImportGolangExamples(t *testing.T) {
 		{"circuitbreaker_error_ratio.json", 0, Exact, "circuit_breaker", false},
 		{"circuitbreaker_slow_rt_ratio.json", 0, Exact, "circuit_breaker", false},
 		{"flow_qps.json", 0, Exact, "sentinel_window", false},
-		{"flow_warm_up.json", 0, Approx, "warm_up", false},
+		{"flow_warm_up.json", 0, Exact, "sentinel_warm_up", false},
 		{"hotspot_concurrency.json", 0, Exact, "concurrency", true},
-		{"hotspot_qps_reject.json", 0, Approx, "token_bucket", true},
-		{"hotspot_qps_reject.json", 1, Approx, "token_bucket", true},
-		{"hotspot_qps_reject.json", 2, Approx, "token_bucket", true},
-		{"hotspot_qps_throttling.json", 0, Exact, "leaky_bucket", true},
-		{"hotspot_qps_throttling.json", 1, Exact, "leaky_bucket", true},
+		{"hotspot_qps_reject.json", 0, Exact, "sentinel_hotspot", true},
+		{"hotspot_qps_reject.json", 1, Exact, "sentinel_hotspot", true},
+		{"hotspot_qps_reject.json", 2, Exact, "sentinel_hotspot", true},
+		{"hotspot_qps_throttling.json", 0, Exact, "sentinel_hotspot", true},
+		{"hotspot_qps_throttling.json", 1, Exact, "sentinel_hotspot", true},
 		{"isolation.json", 0, Exact, "concurrency", false},
-		{"system.json", 0, Cannot, "", false},
+		{"system.json", 0, Approx, "", false},
 	})
+	if a := res.Document.Adaptive; a == nil || a.SystemGuard.CPU != 0.8 {
+		t.Errorf("adaptive section %+v, want systemCPU 0.8", a)
+	}
 	// Spot-check the figures carried over from the examples.
 	for _, r := range res.Document.Rules() {
 		if r.Resource == "abc" && r.Algorithm == flow.AlgoCircuitBreaker {
@@ -133,7 +143,7 @@ func TestImportGolangExamples(t *testing.T) {
 				t.Errorf("breaker %s: window %v openFor %v minRequests %d, want 5s 3s 10", r.ID, r.Window, r.OpenFor, r.MinRequests)
 			}
 		}
-		if r.Algorithm == flow.AlgoWarmUp && (r.Limit != 100 || r.Warmup.String() != "10s" || r.ColdFactor != 3) {
+		if r.Algorithm == flow.AlgoSentinelWarmUp && (r.Limit != 100 || r.Warmup.String() != "10s" || r.ColdFactor != 3) {
 			t.Errorf("warm-up %s: limit %v warmup %v coldFactor %v, want 100 10s 3", r.ID, r.Limit, r.Warmup, r.ColdFactor)
 		}
 		if r.Algorithm == flow.AlgoConcurrency && r.Resource == "abc" && r.Level == flow.LevelGlobal && r.Limit != 12 {
@@ -157,17 +167,20 @@ func TestImportJavaDashboard(t *testing.T) {
 		{"degrade.json", 1, Approx, "circuit_breaker", false},
 		{"degrade.json", 2, Approx, "circuit_breaker", false},
 		{"flow.json", 0, Exact, "sentinel_window", false},
-		{"flow.json", 1, Approx, "warm_up", false},
+		{"flow.json", 1, Approx, "sentinel_warm_up", false},
 		{"flow.json", 2, Exact, "leaky_bucket", false},
-		{"flow.json", 3, Approx, "leaky_bucket", false},
+		{"flow.json", 3, Approx, "sentinel_warm_up", false},
 		{"flow.json", 4, Exact, "concurrency", false},
 		{"flow.json", 5, Exact, "sentinel_window", true}, // refResource
 		{"flow.json", 6, Approx, "sliding_window", false},
 		{"flow.json", 7, Cannot, "", false}, // chain
-		{"param-flow.json", 0, Approx, "token_bucket", true},
-		{"param-flow.json", 1, Exact, "leaky_bucket", true},
-		{"system.json", 0, Cannot, "", false},
+		{"param-flow.json", 0, Approx, "sentinel_hotspot", true},
+		{"param-flow.json", 1, Approx, "sentinel_hotspot", true},
+		{"system.json", 0, Approx, "", false},
 	})
+	if a := res.Document.Adaptive; a == nil || a.SystemGuard.CPU != 0.8 {
+		t.Errorf("adaptive section %+v, want systemCPU 0.8", a)
+	}
 	for _, r := range res.Document.Rules() {
 		if r.Resource == "GET /cart" && (r.Cluster == nil || r.Cluster.Threshold != "global" || r.Cluster.Fallback != "local") {
 			t.Errorf("cluster rule: got %+v, want global threshold, local fallback", r.Cluster)
@@ -178,6 +191,29 @@ func TestImportJavaDashboard(t *testing.T) {
 	}
 	if !strings.Contains(res.Reports[12].Note, "chain") {
 		t.Errorf("chain report says %q, want it to name the chain strategy", res.Reports[12].Note)
+	}
+}
+
+// TestImportWarmUpThrottling: sentinel-golang's WarmUp + Throttling is
+// sentinel_warm_up with maxWait, exact; a queue of 0 becomes 1ns, approx.
+func TestImportWarmUpThrottling(t *testing.T) {
+	for _, tc := range []struct {
+		queue   int
+		verdict Verdict
+		maxWait string
+	}{{300, Exact, "300ms"}, {0, Approx, "1ns"}} {
+		data := fmt.Sprintf(`[{"resource":"r","threshold":50,"tokenCalculateStrategy":1,"controlBehavior":1,"warmUpPeriodSec":5,"warmUpColdFactor":4,"maxQueueingTimeMs":%d}]`, tc.queue)
+		res, err := Import([]File{{Name: "w.json", Data: []byte(data)}}, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		rs := res.Document.Rules()
+		if rep := res.Reports[0]; rep.Verdict != tc.verdict || len(rs) != 1 {
+			t.Fatalf("queue %d: %s, %d rules; want %s and one rule", tc.queue, rep, len(rs), tc.verdict)
+		}
+		if r := rs[0]; r.Algorithm != flow.AlgoSentinelWarmUp || r.MaxWait.String() != tc.maxWait || r.ColdFactor != 4 || r.Warmup.String() != "5s" {
+			t.Errorf("queue %d: %v maxWait %v coldFactor %v warmup %v; want sentinel_warm_up %s 4 5s", tc.queue, r.Algorithm, r.MaxWait, r.ColdFactor, r.Warmup, tc.maxWait)
+		}
 	}
 }
 
@@ -227,5 +263,41 @@ func TestImportRefusedMapping(t *testing.T) {
 	}
 	if n := len(res.Document.Rules()); n != 0 {
 		t.Errorf("document has %d rules, want 0", n)
+	}
+}
+
+// TestImportSystemRules: a CPU rule with BBR maps to the adaptive
+// section's systemCPU (the lowest of several, as Sentinel checks them all);
+// what has no counterpart is a cannot naming it.
+func TestImportSystemRules(t *testing.T) {
+	for _, tc := range []struct {
+		data    string
+		verdict []Verdict
+		cpu     float64 // 0: no adaptive section
+		note    string
+	}{
+		{`[{"metricType":4,"triggerCount":0.7,"strategy":1},{"metricType":4,"triggerCount":0.9,"strategy":1}]`, []Verdict{Approx, Approx}, 0.7, "percent"},
+		{`[{"metricType":4,"triggerCount":80,"strategy":1}]`, []Verdict{Approx}, 0.8, "read as percent"},
+		{`[{"metricType":4,"triggerCount":0.8,"strategy":-1}]`, []Verdict{Cannot}, 0, "not BBR"},
+		{`[{"metricType":0,"triggerCount":4,"strategy":1}]`, []Verdict{Cannot}, 0, "load-average"},
+		{`[{"highestSystemLoad":-1,"highestCpuUsage":0.85,"qps":500,"avgRt":-1,"maxThread":-1}]`, []Verdict{Approx}, 0.85, "dropped, no counterpart: qps 500"},
+		{`[{"highestSystemLoad":8,"highestCpuUsage":-1,"qps":-1,"avgRt":-1,"maxThread":-1}]`, []Verdict{Cannot}, 0, "highestSystemLoad 8"},
+	} {
+		res, err := Import([]File{{Name: "s.json", Data: []byte(tc.data)}}, Options{})
+		if err != nil {
+			t.Fatalf("%s: %v", tc.data, err)
+		}
+		for i, v := range tc.verdict {
+			if rep := res.Reports[i]; rep.Verdict != v || !strings.Contains(rep.Note, tc.note) {
+				t.Errorf("%s [%d]: %s, want %v naming %q", tc.data, i, rep, v, tc.note)
+			}
+		}
+		var got float64
+		if a := res.Document.Adaptive; a != nil {
+			got = a.SystemGuard.CPU
+		}
+		if got != tc.cpu {
+			t.Errorf("%s: systemCPU %v, want %v", tc.data, got, tc.cpu)
+		}
 	}
 }

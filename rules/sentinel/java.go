@@ -15,6 +15,10 @@ import (
 // is still inside the window, where Sentinel counts both buckets whole.
 const windowNote = "sliding_window with 2 buckets weights the older bucket; Sentinel counts both 500ms buckets whole"
 
+// javaWarmNote says where Java's warm-up differs from sentinel-golang's,
+// which sentinel_warm_up follows: the pass count it syncs on.
+const javaWarmNote = "Java syncs on the previous calendar second's passes; sentinel_warm_up (as sentinel-golang) on the two 500ms buckets before the current one, the same second unless a second's first call comes in its second half"
+
 // origin is the param that carries Sentinel's origin (limitApp) in flowgate.
 const origin = "origin"
 
@@ -59,14 +63,20 @@ func javaFlow(e *element, opts Options) ([]outRule, notes) {
 				r.Algorithm, r.Buckets = "sliding_window", 2
 				n.add(windowNote)
 			}
-		case 1:
-			r.Algorithm, r.Warmup, r.ColdFactor = "warm_up", sec(warm), 3
-			n.add("warm_up follows Guava's SmoothWarmingUp curve; Sentinel's warm-up formula reaches %s/s on a different curve over %s", num(count), sec(warm))
+		case 1, 3:
+			// Java's default cold factor is 3 (csp.sentinel.flow.cold.factor).
+			warmUp(&r, &n, warm, 3, count, behavior == 3, queue)
+			n.add(javaWarmNote)
+			if behavior == 3 {
+				n.add("Java's warm-up rate limiter spaces calls in whole milliseconds (rounded); sentinel_warm_up in nanoseconds, as sentinel-golang")
+			}
+			if e.boolean("clusterMode") {
+				// Sentinel's token server counts QPS without warm-up.
+				r.Algorithm, r.Warmup, r.ColdFactor, r.MaxWait, r.Buckets = "sliding_window", "", 0, "", 2
+				n = notes{"cluster: Sentinel's token server has no warm-up; " + windowNote}
+			}
 		case 2:
 			r.Algorithm, r.MaxWait = "leaky_bucket", ms(queue)
-		case 3:
-			r.Algorithm, r.MaxWait = "leaky_bucket", ms(queue)
-			n.add("no warm-up phase: spaced at the full %s/s from the start (Sentinel warms up over %s)", num(count), sec(warm))
 		}
 	}
 	if e.boolean("clusterMode") {
@@ -139,14 +149,12 @@ func javaParamFlow(e *element, opts Options) ([]outRule, notes) {
 		return []outRule{r}, n
 	}
 	dur := e.whole("durationInSec", 1, 1, math.MaxInt32)
-	r.Window = sec(dur)
-	switch e.whole("controlBehavior", 0, 0, 2) {
-	case 2:
-		r.Algorithm, r.MaxWait = "leaky_bucket", ms(e.whole("maxQueueingTimeMs", 0, 0, math.MaxInt32))
-	default:
-		burst := e.num("burstCount", 0)
-		r.Algorithm, r.Burst = "token_bucket", count+burst
-		n.add("token_bucket refills continuously; Sentinel's per-value bucket refills %s tokens (+%s burst) once per %s", num(count), num(burst), sec(dur))
+	throttling := e.whole("controlBehavior", 0, 0, 2) == 2
+	hotspotRule(&r, dur, throttling, e.whole("maxQueueingTimeMs", 0, 0, math.MaxInt32), math.Floor(e.num("burstCount", 0)))
+	if throttling {
+		n.add("Java rounds each value's spacing to the nearest millisecond; sentinel_hotspot floors it, as sentinel-golang does")
+	} else {
+		n.add("sentinel_hotspot is sentinel-golang's port of Java's per-value bucket, measured against sentinel-golang only")
 	}
 	return []outRule{r}, n
 }
@@ -168,15 +176,33 @@ func javaAuthority(e *element) ([]outRule, notes) {
 	return []outRule{{ID: idOf(e), Resource: e.str("resource"), Level: "param", Param: origin, Algorithm: algo, Values: values}}, nil
 }
 
-func javaSystem(e *element) ([]outRule, notes) {
-	var set []string
-	for _, k := range []string{"highestSystemLoad", "highestCpuUsage", "qps", "avgRt", "maxThread"} {
-		if e.num(k, -1) >= 0 {
-			set = append(set, k+" "+num(e.num(k, -1)))
+// javaSystem maps highestCpuUsage to the adaptive section's systemCPU; the
+// other limits of a SystemRule have no counterpart.
+func javaSystem(e *element, sys *system) ([]outRule, notes) {
+	var n notes
+	var rest []string
+	for _, k := range []string{"highestSystemLoad", "qps", "avgRt", "maxThread"} {
+		if v := e.num(k, -1); v >= 0 {
+			rest = append(rest, k+" "+num(v))
 		}
 	}
-	return cannot("system rule (%s): flowgate's system guard (adaptive.Config.SystemGuard) is configured in Go, not in a rules document", strings.Join(set, ", "))
+	cpu := e.num("highestCpuUsage", -1)
+	if cpu < 0 || cpu > 1 {
+		if cpu > 1 {
+			rest = append(rest, "highestCpuUsage "+num(cpu)+" (above 1: never reached)")
+		}
+		return cannot("system rule (%s): %s", strings.Join(rest, ", "), systemCannot)
+	}
+	sys.cpu(cpu)
+	n.add("highestCpuUsage %s -> adaptive.systemCPU: Java refuses every inbound call above it; flowgate's guard still admits calls within BBR's in-flight bound, and reads a smoothed CPU of this process's share, not the host's", num(cpu))
+	if len(rest) > 0 {
+		n.add("dropped, no counterpart: %s (%s)", strings.Join(rest, ", "), systemCannot)
+	}
+	return []outRule{}, n
 }
+
+// systemCannot says why a system limit other than CPU has no counterpart.
+const systemCannot = "flowgate's system guard is CPU-driven; it has no load-average, total-QPS, average-RT or total-thread limit"
 
 // idOf keeps a source rule's string id (sentinel-golang's); the
 // dashboard's numbers repeat across rule kinds, so those rules are named

@@ -42,16 +42,39 @@ type outCluster struct {
 	Fallback  string `json:"fallback"`
 }
 
-func marshalDoc(rs []outRule) ([]byte, error) {
+// system gathers what Sentinel's system rules map to: the document's
+// adaptive section. Sentinel checks every system rule, so the lowest CPU
+// trigger is the one that acts.
+type system struct {
+	set    bool
+	cpuMin float64
+}
+
+func (s *system) cpu(v float64) {
+	if !s.set || v < s.cpuMin {
+		s.set, s.cpuMin = true, v
+	}
+}
+
+type outAdaptive struct {
+	SystemCPU float64 `json:"systemCPU"`
+}
+
+func marshalDoc(rs []outRule, sys system) ([]byte, error) {
 	if rs == nil {
 		rs = []outRule{}
+	}
+	doc := struct {
+		Rules    []outRule    `json:"rules"`
+		Adaptive *outAdaptive `json:"adaptive,omitempty"`
+	}{Rules: rs}
+	if sys.set {
+		doc.Adaptive = &outAdaptive{SystemCPU: sys.cpuMin}
 	}
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
-	if err := enc.Encode(struct {
-		Rules []outRule `json:"rules"`
-	}{rs}); err != nil {
+	if err := enc.Encode(doc); err != nil {
 		return nil, fmt.Errorf("sentinel: encoding the document: %w", err)
 	}
 	return buf.Bytes(), nil
