@@ -358,7 +358,9 @@ func (e *Engine) compile(rules []Rule, old *ruleSet, now int64) (*ruleSet, map[s
 		if rr.breakers == nil && rr.lists == nil && rr.refs == nil && rr.observers == nil {
 			rr.single = singleRule(rr)
 			if cr := rr.single; cr != nil && !cr.dynamic {
-				rr.singleTB, _ = cr.global.(*tokenBucket)
+				if tb, ok := cr.global.(*tokenBucket); ok && tb.shared { // entrySingle reserves shared
+					rr.singleTB = tb
+				}
 			}
 		}
 		rr.cpuRule = firstAdaptive(rr)
