@@ -30,8 +30,8 @@
 //
 //   - Nanotime reads the runtime's monotonic clock without time.Since's
 //     steps; clock.Real reads it, and the flow engine calls it directly.
-//   - PerP keeps one spare object per P (pooled permits) at a quarter of
-//     sync.Pool's cost, which stays as the fallback.
+//   - PerP keeps one spare object per P (pooled permits) for less than
+//     sync.Pool costs, which stays as the fallback.
 //   - AddrSlot picks a slot by a string's address, for a small table of
 //     recent answers that spares a map lookup (the caller still compares
 //     the content).

