@@ -343,9 +343,9 @@ func (e *Engine) decideAll(ctx context.Context, resource string, rr *resourceRul
 	p.tokens = st.tokens
 	p.waited = st.wait
 	p.quota = st.quota
-	for _, t := range st.taken[:st.nTaken] {
-		if t.held != nil {
-			p.held = append(p.held, t.held)
+	for i := range st.taken[:st.nTaken] { // by index: a takenLim is five words
+		if h := st.taken[i].held; h != nil {
+			p.held = append(p.held, h)
 		}
 	}
 	if st.lender != nil {
@@ -474,6 +474,9 @@ func (e *Engine) admit(a *entryArgs, resource string, rr *resourceRules, st *ent
 				return err
 			}
 		}
+		if len(lr.cluster.crs) == 0 && len(lr.shadowCluster.crs) == 0 {
+			continue // no cluster rule at this level: skip the loop's set-up
+		}
 		for _, g := range [2]*clusterGroup{&lr.cluster, &lr.shadowCluster} {
 			if lr.clusterSolo {
 				for _, cr := range g.crs {
@@ -518,7 +521,10 @@ func (e *Engine) takeLocal(resource string, rr *resourceRules, cr *compiledRule,
 		}
 		return e.refuseOr(resource, rr, cr, d, reason, st) // shadow: nil, nothing taken
 	}
-	h, _ := lim.(holder)
+	var h holder
+	if cr.holds {
+		h, _ = lim.(holder)
+	}
 	st.take(takenLim{lim: lim, at: st.now + int64(d.wait), held: h})
 	st.noteUnlessShadow(cr, d.wait, d.remaining, d.reset)
 	return nil

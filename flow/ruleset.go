@@ -135,6 +135,10 @@ type compiledRule struct {
 	// (concurrency, adaptive_concurrency): Entry asks it through
 	// classLimiter and Exit releases it.
 	classed bool
+	// holds: the algorithm's limiters are holders (concurrency caps, the
+	// cluster ones' local fallback too), known here so that takeLocal asks
+	// no type assertion of the others.
+	holds bool
 	shares  [numPriorities]float64 // of the limit each class may fill, low first (see Reserve)
 	// gen counts changes of the effective limit; a limiter whose recorded
 	// generation differs is set to limit() before use. One atomic load per
@@ -426,6 +430,7 @@ func (e *Engine) newCompiled(r Rule, factor float64, now int64) (*compiledRule, 
 	case AlgoConcurrency, AlgoAdaptiveConcurrency:
 		cr.reason = ReasonConcurrency
 		cr.classed = !cr.cluster
+		cr.holds = true
 		cr.shares = reserveOf(&r).shares()
 	case AlgoCircuitBreaker:
 		cr.reason = ReasonBreakerOpen
