@@ -138,8 +138,8 @@ type compiledRule struct {
 	// holds: the algorithm's limiters are holders (concurrency caps, the
 	// cluster ones' local fallback too), known here so that takeLocal asks
 	// no type assertion of the others.
-	holds bool
-	shares  [numPriorities]float64 // of the limit each class may fill, low first (see Reserve)
+	holds  bool
+	shares [numPriorities]float64 // of the limit each class may fill, low first (see Reserve)
 	// gen counts changes of the effective limit; a limiter whose recorded
 	// generation differs is set to limit() before use. One atomic load per
 	// rule on the hot path; the change itself is applied lazily.
