@@ -11,7 +11,7 @@ export FLOWGATE_REQUIRE_BROWSER ?=
 # Modules of their own beside the core, tested by make test (scripts/modules.sh).
 MODULES ?= contrib/gin contrib/echo
 
-.PHONY: all demo test test-modules soak bench bench-peers bench-accuracy lint deps vet fmt examples compat
+.PHONY: all demo test test-modules soak bench bench-peers bench-accuracy lint deps vet fmt examples compat proto
 
 all: lint test
 
@@ -63,6 +63,12 @@ bench-peers: deps
 ## (see scripts/bench-accuracy.sh). Not part of make test.
 bench-accuracy: deps
 	@sh scripts/bench-accuracy.sh
+
+## proto: regenerate cluster/tokenpb from token.proto with the pinned generators (protoc 3.21.12,
+## protoc-gen-go v1.36.12, protoc-gen-go-grpc v1.6.2; installed into a temporary GOBIN, not go.mod).
+## Not part of make test: the generated code is committed.
+proto:
+	@GO=$(GO) sh scripts/gen-proto.sh
 
 ## lint: gofmt must have nothing to say, and go vet must pass.
 lint:

@@ -3,6 +3,8 @@ package clock
 import (
 	"context"
 	"time"
+
+	"github.com/flowgate/flowgate/internal/hotpath"
 )
 
 // Clock is the source of time for limiters, engines and controllers.
@@ -51,16 +53,16 @@ func Origin(c Clock) time.Time {
 // Nanotime reads the monotonic counter, so wall-clock steps do not move it.
 func Real() Clock { return realClock{} }
 
-// origin anchors the real clock's monotonic readings. time.Since on a time that
-// carries a monotonic reading reads only the monotonic counter, which is why
-// Nanotime is cheaper than time.Now.
-var origin = time.Now()
+// origin is the wall time when the real clock's Nanotime read originNano.
+// Nanotime reads only the monotonic counter (hotpath.Nanotime, the one
+// time.Since reads), which is why it is cheaper than time.Now.
+var origin, originNano = time.Now(), hotpath.Nanotime()
 
 type realClock struct{}
 
 func (realClock) Now() time.Time    { return time.Now() }
-func (realClock) Origin() time.Time { return origin.Round(0) }
-func (realClock) Nanotime() int64   { return int64(time.Since(origin)) }
+func (realClock) Origin() time.Time { return origin.Round(0).Add(-time.Duration(originNano)) }
+func (realClock) Nanotime() int64   { return hotpath.Nanotime() }
 
 func (realClock) Sleep(ctx context.Context, d time.Duration) error {
 	if d <= 0 {

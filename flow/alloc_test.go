@@ -86,3 +86,82 @@ func TestAllocations(t *testing.T) {
 		t.Errorf("no rule: %v allocs per call, want 0", n)
 	}
 }
+
+// TestAllocationsManyRules: past the four limiters entryState holds, the
+// taken limiters spill to a buffer the call's Permit lends (entryState.take),
+// so a resource with many rules allocates nothing once warmed, whether the
+// call passes or the last rule refuses it (TestManyRulesGiveBack checks
+// that what was taken comes back).
+func TestAllocationsManyRules(t *testing.T) {
+	if testing.CoverMode() != "" || raceEnabled {
+		t.Skip("instrumented builds allocate")
+	}
+	for _, n := range []int{5, 10, 32} {
+		var rules []Rule
+		for i := range n {
+			rules = append(rules, Rule{ID: "g" + strconv.Itoa(i), Resource: "r", Algorithm: AlgoTokenBucket, Limit: 1e9})
+		}
+		// The last rule of "b" refuses every call but the first.
+		for i := range n {
+			r := Rule{ID: "b" + strconv.Itoa(i), Resource: "b", Algorithm: AlgoFixedWindow, Limit: 1e9}
+			if i == n-1 {
+				r.Limit, r.Window = 1, time.Hour
+			}
+			rules = append(rules, r)
+		}
+		e, _ := newTestEngine(t, rules...)
+		pass := func() {
+			p, err := e.Entry("r")
+			if err != nil {
+				t.Fatal(err)
+			}
+			p.Exit()
+		}
+		for range 10 {
+			pass()
+		}
+		if a := testing.AllocsPerRun(1000, pass); a != 0 {
+			t.Errorf("%d rules, pass: %v allocs per call, want 0", n, a)
+		}
+		try(t, e, "b")
+		blocked := func() {
+			if d := e.Decide("b"); d.Allowed {
+				t.Fatal("passed")
+			}
+		}
+		blocked()
+		if a := testing.AllocsPerRun(1000, blocked); a != 0 {
+			t.Errorf("%d rules, refused by the last: %v allocs per call, want 0", n, a)
+		}
+	}
+}
+
+// TestManyRulesGiveBack: a call refused by the last of many rules gives
+// back what the others took, spilled ones included.
+func TestManyRulesGiveBack(t *testing.T) {
+	const n = 9
+	var rules []Rule
+	for i := range n - 1 {
+		rules = append(rules, Rule{ID: "w" + strconv.Itoa(i), Resource: "r", Algorithm: AlgoFixedWindow, Limit: 2, Window: time.Hour})
+	}
+	rules = append(rules, Rule{ID: "last", Resource: "r", Algorithm: AlgoConcurrency, Limit: 1})
+	e, _ := newTestEngine(t, rules...)
+	held, err := e.Entry("r") // one of each window's 2, and the one slot
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 5 { // refused by "last": each gives its 8 back
+		if got := try(t, e, "r"); got != "last" {
+			t.Fatalf("got %q, want refused by last", got)
+		}
+	}
+	held.Exit()
+	// One permit left in every window: one more call passes, then the
+	// windows refuse.
+	if got := try(t, e, "r"); got != "" {
+		t.Fatalf("got refused by %q, want a pass", got)
+	}
+	if got := try(t, e, "r"); got != "w0" {
+		t.Fatalf("got %q, want refused by w0", got)
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/flowgate/flowgate/clock"
+	"github.com/flowgate/flowgate/internal/hotpath"
 )
 
 // Engine admits or refuses calls to resources according to the rules it
@@ -20,6 +21,9 @@ type Engine struct {
 	stats map[string]*resourceStats // under mu; every resource that had rules
 
 	mono clock.Monotonic // the clock's cheap reading, when it has one
+	// realClock: the clock is clock.Real(), read with hotpath.Nanotime
+	// directly (what its Nanotime does, without the interface call).
+	realClock bool
 
 	factor   atomic.Uint64 // adaptive factor, float64 bits
 	sysLimit atomic.Int64
@@ -30,8 +34,10 @@ type Engine struct {
 	sysInFlight atomic.Int64
 	unruled     atomic.Int64
 	cl          clusterCounters
-	permits     sync.Pool
-	permitSeq   atomic.Uint32 // lanes of new permits (see Permit.lane)
+	// Permits are pooled: a spare per P first (spare), then permits.
+	spare     hotpath.PerP
+	permits   sync.Pool
+	permitSeq atomic.Uint32 // lanes of new permits (see Permit.lane)
 }
 
 type clusterCounters struct {
@@ -58,6 +64,8 @@ func NewEngine(opts ...Option) *Engine {
 		e.cf.rtMask = rtMaskFor(8)
 	}
 	e.mono, _ = e.cf.clk.(clock.Monotonic)
+	e.realClock = e.cf.clk == clock.Real()
+	e.spare = hotpath.NewPerP()
 	e.factor.Store(math.Float64bits(1))
 	e.rules.Store(&ruleSet{byResource: map[string]*resourceRules{}})
 	return e

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/flowgate/flowgate/clock"
+	"github.com/flowgate/flowgate/internal/hotpath"
+	"github.com/flowgate/flowgate/warmup"
 )
 
 // Entry asks to enter resource. It returns a Permit to Exit when the call is
@@ -54,15 +56,19 @@ type clusterGrant struct {
 // entryState is what one Entry has taken so far; it lives on the stack. The
 // taken limiters sit in an array inside it (a slice over a local array would
 // escape through the limiter interface calls); past its size they spill to
-// the heap.
+// a buffer the call's Permit lends (see take).
 type entryState struct {
-	refusal  BlockError // written by refuse (held by value: see decide)
-	prio     Priority   // the call's WithPriority, for classed limiters
-	now      int64
-	tokens   int
-	nTaken   int
-	taken    [4]takenLim
-	more     []takenLim
+	eng     *Engine
+	refusal BlockError // written by refuse (held by value: see decide)
+	prio    Priority   // the call's WithPriority, for classed limiters
+	now     int64
+	tokens  int
+	nTaken  int
+	taken   [4]takenLim
+	more    []takenLim
+	// lender is the Permit whose spill buffer more is, fetched at the first
+	// spill; it becomes the call's Permit, or goes back to the pool.
+	lender   *Permit
 	grants   []clusterGrant
 	wait     time.Duration
 	waitRule *compiledRule
@@ -86,7 +92,42 @@ func (st *entryState) take(t takenLim) {
 		st.nTaken++
 		return
 	}
+	if st.lender == nil {
+		// A resource with more local rules than taken holds: the rest go
+		// to the spill buffer of the Permit this call will get. Permits
+		// are pooled with their buffers, so once warmed a call allocates
+		// nothing however many rules it passes.
+		st.lender = st.eng.getPermit(st.now)
+		st.more = st.lender.spill[:0]
+	}
 	st.more = append(st.more, t)
+}
+
+// permit is the admitted call's Permit: the lender when there is one
+// (whose spill buffer the caller then gives back with returnSpill).
+func (st *entryState) permit(start int64) *Permit {
+	p := st.lender
+	if p == nil {
+		return st.eng.getPermit(start)
+	}
+	p.start = start
+	return p
+}
+
+// returnSpill gives the spill buffer back to its lender, cleared (it must
+// not keep limiters alive in the pool).
+func (st *entryState) returnSpill() {
+	clear(st.more)
+	st.lender.spill = st.more[:0]
+}
+
+// refused puts the lender, if any, back: the call was refused.
+func (st *entryState) refused() {
+	if p := st.lender; p != nil {
+		st.returnSpill()
+		hotpath.StoreUnpublished32(&p.state, permitFree) // never handed out
+		st.eng.putPermit(p)
+	}
 }
 
 func (st *entryState) note(cr *compiledRule, wait time.Duration, remaining float64, reset time.Duration) {
@@ -115,8 +156,10 @@ type entryArgs struct {
 	more    []paramArg
 }
 
-func parseEntry(ctx context.Context, opts []EntryOption) entryArgs {
-	a := entryArgs{ctx: ctx, tokens: 1}
+// parse fills a (zero) from the options of one call. In place: entryArgs
+// is some 200 bytes, and returning it by value copied it twice.
+func (a *entryArgs) parse(ctx context.Context, opts []EntryOption) {
+	a.ctx, a.tokens = ctx, 1
 	for i := range opts {
 		o := &opts[i]
 		switch o.kind {
@@ -143,7 +186,24 @@ func parseEntry(ctx context.Context, opts []EntryOption) entryArgs {
 			}
 		}
 	}
-	return a
+}
+
+// singleArgs is what entrySingle needs of a call's options: its tokens and
+// priority. The other options do not concern a resource whose one rule is
+// global and never waits.
+func singleArgs(opts []EntryOption) (tokens int, prio Priority) {
+	tokens = 1
+	for i := range opts {
+		switch o := &opts[i]; o.kind {
+		case optTokens:
+			if o.n > 1 {
+				tokens = o.n
+			}
+		case optPriority:
+			prio = Priority(o.n)
+		}
+	}
+	return tokens, prio
 }
 
 func (a *entryArgs) context() context.Context {
@@ -156,6 +216,9 @@ func (a *entryArgs) context() context.Context {
 // now reads the engine's clock: once per Entry, and at the Exits that
 // measure response time (see WithRTSampling).
 func (e *Engine) now() int64 {
+	if e.realClock {
+		return hotpath.Nanotime()
+	}
 	if e.mono != nil {
 		return e.mono.Nanotime()
 	}
@@ -167,12 +230,46 @@ func (e *Engine) now() int64 {
 // or, when be is nil, to a new one (Entry's error: Entry is then this call
 // alone, and inlines).
 func (e *Engine) decide(ctx context.Context, resource string, opts []EntryOption, be *BlockError) (*Permit, error) {
-	a := parseEntry(ctx, opts)
-	rr := e.rules.Load().byResource[resource]
+	rs := e.rules.Load()
+	rr := rs.recently(resource)
+	if rr == nil {
+		rr = rs.lookupMap(resource)
+	}
+	if rr == nil || rr.singleTB == nil || e.sysLimit.Load() > 0 {
+		return e.decideAll(ctx, resource, rr, opts, be)
+	}
+	// The usual one-rule path, a fixed token bucket (see entrySingle),
+	// written out here: one call level less. It parses only the options
+	// it needs; a low call where the CPU controller sheds goes the long way.
+	tokens, prio := singleArgs(opts)
+	if prio == PriorityLow && rr.cpuRule != nil {
+		return e.decideAll(ctx, resource, rr, opts, be)
+	}
+	var now int64
+	if e.realClock { // e.now() without its call
+		now = hotpath.Nanotime()
+	} else {
+		now = e.now()
+	}
+	// A rule's own bucket, which calls from every core share (newBucket).
+	res, err := rr.singleTB.l.TryReserveAtShared(now, tokens, 0)
+	if err != nil || !res.OK {
+		return nil, e.refuseTB(resource, rr, &res, err, now, be)
+	}
+	remaining, reset := rr.singleTB.quota(&res)
+	return e.passSingle(rr, now, tokens, remaining, reset), nil
+}
+
+// decideAll is decide past the one-rule path: kept apart so that the
+// one-rule path's frame is small (this one's holds the parsed options and
+// everything the call took).
+func (e *Engine) decideAll(ctx context.Context, resource string, rr *resourceRules, opts []EntryOption, be *BlockError) (*Permit, error) {
 	sys := e.sysLimit.Load()
 	if rr == nil && sys <= 0 {
 		return noopPermit, nil
 	}
+	var a entryArgs
+	a.parse(ctx, opts)
 	now := e.now()
 	if sys > 0 {
 		// Take a place first, then check: concurrent callers can never
@@ -193,7 +290,8 @@ func (e *Engine) decide(ctx context.Context, resource string, opts []EntryOption
 		if rr == nil {
 			e.unruled.Add(1)
 			p := e.getPermit(now)
-			p.sysCounted, p.unruled = true, true
+			p.stats, p.tokens, p.waited, p.quota = nil, 0, 0, quotaNote{}
+			p.sysCounted, p.unruled, p.extra = true, true, true
 			return p, nil
 		}
 	}
@@ -209,14 +307,15 @@ func (e *Engine) decide(ctx context.Context, resource string, opts []EntryOption
 			return nil, err
 		}
 	}
-	if cr := rr.single; cr != nil && sys <= 0 {
-		return e.entrySingle(resource, rr, cr, now, a.tokens, be)
+	if rr.single != nil && sys <= 0 {
+		return e.entrySingle(resource, rr, now, a.tokens, be)
 	}
 	// The refusal is written into st, not through be: undo hands what st
 	// holds to the token server, so the compiler treats everything st
 	// points to as escaping, and be would go to the heap.
-	st := entryState{now: now, tokens: a.tokens, prio: a.prio}
+	st := entryState{eng: e, now: now, tokens: a.tokens, prio: a.prio}
 	if e.admit(&a, resource, rr, &st) != nil {
+		st.refused()
 		if sys > 0 {
 			e.sysInFlight.Add(-1)
 		}
@@ -230,6 +329,7 @@ func (e *Engine) decide(ctx context.Context, resource string, opts []EntryOption
 				e.sysInFlight.Add(-1)
 			}
 			e.undo(&st)
+			st.refused()
 			cr := st.waitRule
 			rr.stats.block(now, cr.rule.Level)
 			be = refusalIn(be)
@@ -238,20 +338,23 @@ func (e *Engine) decide(ctx context.Context, resource string, opts []EntryOption
 			return nil, be
 		}
 	}
-	p := e.getPermit(now + int64(st.wait))
+	p := st.permit(now + int64(st.wait))
 	p.stats = rr.stats
 	p.tokens = st.tokens
 	p.waited = st.wait
 	p.quota = st.quota
-	for _, t := range st.taken[:st.nTaken] {
-		if t.held != nil {
-			p.held = append(p.held, t.held)
+	for i := range st.taken[:st.nTaken] { // by index: a takenLim is five words
+		if h := st.taken[i].held; h != nil {
+			p.held = append(p.held, h)
 		}
 	}
-	for _, t := range st.more {
-		if t.held != nil {
-			p.held = append(p.held, t.held)
+	if st.lender != nil {
+		for _, t := range st.more {
+			if t.held != nil {
+				p.held = append(p.held, t.held)
+			}
 		}
+		st.returnSpill()
 	}
 	for _, g := range st.grants {
 		if g.release {
@@ -264,6 +367,7 @@ func (e *Engine) decide(ctx context.Context, resource string, opts []EntryOption
 		feedObservers(rr, now, st.tokens)
 	}
 	p.sysCounted = sys > 0 // the guard counts only while on: it costs nothing when off
+	p.extra = p.sysCounted || len(p.held) > 0 || len(p.grants) > 0 || len(p.brk) > 0
 	return p, nil
 }
 
@@ -271,22 +375,59 @@ func (e *Engine) decide(ctx context.Context, resource string, opts []EntryOption
 // rate algorithm and has no MaxWait (resourceRules.single) while the
 // system guard is off: one decision, nothing to give back, no wait, nothing
 // held, so none of entryState's bookkeeping. It decides exactly as the
-// general path does.
-func (e *Engine) entrySingle(resource string, rr *resourceRules, cr *compiledRule, now int64, tokens int, be *BlockError) (*Permit, error) {
-	lim, _ := cr.limiterFor("", now) // global: never fails
+// general path does. (decide does the same for a fixed token bucket, the
+// usual rule, written out.)
+func (e *Engine) entrySingle(resource string, rr *resourceRules, now int64, tokens int, be *BlockError) (*Permit, error) {
+	tb := rr.singleTB
+	if tb == nil {
+		return e.entrySingleAny(resource, rr, now, tokens, be)
+	}
+	res, err := tb.l.TryReserveAtShared(now, tokens, 0)
+	if err != nil || !res.OK {
+		return nil, e.refuseTB(resource, rr, &res, err, now, be)
+	}
+	remaining, reset := tb.quota(&res)
+	return e.passSingle(rr, now, tokens, remaining, reset), nil
+}
+
+// refuseTB is entrySingle's refusal by its token bucket.
+func (e *Engine) refuseTB(resource string, rr *resourceRules, res *warmup.Reservation, err error, now int64, be *BlockError) *BlockError {
+	d := rr.singleTB.refusal(res, err)
+	return e.refuseSingle(resource, rr, &d, now, be)
+}
+
+// entrySingleAny is entrySingle for a rule other than a fixed token bucket.
+func (e *Engine) entrySingleAny(resource string, rr *resourceRules, now int64, tokens int, be *BlockError) (*Permit, error) {
+	lim, _ := rr.single.limiterFor("", now) // global: never fails
 	d := lim.tryAcquire(now, tokens, 0)
 	if !d.ok {
-		be = refusalIn(be)
-		blocked(be, resource, rr, cr, &d, cr.reason, now)
-		return nil, be
+		return nil, e.refuseSingle(resource, rr, &d, now, be)
 	}
-	p := e.getPermit(now + int64(d.wait))
-	p.stats = rr.stats
+	return e.passSingle(rr, now, tokens, d.remaining, d.reset), nil
+}
+
+// refuseSingle counts entrySingle's refusal d and writes it to be (or a
+// new BlockError), which it returns.
+func (e *Engine) refuseSingle(resource string, rr *resourceRules, d *decision, now int64, be *BlockError) *BlockError {
+	be = refusalIn(be)
+	blocked(be, resource, rr, rr.single, d, rr.single.reason, now)
+	return be
+}
+
+// passSingle is entrySingle's Permit for a call rr.single admitted. It
+// never waits: the rule has no MaxWait (see singleRule).
+func (e *Engine) passSingle(rr *resourceRules, now int64, tokens int, remaining float64, reset time.Duration) *Permit {
+	cr := rr.single
+	p := e.getPermit(now)
 	p.tokens = tokens
-	p.waited = d.wait
-	p.quota = quotaNote{cr: cr, limit: cr.limit(), remaining: d.remaining, reset: d.reset}
-	p.bucket = rr.stats.pass(now, d.wait, p.lane)
-	return p, nil
+	p.waited = 0
+	p.quota = quotaNote{cr: cr, limit: cr.limit(), remaining: remaining, reset: reset}
+	last := p.bucket // this permit's last call counted there
+	if p.stats != rr.stats {
+		last, p.stats = nil, rr.stats
+	}
+	p.bucket = rr.stats.passIn(now, p.lane, last)
+	return p
 }
 
 // admit takes permits at every level that applies, or gives back what it
@@ -333,6 +474,9 @@ func (e *Engine) admit(a *entryArgs, resource string, rr *resourceRules, st *ent
 				return err
 			}
 		}
+		if len(lr.cluster.crs) == 0 && len(lr.shadowCluster.crs) == 0 {
+			continue // no cluster rule at this level: skip the loop's set-up
+		}
 		for _, g := range [2]*clusterGroup{&lr.cluster, &lr.shadowCluster} {
 			if lr.clusterSolo {
 				for _, cr := range g.crs {
@@ -377,7 +521,10 @@ func (e *Engine) takeLocal(resource string, rr *resourceRules, cr *compiledRule,
 		}
 		return e.refuseOr(resource, rr, cr, d, reason, st) // shadow: nil, nothing taken
 	}
-	h, _ := lim.(holder)
+	var h holder
+	if cr.holds {
+		h, _ = lim.(holder)
+	}
 	st.take(takenLim{lim: lim, at: st.now + int64(d.wait), held: h})
 	st.noteUnlessShadow(cr, d.wait, d.remaining, d.reset)
 	return nil

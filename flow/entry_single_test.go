@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"testing"
 	"time"
+	"unsafe"
 )
 
 // TestSingleRulePathMatchesGeneral: a resource with one global rate rule
@@ -64,5 +65,63 @@ func TestSingleRulePathMatchesGeneral(t *testing.T) {
 		if fmt.Sprint(s) != fmt.Sprint(g) {
 			t.Fatalf("%v: stats short %+v, general %+v", a, s, g)
 		}
+	}
+}
+
+// TestLookupByAddress: the rules of a resource are found by the address of
+// its name first (ruleSet.recently), but the name is compared too: a
+// caller that reuses one buffer for different names (unsafe.String over a
+// reused []byte, as some HTTP frameworks do) gets each name's own rules.
+func TestLookupByAddress(t *testing.T) {
+	e, _ := newTestEngine(t,
+		Rule{ID: "a", Resource: "aa", Algorithm: AlgoFixedWindow, Limit: 1, Window: time.Hour},
+		Rule{ID: "b", Resource: "bb", Algorithm: AlgoFixedWindow, Limit: 1, Window: time.Hour},
+	)
+	buf := []byte("aa")
+	name := unsafe.String(&buf[0], len(buf)) // one address, two contents
+	if got := try(t, e, name); got != "" {
+		t.Fatalf("aa first: refused by %q", got)
+	}
+	copy(buf, "bb")
+	if got := try(t, e, name); got != "" {
+		t.Fatalf("bb first (same address as aa): refused by %q, want a pass on b's rule", got)
+	}
+	if got := try(t, e, name); got != "b" {
+		t.Fatalf("bb second: got %q, want refused by b", got)
+	}
+	copy(buf, "cc") // no rule: passes, whatever the slot holds
+	if got := try(t, e, name); got != "" {
+		t.Fatalf("cc: refused by %q", got)
+	}
+	if got := try(t, e, "aa"); got != "a" {
+		t.Fatalf("aa second: got %q, want refused by a", got)
+	}
+}
+
+// TestLookupSlotTakenBack: when names built per call have filled the
+// recent slots, a name that comes again and again still gets its slot back
+// (lookupMap takes a slot over on some misses), and every call finds its
+// own rules meanwhile.
+func TestLookupSlotTakenBack(t *testing.T) {
+	var rules []Rule
+	for i := range 200 {
+		rules = append(rules, Rule{ID: fmt.Sprint("r", i), Resource: fmt.Sprint("res-", i), Algorithm: AlgoTokenBucket, Limit: 1e9})
+	}
+	rules = append(rules, Rule{ID: "hot", Resource: "hot", Algorithm: AlgoTokenBucket, Limit: 1e9})
+	e, _ := newTestEngine(t, rules...)
+	rs := e.rules.Load()
+	for i := range 200 { // a new string per call: fills the slots
+		if got := try(t, e, fmt.Sprint("res-", i)); got != "" {
+			t.Fatalf("res-%d: refused by %q", i, got)
+		}
+	}
+	hot := "hot"
+	for range 1000 {
+		if got := try(t, e, hot); got != "" {
+			t.Fatalf("hot: refused by %q", got)
+		}
+	}
+	if rr := rs.recently(hot); rr == nil || rr.name != "hot" {
+		t.Fatalf("after 1000 calls the hot name has no slot (got %v)", rr)
 	}
 }

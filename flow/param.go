@@ -14,14 +14,9 @@ func (e *Engine) compileItems(cr *compiledRule, factor float64, instances int, n
 	}
 	cr.items = make(map[string]*compiledRule, len(cr.rule.Items))
 	for value, limit := range cr.rule.Items {
-		r := cr.rule
-		r.Items = nil
-		if r.Algorithm == AlgoTokenBucket {
-			r.Burst = cr.rule.Burst * limit / cr.rule.Limit
-		}
-		r.Limit = limit
+		r := cr.rule.withItemLimit(limit)
 		it := &compiledRule{rule: r, clk: cr.clk, cluster: cr.cluster, reason: cr.reason, dynamic: cr.dynamic,
-			classed: cr.classed, shares: cr.shares, parent: cr}
+			classed: cr.classed, holds: cr.holds, shares: cr.shares, parent: cr}
 		it.limitBits.Store(math.Float64bits(math.NaN())) // so recompute always sets it
 		it.recompute(factor, instances)
 		it.gen.Store(0)
@@ -36,6 +31,28 @@ func (e *Engine) compileItems(cr *compiledRule, factor float64, instances int, n
 		cr.items[value] = it
 	}
 	return nil
+}
+
+// ForItem returns the rule that decides value: r with the item's limit
+// (a token bucket's Burst scaled alike, so the item keeps the rule's
+// Burst/Limit ratio) and no Items, and true; r itself and false when value
+// is none of r's Items. The engine decides an item value with this rule
+// and asks a token server with it; a token server that resolves rules by
+// id (cluster/tokenrpc) derives the same rule from the document it serves.
+func (r Rule) ForItem(value string) (Rule, bool) {
+	limit, ok := r.Items[value]
+	if !ok {
+		return r, false
+	}
+	return r.withItemLimit(limit), true
+}
+
+func (r Rule) withItemLimit(limit float64) Rule {
+	if r.Algorithm == AlgoTokenBucket {
+		r.Burst = r.Burst * limit / r.Limit
+	}
+	r.Items, r.Limit = nil, limit
+	return r
 }
 
 // forKey is the rule that decides key: its item when it has one, else cr.

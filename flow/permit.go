@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"sync/atomic"
 	"time"
+	"unsafe"
 
 	"github.com/flowgate/flowgate/internal/hotpath"
 )
@@ -30,22 +31,28 @@ type Permit struct {
 	lane   uint32
 	eng    *Engine
 	stats  *resourceStats
-	bucket *laneBucket // where Entry counted the pass: an unmeasured Exit counts there
-	rng    uint64      // this permit's random stream for RT sampling (see sample)
+	bucket *laneBucket // where Entry counted the pass, in stats: an unmeasured Exit counts there
+	// stats and bucket stay past Exit, so that the next Entry on this
+	// permit for the same resource finds its bucket at once (see
+	// resourceStats.passIn); Entry sets stats on every path.
+	rng    uint64 // this permit's random stream for RT sampling (see sample)
 	start  int64
 	tokens int
 	waited time.Duration
 	quota  quotaNote
 	// sysCounted: counted in Engine.sysInFlight; unruled: in Engine.unruled.
-	sysCounted, unruled bool
-	held                []holder       // concurrency caps to release
-	grants              []clusterGrant // token server grants to release
-	brk                 []breakerUse   // circuit breakers to tell the outcome
+	// extra: any of these, or held, grants or brk, is set (Exit has more to
+	// do than count the call; the one-rule path never sets it).
+	sysCounted, unruled, extra bool
+	held                       []holder       // concurrency caps to release
+	spill                      []takenLim     // lent to an Entry with many rules (see entryState.take)
+	grants                     []clusterGrant // token server grants to release
+	brk                        []breakerUse   // circuit breakers to tell the outcome
 	// The size a multiple of hotpath.CacheLine, so the allocator's size
 	// class lays permits on whole lines: two permits sharing a line (those
 	// of two Ps, made one after the other) had every Entry and Exit on one
 	// core invalidate the other's. TestPermitSize holds it.
-	_ [16]byte
+	_ [56]byte
 }
 
 const (
@@ -63,10 +70,20 @@ func newStaticPermit() *Permit {
 	return p
 }
 
+// pooledPermit is a permit from the pool, or a new one.
+func (e *Engine) pooledPermit() *Permit {
+	if p, _ := e.permits.Get().(*Permit); p != nil {
+		return p
+	}
+	return &Permit{eng: e, rng: rand.Uint64(), lane: e.permitSeq.Add(1)}
+}
+
+// getPermit hands out a permit: the calling P's spare (see Engine.spare),
+// else one from the pool.
 func (e *Engine) getPermit(start int64) *Permit {
-	p, _ := e.permits.Get().(*Permit)
+	p := (*Permit)(e.spare.Get())
 	if p == nil {
-		p = &Permit{eng: e, rng: rand.Uint64(), lane: e.permitSeq.Add(1)}
+		p = e.pooledPermit()
 	}
 	p.start = start
 	// Between the pool's Get and Entry's return the permit is ours alone,
@@ -82,9 +99,9 @@ func (e *Engine) getPermit(start int64) *Permit {
 // clock, see WithRTSampling) and, with WithError(err) and a non-nil err, a
 // failure. See Permit for what idempotent means here.
 func (p *Permit) Exit(opts ...ExitOption) {
-	// The plain load first keeps the shared no-rule permit's cache line
+	// Never a CAS on the shared no-rule permit: its cache line stays
 	// clean across cores.
-	if p == nil || p.state.Load() != permitActive || !p.state.CompareAndSwap(permitActive, permitFree) {
+	if p == nil || p == noopPermit || !p.state.CompareAndSwap(permitActive, permitFree) {
 		return
 	}
 	var failed bool
@@ -92,9 +109,6 @@ func (p *Permit) Exit(opts ...ExitOption) {
 		failed = failed || opts[i].err != nil
 	}
 	e := p.eng
-	if len(p.brk) > 0 {
-		p.exitBreakers(failed)
-	}
 	// Response time is measured on a random 1 in rtMask+1 of Exits, each
 	// standing for rtMask+1 calls: the clock read is most of an Exit's
 	// cost. See WithRTSampling. Adaptive limits learn from the same sample.
@@ -103,6 +117,53 @@ func (p *Permit) Exit(opts ...ExitOption) {
 	if measured {
 		now = e.now()
 	}
+	if p.extra {
+		p.exitExtra(failed, measured, now)
+	}
+	if p.stats != nil {
+		if measured {
+			p.stats.exit(now, now-p.start, uint64(e.cf.rtMask)+1, failed, p.lane)
+		} else {
+			p.stats.exitUnmeasured(p.bucket, failed)
+		}
+	}
+	// Entry sets the fields on every path; stats and bucket stay (see
+	// Permit.stats). putPermit, written out: it does not inline.
+	if !e.spare.Put(unsafe.Pointer(p)) {
+		e.permits.Put(p)
+	}
+}
+
+// putPermit gives p back: to the calling P's spare, else to the pool.
+func (e *Engine) putPermit(p *Permit) {
+	if !e.spare.Put(unsafe.Pointer(p)) {
+		e.permits.Put(p)
+	}
+}
+
+// exitExtra is Exit's work beyond counting the call (see Permit.extra):
+// the breakers told the outcome, what was held released, and the system
+// guard's counts.
+func (p *Permit) exitExtra(failed, measured bool, now int64) {
+	if len(p.brk) > 0 {
+		p.exitBreakers(failed)
+	}
+	p.release(measured, now)
+	e := p.eng
+	if p.sysCounted {
+		e.sysInFlight.Add(-1)
+	}
+	if p.unruled {
+		e.unruled.Add(-1)
+	}
+	p.sysCounted, p.unruled, p.extra = false, false, false
+}
+
+// release lets go of what the call held past Entry: concurrency permits
+// (telling adaptive limits the response time when measured) and token
+// server grants.
+func (p *Permit) release(measured bool, now int64) {
+	e := p.eng
 	for i, l := range p.held {
 		l.release(p.tokens)
 		if measured {
@@ -121,23 +182,7 @@ func (p *Permit) Exit(opts ...ExitOption) {
 		}
 		*g = clusterGrant{}
 	}
-	if p.stats != nil {
-		if measured {
-			p.stats.exit(now, now-p.start, uint64(e.cf.rtMask)+1, failed, p.lane)
-		} else {
-			p.stats.exitUnmeasured(p.bucket, failed)
-		}
-	}
-	if p.sysCounted {
-		e.sysInFlight.Add(-1)
-	}
-	if p.unruled {
-		e.unruled.Add(-1)
-	}
-	p.sysCounted, p.unruled = false, false
 	p.held, p.grants = p.held[:0], p.grants[:0]
-	p.stats, p.bucket, p.quota, p.waited, p.tokens = nil, nil, quotaNote{}, 0, 0
-	e.permits.Put(p)
 }
 
 // sample draws from the permit's own random stream (wyrand: a Weyl

@@ -66,7 +66,7 @@ func (rs *ruleSet) linkRefs(stats map[string]*resourceStats, window time.Duratio
 				st = newResourceStats(ref, window, buckets)
 				stats[ref] = st
 			}
-			rr = &resourceRules{stats: st}
+			rr = &resourceRules{name: ref, stats: st}
 			for j, l := range checkOrder {
 				rr.levels[j].level = l
 			}

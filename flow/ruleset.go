@@ -3,12 +3,14 @@ package flow
 import (
 	"errors"
 	"math"
+	"math/rand/v2"
 	"reflect"
 	"sort"
 	"sync"
 	"sync/atomic"
 
 	"github.com/flowgate/flowgate/clock"
+	"github.com/flowgate/flowgate/internal/hotpath"
 )
 
 // ruleSet is an immutable snapshot of the rules in force, published with an
@@ -18,6 +20,46 @@ type ruleSet struct {
 	compiled   []*compiledRule
 	byResource map[string]*resourceRules
 	stats      []*resourceStats // every resource that has or had rules, by name
+	// recent holds resources found in byResource, each in the slot of the
+	// address of the name it was asked for (see lookup).
+	recent [1 << recentBits]atomic.Pointer[resourceRules]
+}
+
+const recentBits = 6
+
+// lookup is byResource[resource], answered from recent when the name
+// comes at an address seen before (see hotpath.AddrSlot).
+func (rs *ruleSet) lookup(resource string) *resourceRules {
+	if rr := rs.recently(resource); rr != nil {
+		return rr
+	}
+	return rs.lookupMap(resource)
+}
+
+// recently is lookup's answer from recent, or nil; small enough to inline
+// where a call costs (Engine.decide).
+func (rs *ruleSet) recently(resource string) *resourceRules {
+	if rr := rs.recent[hotpath.AddrSlot(resource, recentBits)].Load(); rr != nil && rr.name == resource {
+		return rr
+	}
+	return nil
+}
+
+// lookupMap is lookup's miss: the map, then the name's slot filled when it
+// is empty, and otherwise taken over on one miss in 16 (drawn at random).
+// So names built per call (a new address each time) rarely write a slot,
+// and cores seldom trade the slots' cache lines, while a name that comes
+// again and again wins its slot back from them soon.
+func (rs *ruleSet) lookupMap(resource string) *resourceRules {
+	rr := rs.byResource[resource]
+	if rr == nil {
+		return nil
+	}
+	slot := &rs.recent[hotpath.AddrSlot(resource, recentBits)]
+	if cur := slot.Load(); cur == nil || (cur != rr && rand.Uint32()&15 == 0) {
+		slot.Store(rr)
+	}
+	return rr
 }
 
 // checkOrder is the order levels are checked in: most specific first, so a
@@ -25,6 +67,7 @@ type ruleSet struct {
 var checkOrder = [4]Level{LevelIP, LevelUser, LevelParam, LevelGlobal}
 
 type resourceRules struct {
+	name   string
 	stats  *resourceStats
 	levels [4]levelRules // in checkOrder
 	// lists are the resource's allow and deny rules in checkOrder, refs its
@@ -39,6 +82,10 @@ type resourceRules struct {
 	// short path (see Engine.entrySingle): global, local, a rate algorithm,
 	// no MaxWait.
 	single *compiledRule
+	// singleTB is single's limiter when it is a token bucket whose limit
+	// never changes (not adaptive, not a cluster share): entrySingle calls
+	// it directly, without the interface and limiterFor's checks.
+	singleTB *tokenBucket
 	// cpuRule is the resource's first rule the CPU controller scales
 	// (Adaptive), nil when none: low calls are shed before it (see
 	// Engine.shedLowForCPU).
@@ -88,7 +135,11 @@ type compiledRule struct {
 	// (concurrency, adaptive_concurrency): Entry asks it through
 	// classLimiter and Exit releases it.
 	classed bool
-	shares  [numPriorities]float64 // of the limit each class may fill, low first (see Reserve)
+	// holds: the algorithm's limiters are holders (concurrency caps, the
+	// cluster ones' local fallback too), known here so that takeLocal asks
+	// no type assertion of the others.
+	holds  bool
+	shares [numPriorities]float64 // of the limit each class may fill, low first (see Reserve)
 	// gen counts changes of the effective limit; a limiter whose recorded
 	// generation differs is set to limit() before use. One atomic load per
 	// rule on the hot path; the change itself is applied lazily.
@@ -271,7 +322,7 @@ func (e *Engine) compile(rules []Rule, old *ruleSet, now int64) (*ruleSet, map[s
 				st = newResourceStats(r.Resource, e.cf.statsWindow, e.cf.statsBuckets)
 				stats[r.Resource] = st
 			}
-			rr = &resourceRules{stats: st}
+			rr = &resourceRules{name: r.Resource, stats: st}
 			for j, l := range checkOrder {
 				rr.levels[j].level = l
 			}
@@ -310,6 +361,11 @@ func (e *Engine) compile(rules []Rule, old *ruleSet, now int64) (*ruleSet, map[s
 		sortLists(rr.lists)
 		if rr.breakers == nil && rr.lists == nil && rr.refs == nil && rr.observers == nil {
 			rr.single = singleRule(rr)
+			if cr := rr.single; cr != nil && !cr.dynamic {
+				if tb, ok := cr.global.(*tokenBucket); ok && tb.shared { // entrySingle reserves shared
+					rr.singleTB = tb
+				}
+			}
 		}
 		rr.cpuRule = firstAdaptive(rr)
 	}
@@ -374,6 +430,7 @@ func (e *Engine) newCompiled(r Rule, factor float64, now int64) (*compiledRule, 
 	case AlgoConcurrency, AlgoAdaptiveConcurrency:
 		cr.reason = ReasonConcurrency
 		cr.classed = !cr.cluster
+		cr.holds = true
 		cr.shares = reserveOf(&r).shares()
 	case AlgoCircuitBreaker:
 		cr.reason = ReasonBreakerOpen

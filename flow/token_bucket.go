@@ -84,26 +84,43 @@ func (b *tokenBucket) clone() *tokenBucket {
 }
 
 func (b *tokenBucket) tryAcquire(now int64, n int, maxWait time.Duration) decision {
-	var res warmup.Reservation
-	var err error
-	if b.shared {
-		res, err = b.l.TryReserveAtShared(now, n, maxWait)
-	} else {
-		res, err = b.l.TryReserveAt(now, n, maxWait)
+	res, err := b.reserve(now, n, maxWait)
+	if err == nil && res.OK {
+		remaining, reset := b.quota(&res)
+		return decision{ok: true, wait: res.Wait, remaining: remaining, reset: reset}
 	}
+	return b.refusal(&res, err)
+}
+
+// reserve is the Guava reservation tryAcquire decides from. (Engine's
+// one-rule path reserves on its rule's bucket itself and builds no
+// decision when the call passes: see entrySingle.)
+func (b *tokenBucket) reserve(now int64, n int, maxWait time.Duration) (warmup.Reservation, error) {
+	if b.shared {
+		return b.l.TryReserveAtShared(now, n, maxWait)
+	}
+	return b.l.TryReserveAt(now, n, maxWait)
+}
+
+// quota is what a granted reservation leaves: the permits stored and the
+// time to refill. res.Refill is reset(res.Stored), known without touching
+// the bucket again: another core may be reserving on it (see
+// hotpath.LoadForWrite). A warming-up bucket reports neither (see
+// remaining).
+func (b *tokenBucket) quota(res *warmup.Reservation) (remaining float64, reset time.Duration) {
+	if b.warm {
+		return 0, 0
+	}
+	return res.Stored, res.Refill
+}
+
+// refusal is the decision for a reservation that was not granted.
+func (b *tokenBucket) refusal(res *warmup.Reservation, err error) decision {
 	if err != nil { // n <= 0: never valid
 		return decision{never: true}
 	}
-	if !res.OK {
-		// Refused: nothing is stored, and the debt is paid at res.Wait.
-		return decision{retryAfter: res.Wait, reset: res.Wait + b.reset(0)}
-	}
-	if b.warm { // see remaining
-		return decision{ok: true, wait: res.Wait}
-	}
-	// res.Refill is reset(res.Stored), known without touching the bucket
-	// again: another core may be reserving on it (see hotpath.LoadForWrite).
-	return decision{ok: true, wait: res.Wait, remaining: res.Stored, reset: res.Refill}
+	// Refused: nothing is stored, and the debt is paid at res.Wait.
+	return decision{retryAfter: res.Wait, reset: res.Wait + b.reset(0)}
 }
 
 // reset is how long the bucket needs to fill up from stored permits.

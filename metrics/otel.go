@@ -40,7 +40,7 @@ const (
 	OTelReloadLastSuccess = "flowgate.rules.reload.last_success"    // gauge s (Unix time)
 	OTelAlertsFiring      = "flowgate.alerts.firing"                // gauge {alert}: alert, resource
 	// OTelBreakerState and OTelBreakerTransitions: see breakers.go;
-	// OTelShadowBlocked: shadow.go.
+	// OTelShadowBlocked: shadow.go; OTelListRefusals: lists.go.
 )
 
 // Attribute keys of flowgate's OpenTelemetry instruments.
@@ -114,6 +114,9 @@ func RegisterOTel(eng *flow.Engine, mp metric.MeterProvider, opts ...Option) (un
 	o.shadow, err = registerOTelShadow(m)
 	errs = append(errs, err)
 	insts = append(insts, o.shadow)
+	o.lists, err = registerOTelLists(m)
+	errs = append(errs, err)
+	insts = append(insts, o.lists)
 	if o.cfg.cpu != nil {
 		o.cpu = f64g(OTelCPU, "1", "CPU utilisation of the CPU this process may use, as last sampled.")
 		insts = append(insts, o.cpu)
@@ -156,7 +159,7 @@ type otelObserver struct {
 	adaptiveRTT                              metric.Float64ObservableGauge
 	reloadTime                               metric.Float64ObservableGauge
 	breakers                                 otelBreakers
-	shadow                                   metric.Int64ObservableCounter
+	shadow, lists                            metric.Int64ObservableCounter
 }
 
 func (o *otelObserver) observe(_ context.Context, ob metric.Observer) error {
@@ -200,6 +203,7 @@ func (o *otelObserver) observe(_ context.Context, ob metric.Observer) error {
 	}
 	o.breakers.observe(ob, &s)
 	observeShadow(ob, o.shadow, &s)
+	observeLists(ob, o.lists, &s)
 	ob.ObserveFloat64(o.factor, s.AdaptiveFactor)
 	ob.ObserveInt64(o.systemMax, s.SystemLimit)
 	for _, k := range labelKeys(clusterResults, s.Cluster.Requests) {

@@ -101,6 +101,7 @@ func TestOTelInstruments(t *testing.T) {
 		}}},
 		{Name: OTelAdaptiveFactor, Unit: "1", Data: metricdata.Gauge[float64]{DataPoints: []metricdata.DataPoint[float64]{f64(0.5)}}},
 		counter(OTelShadowBlocked, "{request}", i64(1, slow, global, AttrRule.String("slow-try"))),
+		counter(OTelListRefusals, "{request}", i64(1, slow, param, AttrReason.String(ReasonDenied))),
 		{Name: OTelSystemLimit, Unit: "{request}", Data: metricdata.Gauge[int64]{DataPoints: []metricdata.DataPoint[int64]{i64(100)}}},
 		{Name: OTelCPU, Unit: "1", Data: metricdata.Gauge[float64]{DataPoints: []metricdata.DataPoint[float64]{f64(0.75)}}},
 		counter(OTelClusterRequests, "{request}",
@@ -158,7 +159,8 @@ func TestOTelInstruments(t *testing.T) {
 	slices.Sort(names)
 	wantNames := []string{OTelActiveRequests, OTelAdaptiveFactor, OTelAlertsFiring, OTelBreakerState, OTelBreakerTransitions, OTelClusterBreaker, OTelClusterFallbacks,
 		OTelClusterDuration, OTelClusterRequests, OTelCPU, OTelRequestErrors, OTelRequestDuration, OTelTimeInQueue,
-		OTelRequests, OTelReloadLastSuccess, OTelReloadSuccessful, OTelRuleKeys, OTelRuleLimit, OTelRuleWindow, OTelShadowBlocked, OTelSystemLimit}
+		OTelRequests, OTelReloadLastSuccess, OTelReloadSuccessful, OTelRuleKeys, OTelRuleLimit, OTelRuleWindow, OTelShadowBlocked, OTelSystemLimit,
+		OTelListRefusals}
 	slices.Sort(wantNames)
 	if !slices.Equal(names, wantNames) {
 		t.Errorf("instruments:\n got %v\nwant %v", names, wantNames)

@@ -9,12 +9,17 @@
 # looking for work would add instructions in proportion to wall time.
 #
 #   sh scripts/bench-instructions.sh 'GrowthRules/1/flowgate' 'GrowthRules/1/xrate' ...
+#   BIN=/tmp/old.test sh scripts/bench-instructions.sh ...   # a bench binary built before
 set -eu
 LOW=${LOW:-20000}
 HIGH=${HIGH:-120000}
 cd "$(dirname "$0")/../bench"
 bin=$(mktemp -d)/bench.test
-go test -c -o "$bin" .
+if [ -n "${BIN:-}" ]; then
+	cp "$BIN" "$bin"
+else
+	go test -c -o "$bin" .
+fi
 ir() { # benchmark, iterations -> total instructions
 	GOMAXPROCS=1 GOGC=off GODEBUG=asyncpreemptoff=1 valgrind --tool=cachegrind --cache-sim=no --cachegrind-out-file=/dev/null \
 		"$bin" -test.run '^$' -test.bench "$(echo "Benchmark$1" | sed 's|+|\\+|g; s|[^/]*|^&$|g')" -test.benchtime "${2}x" 2>&1 |

@@ -150,7 +150,7 @@ func backoff(spins int) {
 // engine reads the clock once, then may create a limiter) counts as 0.
 func (l *Limiter) micros(now int64) int64 {
 	if d := now - l.origin; d > 0 {
-		return d / 1000
+		return int64(uint64(d) / 1000) // unsigned: no sign fix-up
 	}
 	return 0
 }
@@ -206,7 +206,6 @@ func (l *Limiter) tryReserveAt(now int64, permits int, maxWait time.Duration, sh
 	if permits <= 0 {
 		return Reservation{}, errPermits(permits)
 	}
-	timeout := max(int64(maxWait/time.Microsecond), 0)
 	// Shared: nothing of l is read before LoadForWrite, nor after the CAS:
 	// another core reserving on l wants its cache line, and every touch
 	// outside that window moves the line once more (see hotpath.LoadForWrite).
@@ -229,7 +228,7 @@ func (l *Limiter) tryReserveAt(now int64, permits int, maxWait time.Duration, sh
 				// Bursty with permits stored (> 0, or NaN at +Inf): a
 				// stale now, see above. A torn read fails the CAS below.
 				eff = next
-			} else if next-timeout > m {
+			} else if next-max(int64(maxWait/time.Microsecond), 0) > m {
 				return Reservation{Wait: microsToDuration(next - m)}, nil
 			}
 		}
@@ -239,10 +238,25 @@ func (l *Limiter) tryReserveAt(now int64, permits int, maxWait time.Duration, sh
 			continue
 		}
 		st := decode(w0, w1, c)
-		at := l.reserveEarliestAvailable(&st, permits, eff)
-		cool := l.coolDown(&st) // read now: l is not read after the CAS
-		// commit, one call less between the loads and the CAS.
-		if l.cas(w0, w1, encodeNext(st.next, w0>>verShift), math.Float64bits(st.stored)) {
+		var at int64
+		var cool float64  // read now: l is not read after the CAS
+		if l.warmup < 0 { // the usual case
+			at, st.next, st.stored = reserveBursty(st.next, st.stored, c, permits, eff)
+			cool = c.stable // coolDown of a bursty limiter
+		} else {
+			at = l.reserveEarliestAvailable(&st, permits, eff)
+			cool = l.coolDown(&st)
+		}
+		// commit and cas written out: two calls less between the loads
+		// and the CAS.
+		new0, new1 := encodeNext(st.next, w0>>verShift), math.Float64bits(st.stored)
+		var won bool
+		if useCAS16 {
+			won = hotpath.CAS128(l.pair(), w0, w1, new0, new1)
+		} else {
+			won = l.casLocked(w0, w1, new0, new1)
+		}
+		if won {
 			// Only locals from here: the shorter the time between LoadForWrite
 			// and the CAS, the less often another core takes the line
 			// in between.
@@ -281,11 +295,13 @@ func (l *Limiter) resync(st *state, now int64) {
 
 // capStored is Guava's min(maxPermits, s), except that a limiter that can
 // store nothing stores nothing even when s is NaN.
-func capStored(st *state, s float64) float64 {
-	if st.maxP == 0 {
+func capStored(st *state, s float64) float64 { return capStoredMax(st.maxP, s) }
+
+func capStoredMax(maxP, s float64) float64 {
+	if maxP == 0 {
 		return 0
 	}
-	return min(st.maxP, s) // like Java's Math.min, NaN wins
+	return min(maxP, s) // like Java's Math.min, NaN wins
 }
 
 // coolDown is the micros it takes an idle limiter to store one permit.
@@ -299,6 +315,11 @@ func (l *Limiter) coolDown(st *state) float64 {
 // reserveEarliestAvailable is Guava's: the request goes at the current
 // nextFree and pushes it by its own cost, which the next request pays.
 func (l *Limiter) reserveEarliestAvailable(st *state, permits int, now int64) int64 {
+	if l.warmup < 0 {
+		var at int64
+		at, st.next, st.stored = reserveBursty(st.next, st.stored, st.rateConfig, permits, now)
+		return at
+	}
 	l.resync(st, now)
 	at := st.next
 	n := float64(permits)
@@ -308,10 +329,33 @@ func (l *Limiter) reserveEarliestAvailable(st *state, permits int, now int64) in
 	if l.warmup >= 0 {
 		storedCost = l.storedPermitsToWaitTime(st, st.stored, spend)
 	}
+	if fresh == 0 && storedCost == 0 {
+		// Served from free stored permits, the usual grant: wait is 0 and
+		// nextFree stays, as the general line below computes it.
+		st.stored -= spend
+		return at
+	}
 	wait := saturatedAdd(storedCost, javaLong(fresh*st.stable))
 	st.next = saturatedAdd(at, wait)
 	st.stored -= spend
 	return at
+}
+
+// reserveBursty is reserveEarliestAvailable for a bursty limiter, on the
+// state's two numbers: its stored permits cost no time and it stores one
+// per stable interval, so resync and the wait reduce to these lines. Small
+// enough to inline: tryReserveAt's usual grant makes no call for it.
+func reserveBursty(next int64, stored float64, c *rateConfig, permits int, now int64) (at, newNext int64, newStored float64) {
+	if now > next { // resync
+		stored = capStoredMax(c.maxP, stored+float64(now-next)/c.stable)
+		next = now
+	}
+	n := float64(permits)
+	spend := min(n, stored)
+	if fresh := n - spend; fresh != 0 {
+		return next, saturatedAdd(next, javaLong(fresh*c.stable)), stored - spend
+	}
+	return next, next, stored - spend // paid from stored permits: no wait
 }
 
 // storedPermitsToWaitTime is the integral of the cost line over

@@ -89,3 +89,49 @@ func benchRule() *flow.Rule {
 	r := crule("r", "bench", flow.AlgoTokenBucket, 1e9, time.Second).WithDefaults()
 	return &r
 }
+
+// BenchmarkRemoteParam is BenchmarkRemoteVsEmbedded's decision at the param
+// level, one caller per core: a token bucket per tenant over 10 000
+// tenants, asked of the embedded RedisTokenServer and of one serve replica
+// in the same run. A keyed request builds its Redis keys per call (the
+// global level's are built once), so it allocates a little more.
+func BenchmarkRemoteParam(b *testing.B) {
+	srv := redistest.Start(b)
+	r := crule("per-tenant", "bench", flow.AlgoTokenBucket, 1e9, time.Second)
+	r.Level, r.Param = flow.LevelParam, "tenant"
+	r = r.WithDefaults()
+	tenants := make([]string, 10000)
+	for i := range tenants {
+		tenants[i] = "tenant-" + strconv.Itoa(i)
+	}
+	for _, bc := range []struct {
+		name string
+		ts   func(*testing.B) flow.TokenServer
+	}{
+		{"embedded", func(b *testing.B) flow.TokenServer { return newBenchTS(b, srv) }},
+		{"remote 1 replica", func(b *testing.B) flow.TokenServer {
+			c, err := New([]string{startRemoteReplicaB(b, newBenchTS(b, srv))}, WithTimeout(time.Second))
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.Cleanup(func() { c.Close() })
+			return c
+		}},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			ts := bc.ts(b)
+			req := flow.TokenRequest{Resource: "bench", Level: flow.LevelParam, Tokens: 1, Rules: []*flow.Rule{&r}, Factor: 1}
+			b.ReportAllocs()
+			i := 0
+			for b.Loop() {
+				req.Key = tenants[i]
+				if res, err := ts.Acquire(context.Background(), req); err != nil || !res.Allowed {
+					b.Fatal(res, err)
+				}
+				if i++; i == len(tenants) {
+					i = 0
+				}
+			}
+		})
+	}
+}

@@ -153,12 +153,6 @@ func (s *TokenServer) Acquire(ctx context.Context, req flow.TokenRequest) (flow.
 	if req.Tokens <= 0 {
 		return flow.TokenResult{}, fmt.Errorf("cluster: tokens: %d must be > 0", req.Tokens)
 	}
-	if req.Level == flow.LevelParam {
-		// The wire format has no param level yet: sent as another level, the
-		// server would count the values on the wrong keys. Failing makes the
-		// engine apply the rule's fallback (by default local) instead.
-		return flow.TokenResult{}, fmt.Errorf("%w: param rules are not supported through a remote token server (flowgate serve) yet", flow.ErrTokenServerUnavailable)
-	}
 	in := s.request(&req)
 	var out *tokenpb.AcquireResponse
 	_, err := s.once(ctx, func(ctx context.Context, r *replica) (err error) {
@@ -317,6 +311,11 @@ func (s *TokenServer) request(req *flow.TokenRequest) *tokenpb.AcquireRequest {
 	w := s.wireRules(req.Rules)
 	in := &tokenpb.AcquireRequest{Namespace: s.cf.namespace, Resource: req.Resource, Level: wire.FromLevel(req.Level),
 		Key: req.Key, Tokens: int32(req.Tokens), RuleIds: w.ids, Factor: req.Factor}
+	if req.Level == flow.LevelParam {
+		// The engine asks for one param rule at a time (its values are its
+		// own keys); its parameter's name travels with the value.
+		in.Param = req.Rules[0].Param
+	}
 	if !s.cf.byID {
 		in.Rules = w.rules
 	}

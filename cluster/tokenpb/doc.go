@@ -3,6 +3,8 @@
 // no flowgate package: the conversions to and from package flow's rules
 // and levels live beside the client and server that use them.
 //
-// Regenerate with `go generate` (protoc, protoc-gen-go and
-// protoc-gen-go-grpc on PATH).
+// Regenerate with `make proto` (scripts/gen-proto.sh), which runs
+// `go generate` here with the generator versions named in the generated
+// files' headers. Changes to token.proto add fields with new numbers only,
+// so older clients and servers keep working.
 package tokenpb

@@ -31,6 +31,10 @@ const (
 	Level_LEVEL_GLOBAL Level = 0
 	Level_LEVEL_USER   Level = 1
 	Level_LEVEL_IP     Level = 2
+	// Per value of a named call parameter: AcquireRequest.param names it,
+	// key carries the value. Servers that predate it answer BAD_REQUEST, and
+	// the client's engine applies the rule's fallback.
+	Level_LEVEL_PARAM Level = 3
 )
 
 // Enum value maps for Level.
@@ -39,11 +43,13 @@ var (
 		0: "LEVEL_GLOBAL",
 		1: "LEVEL_USER",
 		2: "LEVEL_IP",
+		3: "LEVEL_PARAM",
 	}
 	Level_value = map[string]int32{
 		"LEVEL_GLOBAL": 0,
 		"LEVEL_USER":   1,
 		"LEVEL_IP":     2,
+		"LEVEL_PARAM":  3,
 	}
 )
 
@@ -141,21 +147,26 @@ func (Status) EnumDescriptor() ([]byte, []int) {
 
 // Rule is a flow.Rule sent inline; durations are nanoseconds.
 type Rule struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Id            string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
-	Resource      string                 `protobuf:"bytes,2,opt,name=resource,proto3" json:"resource,omitempty"`
-	Level         Level                  `protobuf:"varint,3,opt,name=level,proto3,enum=flowgate.token.v1.Level" json:"level,omitempty"`
-	Algorithm     string                 `protobuf:"bytes,4,opt,name=algorithm,proto3" json:"algorithm,omitempty"` // flow's names: "token_bucket", "fixed_window", ...
-	Limit         float64                `protobuf:"fixed64,5,opt,name=limit,proto3" json:"limit,omitempty"`
-	WindowNanos   int64                  `protobuf:"varint,6,opt,name=window_nanos,json=windowNanos,proto3" json:"window_nanos,omitempty"`
-	Burst         float64                `protobuf:"fixed64,7,opt,name=burst,proto3" json:"burst,omitempty"`
-	WarmupNanos   int64                  `protobuf:"varint,8,opt,name=warmup_nanos,json=warmupNanos,proto3" json:"warmup_nanos,omitempty"`
-	ColdFactor    float64                `protobuf:"fixed64,9,opt,name=cold_factor,json=coldFactor,proto3" json:"cold_factor,omitempty"`
-	Buckets       int32                  `protobuf:"varint,10,opt,name=buckets,proto3" json:"buckets,omitempty"`
-	MaxWaitNanos  int64                  `protobuf:"varint,11,opt,name=max_wait_nanos,json=maxWaitNanos,proto3" json:"max_wait_nanos,omitempty"`
-	Adaptive      bool                   `protobuf:"varint,12,opt,name=adaptive,proto3" json:"adaptive,omitempty"`
-	Threshold     string                 `protobuf:"bytes,13,opt,name=threshold,proto3" json:"threshold,omitempty"` // "global" | "per_instance"
-	Fallback      string                 `protobuf:"bytes,14,opt,name=fallback,proto3" json:"fallback,omitempty"`   // the client's policy; the server ignores it
+	state        protoimpl.MessageState `protogen:"open.v1"`
+	Id           string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	Resource     string                 `protobuf:"bytes,2,opt,name=resource,proto3" json:"resource,omitempty"`
+	Level        Level                  `protobuf:"varint,3,opt,name=level,proto3,enum=flowgate.token.v1.Level" json:"level,omitempty"`
+	Algorithm    string                 `protobuf:"bytes,4,opt,name=algorithm,proto3" json:"algorithm,omitempty"` // flow's names: "token_bucket", "fixed_window", ...
+	Limit        float64                `protobuf:"fixed64,5,opt,name=limit,proto3" json:"limit,omitempty"`
+	WindowNanos  int64                  `protobuf:"varint,6,opt,name=window_nanos,json=windowNanos,proto3" json:"window_nanos,omitempty"`
+	Burst        float64                `protobuf:"fixed64,7,opt,name=burst,proto3" json:"burst,omitempty"`
+	WarmupNanos  int64                  `protobuf:"varint,8,opt,name=warmup_nanos,json=warmupNanos,proto3" json:"warmup_nanos,omitempty"`
+	ColdFactor   float64                `protobuf:"fixed64,9,opt,name=cold_factor,json=coldFactor,proto3" json:"cold_factor,omitempty"`
+	Buckets      int32                  `protobuf:"varint,10,opt,name=buckets,proto3" json:"buckets,omitempty"`
+	MaxWaitNanos int64                  `protobuf:"varint,11,opt,name=max_wait_nanos,json=maxWaitNanos,proto3" json:"max_wait_nanos,omitempty"`
+	Adaptive     bool                   `protobuf:"varint,12,opt,name=adaptive,proto3" json:"adaptive,omitempty"`
+	Threshold    string                 `protobuf:"bytes,13,opt,name=threshold,proto3" json:"threshold,omitempty"` // "global" | "per_instance"
+	Fallback     string                 `protobuf:"bytes,14,opt,name=fallback,proto3" json:"fallback,omitempty"`   // the client's policy; the server ignores it
+	// The call parameter a LEVEL_PARAM rule counts per value. A rule's items
+	// (per-value limits) are not sent: for an item value the client sends
+	// the item's own rule (its limit), and a server resolving rule_ids picks
+	// the item from the document it serves.
+	Param         string `protobuf:"bytes,15,opt,name=param,proto3" json:"param,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -288,18 +299,26 @@ func (x *Rule) GetFallback() string {
 	return ""
 }
 
+func (x *Rule) GetParam() string {
+	if x != nil {
+		return x.Param
+	}
+	return ""
+}
+
 type AcquireRequest struct {
 	state     protoimpl.MessageState `protogen:"open.v1"`
 	Namespace string                 `protobuf:"bytes,1,opt,name=namespace,proto3" json:"namespace,omitempty"` // self-protection cap applies per namespace; "" is "default"
 	Resource  string                 `protobuf:"bytes,2,opt,name=resource,proto3" json:"resource,omitempty"`
 	Level     Level                  `protobuf:"varint,3,opt,name=level,proto3,enum=flowgate.token.v1.Level" json:"level,omitempty"`
-	Key       string                 `protobuf:"bytes,4,opt,name=key,proto3" json:"key,omitempty"` // user id or IP; "" at the global level
+	Key       string                 `protobuf:"bytes,4,opt,name=key,proto3" json:"key,omitempty"` // user id, IP or param value; "" at the global level
 	Tokens    int32                  `protobuf:"varint,5,opt,name=tokens,proto3" json:"tokens,omitempty"`
 	// Either rule_ids, resolved in the rules document the server serves, or
 	// rules sent inline (rule_ids then only name them).
 	RuleIds       []string `protobuf:"bytes,6,rep,name=rule_ids,json=ruleIds,proto3" json:"rule_ids,omitempty"`
 	Rules         []*Rule  `protobuf:"bytes,7,rep,name=rules,proto3" json:"rules,omitempty"`
 	Factor        float64  `protobuf:"fixed64,8,opt,name=factor,proto3" json:"factor,omitempty"` // adaptive factor for adaptive rules; 0 means 1
+	Param         string   `protobuf:"bytes,9,opt,name=param,proto3" json:"param,omitempty"`     // LEVEL_PARAM: the parameter key is a value of; every rule's param
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -388,6 +407,13 @@ func (x *AcquireRequest) GetFactor() float64 {
 		return x.Factor
 	}
 	return 0
+}
+
+func (x *AcquireRequest) GetParam() string {
+	if x != nil {
+		return x.Param
+	}
+	return ""
 }
 
 type AcquireResponse struct {
@@ -610,7 +636,7 @@ var File_token_proto protoreflect.FileDescriptor
 
 const file_token_proto_rawDesc = "" +
 	"\n" +
-	"\vtoken.proto\x12\x11flowgate.token.v1\"\xa9\x03\n" +
+	"\vtoken.proto\x12\x11flowgate.token.v1\"\xbf\x03\n" +
 	"\x04Rule\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1a\n" +
 	"\bresource\x18\x02 \x01(\tR\bresource\x12.\n" +
@@ -627,7 +653,8 @@ const file_token_proto_rawDesc = "" +
 	"\x0emax_wait_nanos\x18\v \x01(\x03R\fmaxWaitNanos\x12\x1a\n" +
 	"\badaptive\x18\f \x01(\bR\badaptive\x12\x1c\n" +
 	"\tthreshold\x18\r \x01(\tR\tthreshold\x12\x1a\n" +
-	"\bfallback\x18\x0e \x01(\tR\bfallback\"\x86\x02\n" +
+	"\bfallback\x18\x0e \x01(\tR\bfallback\x12\x14\n" +
+	"\x05param\x18\x0f \x01(\tR\x05param\"\x9c\x02\n" +
 	"\x0eAcquireRequest\x12\x1c\n" +
 	"\tnamespace\x18\x01 \x01(\tR\tnamespace\x12\x1a\n" +
 	"\bresource\x18\x02 \x01(\tR\bresource\x12.\n" +
@@ -636,7 +663,8 @@ const file_token_proto_rawDesc = "" +
 	"\x06tokens\x18\x05 \x01(\x05R\x06tokens\x12\x19\n" +
 	"\brule_ids\x18\x06 \x03(\tR\aruleIds\x12-\n" +
 	"\x05rules\x18\a \x03(\v2\x17.flowgate.token.v1.RuleR\x05rules\x12\x16\n" +
-	"\x06factor\x18\b \x01(\x01R\x06factor\"\x9f\x02\n" +
+	"\x06factor\x18\b \x01(\x01R\x06factor\x12\x14\n" +
+	"\x05param\x18\t \x01(\tR\x05param\"\x9f\x02\n" +
 	"\x0fAcquireResponse\x121\n" +
 	"\x06status\x18\x01 \x01(\x0e2\x19.flowgate.token.v1.StatusR\x06status\x12\x1c\n" +
 	"\tremaining\x18\x02 \x01(\x01R\tremaining\x12*\n" +
@@ -653,12 +681,13 @@ const file_token_proto_rawDesc = "" +
 	"\x06refund\x18\x03 \x01(\bR\x06refund\"^\n" +
 	"\x0fReleaseResponse\x121\n" +
 	"\x06status\x18\x01 \x01(\x0e2\x19.flowgate.token.v1.StatusR\x06status\x12\x18\n" +
-	"\amessage\x18\x02 \x01(\tR\amessage*7\n" +
+	"\amessage\x18\x02 \x01(\tR\amessage*H\n" +
 	"\x05Level\x12\x10\n" +
 	"\fLEVEL_GLOBAL\x10\x00\x12\x0e\n" +
 	"\n" +
 	"LEVEL_USER\x10\x01\x12\f\n" +
-	"\bLEVEL_IP\x10\x02*\xbc\x01\n" +
+	"\bLEVEL_IP\x10\x02\x12\x0f\n" +
+	"\vLEVEL_PARAM\x10\x03*\xbc\x01\n" +
 	"\x06Status\x12\x16\n" +
 	"\x12STATUS_UNSPECIFIED\x10\x00\x12\r\n" +
 	"\tSTATUS_OK\x10\x01\x12\x12\n" +

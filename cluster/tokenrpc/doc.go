@@ -8,4 +8,10 @@
 // The server keeps no decision state of its own: every decision is the
 // wrapped token server's (Redis's), so any number of replicas can serve the
 // same clients. remote.New (package cluster/remote) is the client.
+//
+// Every level goes through it, param included (the request names the
+// parameter; its value is the key). A rule's items are decided as the
+// engine decides them: by the item's own rule, sent inline by the client,
+// or derived (flow.Rule.ForItem) from the served document's rule when
+// clients name rules by id.
 package tokenrpc

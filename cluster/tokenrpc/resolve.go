@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"sync"
 
@@ -18,19 +19,77 @@ import (
 // caches key on. Bounded: past max entries it starts over.
 type ruleSets struct {
 	mu   sync.RWMutex
-	sets map[string][]*flow.Rule
+	sets map[string]*ruleSet
 	max  int
 	pool sync.Pool // *[]byte key buffers
 }
 
+// ruleSet is one interned rule set. When a rule of it has Items (a
+// served document's rule named by id), an item value is decided by the
+// item's rule, as the client's engine decides it (flow.Rule.ForItem).
+// Values whose items have the same limits share one set (the token
+// server's plan cache keys on the first rule's pointer, and a rule may
+// have 10 000 items); items remembers each value's, built on first use.
+type ruleSet struct {
+	rules    []*flow.Rule
+	hasItems bool
+	items    sync.Map // item value -> []*flow.Rule
+
+	mu       sync.Mutex
+	byLimits map[string][]*flow.Rule // the item limits of each rule (see forKey) -> set
+}
+
 func newRuleSets(max int) *ruleSets {
-	return &ruleSets{sets: map[string][]*flow.Rule{}, max: max}
+	return &ruleSets{sets: map[string]*ruleSet{}, max: max}
+}
+
+// forKey is the rule set that decides key: the set with key's items in
+// place of their rules, or the set itself.
+func (s *ruleSet) forKey(key string) []*flow.Rule {
+	if !s.hasItems || key == "" {
+		return s.rules
+	}
+	if v, ok := s.items.Load(key); ok {
+		return v.([]*flow.Rule)
+	}
+	var limits []byte // per rule: "-" or the item's limit
+	item := false
+	for _, r := range s.rules {
+		l, ok := r.Items[key]
+		if !ok {
+			limits = append(limits, '-')
+			continue
+		}
+		item = true
+		limits = strconv.AppendUint(append(limits, '+'), math.Float64bits(l), 16)
+	}
+	if !item {
+		return s.rules // not an item value: nothing to keep
+	}
+	s.mu.Lock()
+	set, ok := s.byLimits[string(limits)]
+	if !ok {
+		set = slices.Clone(s.rules)
+		for i, r := range s.rules {
+			if it, ok := r.ForItem(key); ok {
+				set[i] = &it
+			}
+		}
+		if s.byLimits == nil {
+			s.byLimits = map[string][]*flow.Rule{}
+		}
+		s.byLimits[string(limits)] = set
+	}
+	s.mu.Unlock()
+	s.items.Store(key, set)
+	return set
 }
 
 // errNoRule marks a rule id the served document does not hold.
 var errNoRule = errors.New("no such rule")
 
-// resolve returns the rules of in. byID may be nil (no document served).
+// resolve returns the rules of in, for its key (see ruleSet). byID may be
+// nil (no document served).
 func (rs *ruleSets) resolve(in *tokenpb.AcquireRequest, inline bool, byID func(string) (*flow.Rule, bool)) ([]*flow.Rule, error) {
 	bp, _ := rs.pool.Get().(*[]byte)
 	if bp == nil {
@@ -59,15 +118,19 @@ func (rs *ruleSets) resolve(in *tokenpb.AcquireRequest, inline bool, byID func(s
 	rs.mu.RLock()
 	set, ok := rs.sets[string(key)]
 	rs.mu.RUnlock()
-	if ok && key[0] == 0 && !current(set, in.GetRuleIds(), byID) {
+	if ok && key[0] == 0 && !current(set.rules, in.GetRuleIds(), byID) {
 		ok = false // the document was reloaded: resolve the ids again
 	}
 	if ok {
-		return set, nil
+		return set.forKey(in.GetKey()), nil
 	}
-	set, err := build(in, byID)
+	rules, err := build(in, byID)
 	if err != nil {
 		return nil, err
+	}
+	set = &ruleSet{rules: rules}
+	for _, r := range rules {
+		set.hasItems = set.hasItems || len(r.Items) > 0
 	}
 	rs.mu.Lock()
 	if len(rs.sets) >= rs.max {
@@ -75,7 +138,7 @@ func (rs *ruleSets) resolve(in *tokenpb.AcquireRequest, inline bool, byID func(s
 	}
 	rs.sets[string(key)] = set
 	rs.mu.Unlock()
-	return set, nil
+	return set.forKey(in.GetKey()), nil
 }
 
 // current reports whether set still holds the rules the ids name now.
@@ -121,7 +184,7 @@ func build(in *tokenpb.AcquireRequest, byID func(string) (*flow.Rule, bool)) ([]
 func appendRulesKey(b []byte, prs []*tokenpb.Rule) []byte {
 	b = append(b, 1)
 	for _, r := range prs {
-		for _, s := range [...]string{r.GetId(), r.GetResource(), r.GetAlgorithm(), r.GetThreshold()} {
+		for _, s := range [...]string{r.GetId(), r.GetResource(), r.GetAlgorithm(), r.GetThreshold(), r.GetParam()} {
 			b = append(strconv.AppendInt(b, int64(len(s)), 10), ':')
 			b = append(b, s...)
 		}

@@ -195,10 +195,20 @@ func (s *Server) request(in *tokenpb.AcquireRequest) (flow.TokenRequest, tokenpb
 		}
 		return flow.TokenRequest{}, tokenpb.Status_STATUS_BAD_REQUEST, err
 	}
+	if (lv == flow.LevelParam) != (in.GetParam() != "") {
+		return flow.TokenRequest{}, tokenpb.Status_STATUS_BAD_REQUEST,
+			fmt.Errorf("param: %q at level %v (a param names the parameter at level param, and only there)", in.GetParam(), lv)
+	}
 	for i, r := range rules {
 		if r.Resource != in.GetResource() || r.Level != lv {
 			return flow.TokenRequest{}, tokenpb.Status_STATUS_BAD_REQUEST,
 				fmt.Errorf("rules[%d] (id %q): is for %q at level %v, not %q at level %v", i, r.ID, r.Resource, r.Level, in.GetResource(), lv)
+		}
+		// The param's values are the rule's keys: counting one
+		// parameter's values on another's rule would mix them.
+		if r.Param != in.GetParam() {
+			return flow.TokenRequest{}, tokenpb.Status_STATUS_BAD_REQUEST,
+				fmt.Errorf("rules[%d] (id %q): counts param %q, not %q", i, r.ID, r.Param, in.GetParam())
 		}
 	}
 	f := in.GetFactor()

@@ -9,7 +9,9 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -39,28 +41,9 @@ func TestServe(t *testing.T) {
 		}
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	out, w := io.Pipe()
-	var stderr strings.Builder
-	code := make(chan int, 1)
-	go func() {
-		code <- serveUntil(ctx, []string{"-listen", "127.0.0.1:0", "-metrics-listen", "127.0.0.1:0", "-redis", srv.Addr,
-			"-rules", rulesPath, "-token-file", tokenPath, "-timeout", "1s"}, w, &stderr)
-		w.Close()
-	}()
-	lines := bufio.NewScanner(out)
-	var addr, metricsAddr string
-	for addr == "" || metricsAddr == "" {
-		if !lines.Scan() {
-			t.Fatalf("serve ended before it listened: %s", stderr.String())
-		}
-		if a, ok := strings.CutPrefix(lines.Text(), "listening on "); ok {
-			addr = a
-		}
-		if a, ok := strings.CutPrefix(lines.Text(), "metrics on "); ok {
-			metricsAddr = a
-		}
-	}
-	go io.Copy(io.Discard, out)
+	sv := startServe(t, ctx, "-listen", "127.0.0.1:0", "-metrics-listen", "127.0.0.1:0", "-redis", srv.Addr,
+		"-rules", rulesPath, "-token-file", tokenPath, "-timeout", "1s")
+	addr, metricsAddr, code, stderr := sv.addr, sv.metricsAddr, sv.code, sv.stderr
 
 	c, err := remote.New([]string{addr}, remote.WithToken("s3cret"), remote.WithRuleIDs(true), remote.WithTimeout(time.Second))
 	if err != nil {
@@ -147,6 +130,59 @@ func TestServe(t *testing.T) {
 			t.Errorf("log lacks %q:\n%s", want, stderr.String())
 		}
 	}
+}
+
+// servingT is a `flowgate serve` running in-process (startServe).
+type servingT struct {
+	addr, metricsAddr string   // metricsAddr only with -metrics-listen
+	code              chan int // serve's exit code, once its ctx ends
+	stderr            *syncBuilder
+}
+
+// startServe runs serve with args until ctx ends, and returns once it
+// prints its addresses (the metrics one too when args ask for it).
+func startServe(t *testing.T, ctx context.Context, args ...string) *servingT {
+	t.Helper()
+	out, w := io.Pipe()
+	sv := &servingT{code: make(chan int, 1), stderr: new(syncBuilder)}
+	go func() {
+		sv.code <- serveUntil(ctx, args, w, sv.stderr)
+		w.Close()
+	}()
+	wantMetrics := slices.Contains(args, "-metrics-listen")
+	lines := bufio.NewScanner(out)
+	for sv.addr == "" || (wantMetrics && sv.metricsAddr == "") {
+		if !lines.Scan() {
+			t.Fatalf("serve ended before it listened: %s", sv.stderr.String())
+		}
+		if a, ok := strings.CutPrefix(lines.Text(), "listening on "); ok {
+			sv.addr = a
+		}
+		if a, ok := strings.CutPrefix(lines.Text(), "metrics on "); ok {
+			sv.metricsAddr = a
+		}
+	}
+	go io.Copy(io.Discard, out)
+	return sv
+}
+
+// syncBuilder is a strings.Builder serve's logger may write while the
+// test reads it.
+type syncBuilder struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (s *syncBuilder) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuilder) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }
 
 func TestServeConfig(t *testing.T) {

@@ -26,6 +26,16 @@
 //     of a pass).
 //   - Divider divides by a fixed number with one multiplication.
 //
+// Three more cut instructions on one core rather than line transfers:
+//
+//   - Nanotime reads the runtime's monotonic clock without time.Since's
+//     steps; clock.Real reads it, and the flow engine calls it directly.
+//   - PerP keeps one spare object per P (pooled permits) for less than
+//     sync.Pool costs, which stays as the fallback.
+//   - AddrSlot picks a slot by a string's address, for a small table of
+//     recent answers that spares a map lookup (the caller still compares
+//     the content).
+//
 // Nothing here decides anything; every helper is measured by the
 // benchmarks of the package that uses it.
 package hotpath

@@ -20,6 +20,8 @@ func FromLevel(l flow.Level) tokenpb.Level {
 		return tokenpb.Level_LEVEL_USER
 	case flow.LevelIP:
 		return tokenpb.Level_LEVEL_IP
+	case flow.LevelParam:
+		return tokenpb.Level_LEVEL_PARAM
 	default:
 		return tokenpb.Level_LEVEL_GLOBAL
 	}
@@ -34,17 +36,22 @@ func ToLevel(l tokenpb.Level) (flow.Level, error) {
 		return flow.LevelUser, nil
 	case tokenpb.Level_LEVEL_IP:
 		return flow.LevelIP, nil
+	case tokenpb.Level_LEVEL_PARAM:
+		return flow.LevelParam, nil
 	}
 	return 0, fmt.Errorf("level: unknown value %d", int32(l))
 }
 
 // FromRule is r on the wire. Fields that only matter to the local engine
-// (MaxKeys, IdleTTL) are not sent.
+// (MaxKeys, IdleTTL) are not sent, nor are Items: the engine asks for an
+// item value with the item's own rule (flow.Rule.ForItem), whose Limit is
+// the item's.
 func FromRule(r *flow.Rule) *tokenpb.Rule {
 	pr := &tokenpb.Rule{
 		Id: r.ID, Resource: r.Resource, Level: FromLevel(r.Level), Algorithm: r.Algorithm.String(),
 		Limit: r.Limit, WindowNanos: int64(r.Window), Burst: r.Burst, WarmupNanos: int64(r.Warmup),
 		ColdFactor: r.ColdFactor, Buckets: int32(r.Buckets), MaxWaitNanos: int64(r.MaxWait), Adaptive: r.Adaptive,
+		Param: r.Param,
 	}
 	if r.Cluster != nil {
 		pr.Threshold, pr.Fallback = r.Cluster.Threshold, r.Cluster.Fallback
@@ -67,8 +74,8 @@ func ToRule(pr *tokenpb.Rule) (flow.Rule, error) {
 		ID: pr.GetId(), Resource: pr.GetResource(), Level: lv, Algorithm: algo, Limit: pr.GetLimit(),
 		Window: time.Duration(pr.GetWindowNanos()), Burst: pr.GetBurst(), Warmup: time.Duration(pr.GetWarmupNanos()),
 		ColdFactor: pr.GetColdFactor(), Buckets: int(pr.GetBuckets()), MaxWait: time.Duration(pr.GetMaxWaitNanos()),
-		Adaptive: pr.GetAdaptive(),
-		Cluster:  &flow.ClusterSpec{Threshold: pr.GetThreshold(), Fallback: pr.GetFallback()},
+		Adaptive: pr.GetAdaptive(), Param: pr.GetParam(),
+		Cluster: &flow.ClusterSpec{Threshold: pr.GetThreshold(), Fallback: pr.GetFallback()},
 	}
 	r = r.WithDefaults()
 	if err := r.Validate(); err != nil {
