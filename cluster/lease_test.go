@@ -209,6 +209,10 @@ func TestLeasingFixedWindowReturnStaysInItsWindow(t *testing.T) {
 		n := 0
 		for ; n < most; n++ {
 			p, err := e.Entry(r.Resource)
+			var be *flow.BlockError
+			if errors.As(err, &be) && be.Reason == flow.ReasonClusterUnavailable {
+				t.Skipf("Redis did not answer in time (%v): the machine is too slow for this test", err)
+			}
 			if err != nil {
 				break
 			}
