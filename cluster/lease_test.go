@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sort"
 	"sync"
 	"testing"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/flowgate/flowgate/flow"
 	"github.com/flowgate/flowgate/internal/redistest"
+	"github.com/redis/go-redis/v9"
 )
 
 const (
@@ -201,17 +203,41 @@ func TestLeasingBoundOverTime(t *testing.T) {
 func TestLeasingFixedWindowReturnStaysInItsWindow(t *testing.T) {
 	srv := redistest.Start(t)
 	rdb := srv.Client()
+	// The check needs its calls inside one Redis window; a slow machine may
+	// miss that, so a try that could not be judged is run again (3 tries).
+	var why string
+	for range 3 {
+		got, judged, reason := leaseReturnTry(t, srv, rdb)
+		if judged {
+			if got != 100 {
+				t.Fatalf("the window after the lease's admitted %d, want its limit 100 (the old batch's return must not count in it)", got)
+			}
+			return
+		}
+		why = reason
+		t.Logf("try not judged: %s", reason)
+	}
+	t.Skipf("3 tries could not be judged (%s): the machine is too slow for this test", why)
+}
+
+// leaseReturnTry leases a batch in one fixed window, then counts what the
+// next window admits: a direct engine's calls around one call of the leased
+// engine (which returns its old batch's 15 and asks for more). judged is
+// false when Redis timed out or the calls spanned two windows.
+func leaseReturnTry(t *testing.T, srv *redistest.Server, rdb *redis.Client) (got int, judged bool, why string) {
+	t.Helper()
 	const limit, window = 100, 2 * time.Second
 	r := crule("r", uniq("lease-fw-return"), flow.AlgoFixedWindow, limit, window)
 	leased := newEngine(t, newServer(t, srv.NewClient(nil), WithLeasing(LeaseConfig{Period: time.Hour, MaxBatch: 16}), WithHeartbeat(0, 0)), t0, r)
 	direct := newEngine(t, newServer(t, srv.NewClient(nil), WithHeartbeat(0, 0)), t0, r)
+	timedOut := false
 	admit := func(e *flow.Engine, most int) int {
 		n := 0
 		for ; n < most; n++ {
 			p, err := e.Entry(r.Resource)
 			var be *flow.BlockError
 			if errors.As(err, &be) && be.Reason == flow.ReasonClusterUnavailable {
-				t.Skipf("Redis did not answer in time (%v): the machine is too slow for this test", err)
+				timedOut = true
 			}
 			if err != nil {
 				break
@@ -222,18 +248,22 @@ func TestLeasingFixedWindowReturnStaysInItsWindow(t *testing.T) {
 	}
 	waitWindowStart(t, rdb, window, window/2)
 	// Batches of 1, 2, 4 and 8, then one of 16 with 15 left in the lease.
-	if got := admit(leased, 16); got != 16 {
-		t.Fatalf("leased engine admitted %d of 16 in a fresh window", got)
+	if n := admit(leased, 16); n != 16 {
+		if timedOut {
+			return 0, false, "Redis did not answer in time"
+		}
+		t.Fatalf("leased engine admitted %d of 16 in a fresh window", n)
 	}
 	waitWindowStart(t, rdb, window, window) // into the next window
 	start := redisNow(t, rdb)
-	got := admit(direct, 2*limit)
-	got += admit(leased, 1) // returns the old batch's 15, then asks for more
+	got = admit(direct, 2*limit)
+	got += admit(leased, 1)
 	got += admit(direct, 2*limit)
+	if timedOut {
+		return 0, false, "Redis did not answer in time"
+	}
 	if end := redisNow(t, rdb); end.UnixMicro()/window.Microseconds() != start.UnixMicro()/window.Microseconds() {
-		t.Skipf("the calls spanned two windows (%v): the machine is too slow for this test", end.Sub(start))
+		return 0, false, fmt.Sprintf("the calls spanned two windows (%v)", end.Sub(start))
 	}
-	if got != limit {
-		t.Fatalf("the window after the lease's admitted %d, want its limit %d (the old batch's return must not count in it)", got, limit)
-	}
+	return got, true, ""
 }
