@@ -1,9 +1,10 @@
 package flow
 
 import (
-	"hash/maphash"
 	"math"
 	"sync"
+
+	"github.com/flowgate/flowgate/internal/hotpath"
 )
 
 // keyTable holds one limiter per user or IP for one rule, bounded by MaxKeys
@@ -28,12 +29,13 @@ import (
 //
 // Memory: a key is tracked by its 64-bit seeded hash, not its string (two
 // keys sharing a limiter needs a 64-bit collision: about 3e-10 for 100 000
-// keys, and the seed is per process, so it cannot be aimed at), and an
+// keys; the seed is random per table, and hotpath.StrHasher says how far
+// that keeps collisions from being aimed at), and an
 // entry is 24 bytes: last use and limit generation are 32-bit.
 type keyTable struct {
 	shards     []keyShard
 	mask       uint64
-	seed       maphash.Seed
+	hash       hotpath.StrHasher
 	ttl        int64 // ticks
 	sweepEvery int64 // ns
 }
@@ -87,7 +89,7 @@ func newKeyTable(maxKeys int, ttl int64) *keyTable {
 	for n < maxShards && n*2*keysPerShard <= maxKeys {
 		n *= 2
 	}
-	t := &keyTable{shards: make([]keyShard, n), mask: uint64(n - 1), seed: maphash.MakeSeed()}
+	t := &keyTable{shards: make([]keyShard, n), mask: uint64(n - 1), hash: hotpath.NewStrHasher()}
 	t.ttl = ttl >> tickShift
 	if ttl <= 0 || t.ttl > math.MaxInt32 {
 		t.ttl = math.MaxInt32
@@ -107,7 +109,7 @@ func newKeyTable(maxKeys int, ttl int64) *keyTable {
 // get returns key's limiter at now, creating it (and making room) when the
 // key is new or was idle past the TTL, and applying a changed limit.
 func (t *keyTable) get(cr *compiledRule, key string, now int64) (limiter, error) {
-	h := maphash.String(t.seed, key)
+	h := t.hash.String(key)
 	s := &t.shards[h&t.mask]
 	nt := tick(now)
 	s.mu.Lock()
