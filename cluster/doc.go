@@ -55,8 +55,9 @@
 //
 // # Leasing
 //
-// WithLeasing trades a documented, bounded over-admission for far fewer
-// round trips on hot keys; see LeaseConfig for where it applies.
+// WithLeasing trades a small, measured error (bench/README.md,
+// "Distributed accuracy") for far fewer round trips on hot keys; see
+// LeaseConfig for where it applies and what it costs.
 //
 // # Release and refund
 //

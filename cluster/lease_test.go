@@ -193,3 +193,47 @@ func TestLeasingBoundOverTime(t *testing.T) {
 	}
 	t.Logf("admitted %d in 1s (answered for %v); most in one %v window %d (limit %d, bound %d)", len(admitted), busy, window, most, limit, limit+4*batch)
 }
+
+// TestLeasingFixedWindowReturnStaysInItsWindow: a batch of one window,
+// returned after that window ended (on the next call or sweep), must not
+// give the next window permits it never counted: the refund goes to the
+// window the batch was taken in, and that one is over.
+func TestLeasingFixedWindowReturnStaysInItsWindow(t *testing.T) {
+	srv := redistest.Start(t)
+	rdb := srv.Client()
+	const limit, window = 100, 2 * time.Second
+	r := crule("r", uniq("lease-fw-return"), flow.AlgoFixedWindow, limit, window)
+	leased := newEngine(t, newServer(t, srv.NewClient(nil), WithLeasing(LeaseConfig{Period: time.Hour, MaxBatch: 16}), WithHeartbeat(0, 0)), t0, r)
+	direct := newEngine(t, newServer(t, srv.NewClient(nil), WithHeartbeat(0, 0)), t0, r)
+	admit := func(e *flow.Engine, most int) int {
+		n := 0
+		for ; n < most; n++ {
+			p, err := e.Entry(r.Resource)
+			var be *flow.BlockError
+			if errors.As(err, &be) && be.Reason == flow.ReasonClusterUnavailable {
+				t.Skipf("Redis did not answer in time (%v): the machine is too slow for this test", err)
+			}
+			if err != nil {
+				break
+			}
+			p.Exit()
+		}
+		return n
+	}
+	waitWindowStart(t, rdb, window, window/2)
+	// Batches of 1, 2, 4 and 8, then one of 16 with 15 left in the lease.
+	if got := admit(leased, 16); got != 16 {
+		t.Fatalf("leased engine admitted %d of 16 in a fresh window", got)
+	}
+	waitWindowStart(t, rdb, window, window) // into the next window
+	start := redisNow(t, rdb)
+	got := admit(direct, 2*limit)
+	got += admit(leased, 1) // returns the old batch's 15, then asks for more
+	got += admit(direct, 2*limit)
+	if end := redisNow(t, rdb); end.UnixMicro()/window.Microseconds() != start.UnixMicro()/window.Microseconds() {
+		t.Skipf("the calls spanned two windows (%v): the machine is too slow for this test", end.Sub(start))
+	}
+	if got != limit {
+		t.Fatalf("the window after the lease's admitted %d, want its limit %d (the old batch's return must not count in it)", got, limit)
+	}
+}

@@ -34,9 +34,13 @@ local function fixed_commit(i, key, n, st)
   redis.call('HINCRBY', key, 'c', n)
 end
 
-local function fixed_refund(i, key, n)
+-- at is when the permits were counted (a lease's batch; else now): a lease
+-- expires at its window's end but often returns its rest later, in the next
+-- window, whose counter must not get permits it never gave (over-admission).
+local function fixed_refund(i, key, n, at)
   local win = param(i, 1)
   local ws = now - now % win
+  if at - at % win ~= ws then return end -- counted in a window that is over
   local v = redis.call('HMGET', key, 'w', 'c')
   if tonumber(v[1]) ~= ws then return end -- that window is over
   redis.call('HSET', key, 'c', math.max(0, (tonumber(v[2]) or 0) - n))

@@ -16,7 +16,7 @@ func TestMeasureCountsWindows(t *testing.T) {
 	}
 	tr.Refused = []int64{int64(1500 * time.Millisecond)}
 	tr.Elapsed = 3 * time.Second
-	c := Measure(tr, time.Second, time.Second, 2000, 1000)
+	c := Measure(tr, Windows{Length: time.Second, Skip: time.Second}, 2000, 1000)
 	if c.Worst != 1000 || c.Best != 1000 {
 		t.Fatalf("worst, best = %d, %d; want 1000, 1000", c.Worst, c.Best)
 	}
@@ -28,14 +28,33 @@ func TestMeasureCountsWindows(t *testing.T) {
 	}
 	// A stall from 2.0 s to 2.1 s takes the windows ending after 2.0 s out.
 	tr.Stalls = [][2]int64{{int64(2 * time.Second), int64(2100 * time.Millisecond)}}
-	c = Measure(tr, time.Second, time.Second, 2000, 1000)
+	c = Measure(tr, Windows{Length: time.Second, Skip: time.Second}, 2000, 1000)
 	if c.Windows != 1 || c.Skipped != 100 {
 		t.Fatalf("windows, skipped = %d, %d; want 1, 100", c.Windows, c.Skipped)
 	}
 	// Offered 2000/s but only 1000/s decided: the generator was starved.
 	tr.Stalls, tr.Rate = nil, 2000
-	if c = Measure(tr, time.Second, time.Second, 2000, 1000); c.Windows != 0 {
+	if c = Measure(tr, Windows{Length: time.Second, Skip: time.Second}, 2000, 1000); c.Windows != 0 {
 		t.Fatalf("starved run: %d windows measured, want 0", c.Windows)
+	}
+}
+
+func TestMeasureAlignsToTheEpoch(t *testing.T) {
+	// A fixed window of 100/s (its windows are epoch seconds) admitting its
+	// limit at the end of one window and again at the start of the next:
+	// its own windows hold 100 each, a window across the boundary 200.
+	tr := Trace{Start: int64(1e18) + int64(300*time.Millisecond), Elapsed: 3 * time.Second}
+	for _, at := range []time.Duration{1690 * time.Millisecond, 1700 * time.Millisecond} { // 1.7 s: an epoch second
+		for range 100 {
+			tr.Admitted = append(tr.Admitted, int64(at))
+		}
+	}
+	own := Measure(tr, Windows{Length: time.Second, Step: time.Second}, 100, 100)
+	if own.Worst != 100 || own.Best != 100 || own.Windows != 2 {
+		t.Fatalf("aligned: worst, best, windows = %d, %d, %d; want 100, 100, 2", own.Worst, own.Best, own.Windows)
+	}
+	if any := Measure(tr, Windows{Length: time.Second}, 100, 100); any.Best != 200 {
+		t.Fatalf("10 ms steps: best %d, want 200 (a window across the boundary)", any.Best)
 	}
 }
 

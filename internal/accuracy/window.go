@@ -6,8 +6,21 @@ import (
 	"time"
 )
 
-// Step is how far the measuring window slides.
+// Step is how far the measuring window slides by default.
 const Step = 10 * time.Millisecond
+
+// Windows says which windows Measure counts: Length long, starting at
+// every multiple of Step (default the package's Step) since the Unix epoch
+// that lies at least Skip after the run's start. The epoch alignment is
+// the one flowgate's windowed algorithms use (clock.Origin; Redis's clock
+// in the cluster scripts): with Step = Length a fixed_window's own windows
+// are measured, with Step = Length/Buckets a sliding_window's sub-window
+// grid, at whose points its estimate is exact. Any other phase measures
+// what a downstream service sees, which a windowed algorithm rightly
+// exceeds (a fixed window up to twice its limit across a boundary).
+type Windows struct {
+	Length, Step, Skip time.Duration
+}
 
 // Cell is one run's figures.
 type Cell struct {
@@ -21,7 +34,7 @@ type Cell struct {
 	DecisionsPerS float64 // over the whole run
 }
 
-// Measure slides a window of length win in Step steps over [skip, end of
+// Measure slides a window of w.Length in w.Step steps over [w.Skip, end of
 // run] and finds the fewest and most admissions in one window. ref is
 // what a perfect limiter would admit per window: the limit, or the
 // offered load when that is below it. A refusal counts as "under the
@@ -29,7 +42,13 @@ type Cell struct {
 // Windows that overlap a stall (extended by StallGap, while the backlog
 // drains), or in which fewer than 97% of the offered calls were decided,
 // are left out and counted in Skipped.
-func Measure(tr Trace, win, skip time.Duration, limit, ref float64) Cell {
+func Measure(tr Trace, w Windows, limit, ref float64) Cell {
+	win, skip, step := int64(w.Length), int64(w.Skip), int64(w.Step)
+	if step <= 0 {
+		step = int64(Step)
+	}
+	// The first window starts on the epoch's grid, at or after skip.
+	first := skip + (step-(tr.Start+skip)%step)%step
 	adm := slices.Clone(tr.Admitted)
 	slices.Sort(adm)
 	all := append(slices.Clone(tr.Refused), adm...)
@@ -57,13 +76,13 @@ func Measure(tr Trace, win, skip time.Duration, limit, ref float64) Cell {
 		return false
 	}
 	c := Cell{Worst: -1}
-	for from := int64(skip); from+int64(win) <= end; from += int64(Step) {
-		if stalled(from, from+int64(win)) {
+	for from := first; from+win <= end; from += step {
+		if stalled(from, from+win) {
 			c.Skipped++
 			continue
 		}
 		c.Windows++
-		k := count(from, from+int64(win))
+		k := count(from, from+win)
 		if c.Worst < 0 || k < c.Worst {
 			c.Worst = k
 		}
@@ -75,7 +94,7 @@ func Measure(tr Trace, win, skip time.Duration, limit, ref float64) Cell {
 		c.BestPct = 100 * float64(c.Best) / ref
 	}
 	for _, t := range tr.Refused {
-		if t >= int64(skip) && !stalled(t-int64(win), t+1) && float64(count(t-int64(win), t+1)) < 0.98*limit {
+		if t >= skip && !stalled(t-win, t+1) && float64(count(t-win, t+1)) < 0.98*limit {
 			c.RefusedUnder++
 		}
 	}
