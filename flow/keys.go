@@ -3,7 +3,6 @@ package flow
 import (
 	"errors"
 	"fmt"
-	"hash/maphash"
 	"time"
 )
 
@@ -187,7 +186,7 @@ func (e *Engine) keyedRule(ruleID string) (*compiledRule, error) {
 // peek returns key's limiter when one is held and not idle past the TTL,
 // with a changed limit applied, without creating one or touching its age.
 func (t *keyTable) peek(cr *compiledRule, key string, now int64) limiter {
-	h := maphash.String(t.seed, key)
+	h := t.hash.String(key)
 	s := &t.shards[h&t.mask]
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -204,7 +203,7 @@ func (t *keyTable) peek(cr *compiledRule, key string, now int64) limiter {
 
 // forget drops key's limiter; it reports whether one was held.
 func (t *keyTable) forget(key string) bool {
-	h := maphash.String(t.seed, key)
+	h := t.hash.String(key)
 	s := &t.shards[h&t.mask]
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -1,9 +1,10 @@
 package flow
 
 import (
-	"hash/maphash"
 	"math"
 	"sync"
+
+	"github.com/flowgate/flowgate/internal/hotpath"
 )
 
 // keyTable holds one limiter per user or IP for one rule, bounded by MaxKeys
@@ -28,12 +29,13 @@ import (
 //
 // Memory: a key is tracked by its 64-bit seeded hash, not its string (two
 // keys sharing a limiter needs a 64-bit collision: about 3e-10 for 100 000
-// keys, and the seed is per process, so it cannot be aimed at), and an
+// keys; the seed is random per table, and hotpath.StrHasher says how far
+// that keeps collisions from being aimed at), and an
 // entry is 24 bytes: last use and limit generation are 32-bit.
 type keyTable struct {
 	shards     []keyShard
 	mask       uint64
-	seed       maphash.Seed
+	hash       hotpath.StrHasher
 	ttl        int64 // ticks
 	sweepEvery int64 // ns
 }
@@ -62,6 +64,17 @@ type keyEntry struct {
 	gen  uint32
 }
 
+// keyedBucket is a key's entry and its token bucket in one allocation, so
+// a call reaches the bucket through the entry without a second cache miss
+// (the key table's entries are spread over the heap; a key's line is cold
+// when thousands of keys take turns). 120 B: the 128-byte size class, as
+// the 32 B entry and 96 B bucket allocated apart were. A bucket that
+// replaces it (idle past the TTL) is allocated on its own.
+type keyedBucket struct {
+	keyEntry
+	tb tokenBucket
+}
+
 // tickShift turns nanoseconds into ticks of 2^20 ns (~1.05 ms): 32-bit ages
 // then span 26 days, the longest IdleTTL honoured (longer ones are clamped).
 const tickShift = 20
@@ -76,7 +89,7 @@ func newKeyTable(maxKeys int, ttl int64) *keyTable {
 	for n < maxShards && n*2*keysPerShard <= maxKeys {
 		n *= 2
 	}
-	t := &keyTable{shards: make([]keyShard, n), mask: uint64(n - 1), seed: maphash.MakeSeed()}
+	t := &keyTable{shards: make([]keyShard, n), mask: uint64(n - 1), hash: hotpath.NewStrHasher()}
 	t.ttl = ttl >> tickShift
 	if ttl <= 0 || t.ttl > math.MaxInt32 {
 		t.ttl = math.MaxInt32
@@ -96,7 +109,7 @@ func newKeyTable(maxKeys int, ttl int64) *keyTable {
 // get returns key's limiter at now, creating it (and making room) when the
 // key is new or was idle past the TTL, and applying a changed limit.
 func (t *keyTable) get(cr *compiledRule, key string, now int64) (limiter, error) {
-	h := maphash.String(t.seed, key)
+	h := t.hash.String(key)
 	s := &t.shards[h&t.mask]
 	nt := tick(now)
 	s.mu.Lock()
@@ -114,15 +127,20 @@ func (t *keyTable) get(cr *compiledRule, key string, now int64) (limiter, error)
 		return lim, nil
 	}
 	g := uint32(cr.gen.Load())
-	lim, err := cr.newLimiter(now)
-	if err != nil {
-		s.mu.Unlock()
-		return nil, err
-	}
 	if en != nil { // idle past the TTL: forgotten, starts afresh
+		lim, err := cr.newLimiter(now)
+		if err != nil {
+			s.mu.Unlock()
+			return nil, err
+		}
 		en.lim, en.last, en.gen = lim, nt, g
 		s.mu.Unlock()
 		return lim, nil
+	}
+	ne, err := cr.newKeyEntry(now, nt, g)
+	if err != nil {
+		s.mu.Unlock()
+		return nil, err
 	}
 	if now-s.lastSweep >= t.sweepEvery {
 		s.lastSweep = now
@@ -132,10 +150,10 @@ func (t *keyTable) get(cr *compiledRule, key string, now int64) (limiter, error)
 		s.evict(nt, t.ttl)
 	}
 	if s.capacity > 0 {
-		s.m[h] = &keyEntry{lim: lim, last: nt, gen: g}
+		s.m[h] = ne
 	}
 	s.mu.Unlock()
-	return lim, nil
+	return ne.lim, nil
 }
 
 func (s *keyShard) sweep(nt uint32, ttl int64) {

@@ -42,3 +42,11 @@ func TestShardSize(t *testing.T) {
 		t.Fatalf("keyShard is %d B, want a multiple of 64", n)
 	}
 }
+
+// TestKeyedBucketSize: a key's entry and token bucket share one allocation
+// of the 128-byte size class, no more memory per key than the two apart.
+func TestKeyedBucketSize(t *testing.T) {
+	if n := unsafe.Sizeof(keyedBucket{}); n > 128 {
+		t.Fatalf("keyedBucket is %d B, want at most 128", n)
+	}
+}

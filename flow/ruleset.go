@@ -193,6 +193,29 @@ func (cr *compiledRule) newLimiter(now int64) (limiter, error) {
 	if p := cr.proto.Load(); p != nil && p.limit == limit {
 		return p.tb.clone(), nil
 	}
+	return cr.buildLimiter(limit, now)
+}
+
+// newKeyEntry is a new key's table entry holding a new limiter, last used
+// at nt, for limit generation g. A token bucket cloned from the prototype
+// is allocated with its entry (keyedBucket); other limiters apart.
+func (cr *compiledRule) newKeyEntry(now int64, nt, g uint32) (*keyEntry, error) {
+	limit := cr.limit()
+	if p := cr.proto.Load(); p != nil && p.limit == limit {
+		kb := new(keyedBucket)
+		p.tb.cloneInto(&kb.tb)
+		kb.keyEntry = keyEntry{lim: &kb.tb, last: nt, gen: g}
+		return &kb.keyEntry, nil
+	}
+	lim, err := cr.buildLimiter(limit, now)
+	if err != nil {
+		return nil, err
+	}
+	return &keyEntry{lim: lim, last: nt, gen: g}, nil
+}
+
+// buildLimiter is newLimiter without a prototype at limit.
+func (cr *compiledRule) buildLimiter(limit float64, now int64) (limiter, error) {
 	lim, err := newLimiter(&cr.rule, limit, cr.clk, now)
 	if tb, ok := lim.(*tokenBucket); ok && cr.keyed {
 		// This bucket becomes the rule's prototype; the key gets a clone.

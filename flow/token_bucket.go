@@ -78,9 +78,16 @@ func newTokenBucket(r *Rule, limit float64, clk clock.Clock) (limiter, error) {
 // starts) sharing b's immutable rate data: the keys of a user or ip rule are
 // cloned from one prototype (see compiledRule.newLimiter).
 func (b *tokenBucket) clone() *tokenBucket {
-	c := &tokenBucket{window: b.window, warm: b.warm}
-	b.l.CloneInto(&c.l)
+	c := new(tokenBucket)
+	b.cloneInto(c)
 	return c
+}
+
+// cloneInto makes dst what clone would return, in place (see keyedBucket).
+// dst must be a zero tokenBucket that nothing uses yet.
+func (b *tokenBucket) cloneInto(dst *tokenBucket) {
+	dst.window, dst.warm = b.window, b.warm
+	b.l.CloneInto(&dst.l)
 }
 
 func (b *tokenBucket) tryAcquire(now int64, n int, maxWait time.Duration) decision {

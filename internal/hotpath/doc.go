@@ -26,7 +26,7 @@
 //     of a pass).
 //   - Divider divides by a fixed number with one multiplication.
 //
-// Three more cut instructions on one core rather than line transfers:
+// Four more cut instructions on one core rather than line transfers:
 //
 //   - Nanotime reads the runtime's monotonic clock without time.Since's
 //     steps; clock.Real reads it, and the flow engine calls it directly.
@@ -35,6 +35,9 @@
 //   - AddrSlot picks a slot by a string's address, for a small table of
 //     recent answers that spares a map lookup (the caller still compares
 //     the content).
+//   - StrHasher hashes a short key (a user ID, an IP address) in two
+//     multiplications, where maphash.String goes through the runtime's
+//     generic hash; the key tables hash every keyed call's key with it.
 //
 // Nothing here decides anything; every helper is measured by the
 // benchmarks of the package that uses it.

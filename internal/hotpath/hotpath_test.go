@@ -3,6 +3,8 @@ package hotpath
 import (
 	"math"
 	"math/rand/v2"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -120,5 +122,40 @@ func TestDivider(t *testing.T) {
 				t.Fatalf("%d / %d: got %d rem %d, want %d rem %d", n, d, q, m, n/d, n%d)
 			}
 		}
+	}
+}
+
+// TestStrHasher: the same string always hashes alike; strings of every
+// short length, and ones differing only in length or one byte, do not
+// collide (a collision among these few would mean a broken mix).
+func TestStrHasher(t *testing.T) {
+	h := NewStrHasher()
+	seen := map[uint64]string{}
+	add := func(s string) {
+		v := h.String(s)
+		if v != h.String(s) {
+			t.Fatalf("%q: hash not stable", s)
+		}
+		if o, ok := seen[v]; ok && o != s {
+			t.Fatalf("%q and %q collide", o, s)
+		}
+		seen[v] = s
+	}
+	for n := 0; n <= 40; n++ {
+		base := []byte(strings.Repeat("a", n))
+		add(string(base))
+		add(string(base) + "\x00")
+		for i := range base {
+			c := append([]byte(nil), base...)
+			c[i] = 'b'
+			add(string(c))
+		}
+	}
+	for i := range 100_000 {
+		add("u" + strconv.Itoa(i))
+		add("10.0." + strconv.Itoa(i>>8) + "." + strconv.Itoa(i&255))
+	}
+	if h2 := NewStrHasher(); h2.String("user-1") == h.String("user-1") {
+		t.Fatal("two hashers share a seed")
 	}
 }
