@@ -30,7 +30,8 @@ local function sliding_check(i, key, n)
   if n > limit then return st end -- never
   -- Earliest moment the estimate, with nothing more admitted, lets n pass:
   -- in sub-window k+j the whole part is count[k+j-B+1..k], and the partial
-  -- one count[k+j-B] shrinks linearly across it.
+  -- one count[k+j-B] shrinks linearly across it. The first sub-window
+  -- where the whole part leaves room is the answer.
   for j = 0, b do
     local whole = 0
     for idx = k + j - b + 1, k do whole = whole + (counts[idx] or 0) end
@@ -38,11 +39,14 @@ local function sliding_check(i, key, n)
     if whole + n <= limit then
       local need = 0 -- fraction of sub-window k+j that must pass
       if part > 0 then need = math.max(0, 1 - (limit - whole - n) / part) end
-      local at = math.ceil((k + j + need) * w)
-      if at > now then
-        st.retry = at - now
-        return st
-      end
+      -- (k+j)*w is exact; only the fraction is rounded. Rounding
+      -- (k+j+need)*w whole (about 2^34 * 2^17) lost ~0.4 us, and when the
+      -- estimate crossed within that of now the answer became a sub-window
+      -- later: a leasing instance, which repeats a refusal until its
+      -- retry, then sat out the sub-window's release (issue 22). A
+      -- crossing at or before now (j = 0, rounding of est) is 1 us away.
+      st.retry = math.max(1, (k + j) * w + math.ceil(need * w) - now)
+      return st
     end
   end
   return st
