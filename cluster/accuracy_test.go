@@ -22,9 +22,9 @@ import (
 // leasing once dipped to 60%), and at 0.8x the limit no call may be
 // refused. Load is paced by the wall clock because Redis's clock decides:
 // this is a measurement, not a wait for logic. (The 10x cell guards the
-// band; the dip's cause, a retry a sub-window too late, came in roughly
-// one 4 s run of two, so its regression test is the deterministic
-// TestSlidingRetryNeverSkipsASubWindow.)
+// band; the dip's cause, a retry a sub-window too late, struck only some
+// runs (this cell passed twice with it), so its regression test is the
+// deterministic TestSlidingRetryNeverSkipsASubWindow.)
 func TestLeasingAccuracy(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: the accuracy cells take a few seconds")
