@@ -28,7 +28,8 @@ end
 -- a 2% burst): one instance at 1x the limit made 117-119 round trips per
 -- 1 000 decisions instead of 652-733, but with 8-32 instances and a hot
 -- one at 10x a sliding_window's windows spread to 95.7-105.4% of the
--- limit, against 99.3-101.5% with a quarter.
+-- limit, against 99.3-101.5% with a quarter (both before sliding_window's
+-- retry fix, issue 22, whose dip a half may have fed: worth measuring again).
 local k = math.max(1, math.floor(math.min(want, avail / 4)))
 local rem = nil
 for i = 1, nr do
