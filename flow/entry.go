@@ -268,6 +268,9 @@ func (e *Engine) decideAll(ctx context.Context, resource string, rr *resourceRul
 	if rr == nil && sys <= 0 {
 		return noopPermit, nil
 	}
+	if sys <= 0 && rr.plain != nil {
+		return e.decidePlain(resource, rr, opts, be)
+	}
 	var a entryArgs
 	a.parse(ctx, opts)
 	now := e.now()
