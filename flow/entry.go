@@ -235,7 +235,13 @@ func (e *Engine) decide(ctx context.Context, resource string, opts []EntryOption
 	if rr == nil {
 		rr = rs.lookupMap(resource)
 	}
-	if rr == nil || rr.singleTB == nil || e.sysLimit.Load() > 0 {
+	if rr == nil {
+		return e.decideAll(ctx, resource, rr, opts, be)
+	}
+	if sys := e.sysLimit.Load(); rr.singleTB == nil || sys > 0 {
+		if rr.plain != nil && sys <= 0 { // several plain rules (see decidePlain)
+			return e.decidePlain(ctx, resource, rr, opts, be)
+		}
 		return e.decideAll(ctx, resource, rr, opts, be)
 	}
 	// The usual one-rule path, a fixed token bucket (see entrySingle),
@@ -267,9 +273,6 @@ func (e *Engine) decideAll(ctx context.Context, resource string, rr *resourceRul
 	sys := e.sysLimit.Load()
 	if rr == nil && sys <= 0 {
 		return noopPermit, nil
-	}
-	if sys <= 0 && rr.plain != nil {
-		return e.decidePlain(resource, rr, opts, be)
 	}
 	var a entryArgs
 	a.parse(ctx, opts)

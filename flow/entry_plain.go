@@ -1,5 +1,7 @@
 package flow
 
+import "context"
+
 // The plain path: Entry for a resource whose rules are all local rate
 // rules at the ip, user and global levels (a limit per client, per user
 // and for everyone, the usual multi-level setup). Such a call can neither
@@ -77,8 +79,10 @@ func (a *plainArgs) parse(opts []EntryOption) {
 	}
 }
 
-// decidePlain is decide for a resource with rr.plain (the system guard off).
-func (e *Engine) decidePlain(resource string, rr *resourceRules, opts []EntryOption, be *BlockError) (*Permit, error) {
+// decidePlain is decide for a resource with rr.plain (the system guard
+// off). It takes decideAll's arguments, in the same order, though it never
+// waits on ctx: decide then calls either with its registers as they are.
+func (e *Engine) decidePlain(_ context.Context, resource string, rr *resourceRules, opts []EntryOption, be *BlockError) (*Permit, error) {
 	var a plainArgs
 	a.parse(opts)
 	now := e.now()
