@@ -141,11 +141,8 @@ func (st *entryState) note(cr *compiledRule, wait time.Duration, remaining float
 
 // entryArgs is the parsed form of the EntryOptions of one call.
 type entryArgs struct {
-	ctx    context.Context
-	user   string
-	ip     string
-	tokens int
-	prio   Priority
+	ctx context.Context
+	plainArgs
 	// params are the call's WithParam values, in order: the first ones in
 	// an array (the options slice itself must not be kept: entryArgs'
 	// contents reach the heap through the token server and Sleep calls,
@@ -167,16 +164,8 @@ func (a *entryArgs) parse(ctx context.Context, opts []EntryOption) {
 			if o.ctx != nil {
 				a.ctx = o.ctx
 			}
-		case optUser:
-			a.user = o.s
-		case optIP:
-			a.ip = o.s
-		case optTokens:
-			if o.n > 1 {
-				a.tokens = o.n
-			}
-		case optPriority:
-			a.prio = Priority(o.n)
+		default:
+			a.set(o)
 		case optParam:
 			if a.nParams < len(a.params) {
 				a.params[a.nParams] = paramArg{o.name, o.s}
@@ -459,20 +448,14 @@ func (e *Engine) admit(a *entryArgs, resource string, rr *resourceRules, st *ent
 		if lr.empty() {
 			continue
 		}
-		var key string
-		switch lr.level {
-		case LevelIP:
-			if key = a.ip; key == "" {
-				continue
-			}
-		case LevelUser:
-			if key = a.user; key == "" {
-				continue
-			}
-		case LevelParam: // a key per rule: its parameter's value
+		if lr.level == LevelParam { // a key per rule: its parameter's value
 			if err := e.admitParams(a, resource, rr, lr, st); err != nil {
 				return err
 			}
+			continue
+		}
+		key := a.levelKey(lr.level)
+		if key == "" && lr.level != LevelGlobal { // the call gave no key for it
 			continue
 		}
 		for _, cr := range lr.local {

@@ -54,7 +54,8 @@ func plainRules(rr *resourceRules) []*compiledRule {
 	return crs
 }
 
-// plainArgs is what decidePlain needs of a call's options.
+// plainArgs is what decidePlain needs of a call's options (and what
+// entryArgs holds of them besides its context and parameters).
 type plainArgs struct {
 	user, ip string
 	tokens   int
@@ -64,18 +65,36 @@ type plainArgs struct {
 func (a *plainArgs) parse(opts []EntryOption) {
 	a.tokens = 1
 	for i := range opts {
-		switch o := &opts[i]; o.kind {
-		case optUser:
-			a.user = o.s
-		case optIP:
-			a.ip = o.s
-		case optTokens:
-			if o.n > 1 {
-				a.tokens = o.n
-			}
-		case optPriority:
-			a.prio = Priority(o.n)
+		a.set(&opts[i])
+	}
+}
+
+// levelKey is the key the call's rules at level l (ip, user or global)
+// decide on: "" at the global level, and "" too when the call gave none
+// (no WithIP, no WithUser), where the level's rules do not apply to it.
+func (a *plainArgs) levelKey(l Level) string {
+	switch l {
+	case LevelIP:
+		return a.ip
+	case LevelUser:
+		return a.user
+	}
+	return ""
+}
+
+// set records o when it is an option plainArgs holds (a.tokens starts at 1).
+func (a *plainArgs) set(o *EntryOption) {
+	switch o.kind {
+	case optUser:
+		a.user = o.s
+	case optIP:
+		a.ip = o.s
+	case optTokens:
+		if o.n > 1 {
+			a.tokens = o.n
 		}
+	case optPriority:
+		a.prio = Priority(o.n)
 	}
 }
 
@@ -99,16 +118,9 @@ func (e *Engine) decidePlain(_ context.Context, resource string, rr *resourceRul
 	nTaken := 0
 	var q quotaNote
 	for _, cr := range rr.plain {
-		var key string
-		switch cr.rule.Level {
-		case LevelIP:
-			if key = a.ip; key == "" {
-				continue
-			}
-		case LevelUser:
-			if key = a.user; key == "" {
-				continue
-			}
+		key := a.levelKey(cr.rule.Level)
+		if key == "" && cr.keyed { // a level the call gave no key for
+			continue
 		}
 		cr = cr.forKey(key)
 		lim, err := cr.limiterFor(key, now)
