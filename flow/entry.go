@@ -448,14 +448,20 @@ func (e *Engine) admit(a *entryArgs, resource string, rr *resourceRules, st *ent
 		if lr.empty() {
 			continue
 		}
-		if lr.level == LevelParam { // a key per rule: its parameter's value
+		var key string
+		switch lr.level {
+		case LevelIP:
+			if key = a.ip; key == "" {
+				continue
+			}
+		case LevelUser:
+			if key = a.user; key == "" {
+				continue
+			}
+		case LevelParam: // a key per rule: its parameter's value
 			if err := e.admitParams(a, resource, rr, lr, st); err != nil {
 				return err
 			}
-			continue
-		}
-		key := a.levelKey(lr.level)
-		if key == "" && lr.level != LevelGlobal { // the call gave no key for it
 			continue
 		}
 		for _, cr := range lr.local {
