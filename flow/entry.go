@@ -141,11 +141,8 @@ func (st *entryState) note(cr *compiledRule, wait time.Duration, remaining float
 
 // entryArgs is the parsed form of the EntryOptions of one call.
 type entryArgs struct {
-	ctx    context.Context
-	user   string
-	ip     string
-	tokens int
-	prio   Priority
+	ctx context.Context
+	plainArgs
 	// params are the call's WithParam values, in order: the first ones in
 	// an array (the options slice itself must not be kept: entryArgs'
 	// contents reach the heap through the token server and Sleep calls,
@@ -167,16 +164,8 @@ func (a *entryArgs) parse(ctx context.Context, opts []EntryOption) {
 			if o.ctx != nil {
 				a.ctx = o.ctx
 			}
-		case optUser:
-			a.user = o.s
-		case optIP:
-			a.ip = o.s
-		case optTokens:
-			if o.n > 1 {
-				a.tokens = o.n
-			}
-		case optPriority:
-			a.prio = Priority(o.n)
+		default:
+			a.set(o)
 		case optParam:
 			if a.nParams < len(a.params) {
 				a.params[a.nParams] = paramArg{o.name, o.s}
@@ -235,7 +224,13 @@ func (e *Engine) decide(ctx context.Context, resource string, opts []EntryOption
 	if rr == nil {
 		rr = rs.lookupMap(resource)
 	}
-	if rr == nil || rr.singleTB == nil || e.sysLimit.Load() > 0 {
+	if rr == nil {
+		return e.decideAll(ctx, resource, rr, opts, be)
+	}
+	if sys := e.sysLimit.Load(); rr.singleTB == nil || sys > 0 {
+		if rr.plain != nil && sys <= 0 { // several plain rules (see decidePlain)
+			return e.decidePlain(ctx, resource, rr, opts, be)
+		}
 		return e.decideAll(ctx, resource, rr, opts, be)
 	}
 	// The usual one-rule path, a fixed token bucket (see entrySingle),

@@ -190,7 +190,7 @@ func (t *keyTable) peek(cr *compiledRule, key string, now int64) limiter {
 	s := &t.shards[h&t.mask]
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	en := s.m[h]
+	en := s.m.get(h)
 	if en == nil || age(tick(now), en.last) > t.ttl {
 		return nil
 	}
@@ -207,7 +207,5 @@ func (t *keyTable) forget(key string) bool {
 	s := &t.shards[h&t.mask]
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	_, ok := s.m[h]
-	delete(s.m, h)
-	return ok
+	return s.m.del(h)
 }

@@ -10,11 +10,12 @@ import (
 // keyTable holds one limiter per user or IP for one rule, bounded by MaxKeys
 // and forgetting keys idle longer than IdleTTL.
 //
-// It is sharded by a hash of the key, each shard a mutex-guarded map, so
-// calls for different keys rarely contend. Each shard holds at most its
+// It is sharded by a hash of the key, each shard a mutex-guarded index
+// (keyMap, an open-addressed table), so calls for different keys rarely
+// contend. Each shard holds at most its
 // share of MaxKeys (the shares sum to MaxKeys exactly). When a full shard
-// must admit a new key it samples up to evictSamples entries (Go's map
-// iteration starts at a random place), drops any that are idle past the TTL
+// must admit a new key it samples up to evictSamples entries (from a
+// place the new key's seeded hash picks), drops any that are idle past the TTL
 // and otherwise the least recently used of the sample: an approximate LRU, as
 // Redis' allkeys-lru, exact when a shard holds no more than evictSamples keys.
 // Idle keys are forgotten lazily, with no goroutine: a key found idle past
@@ -49,10 +50,10 @@ const (
 
 type keyShard struct {
 	mu        sync.Mutex
-	m         map[uint64]*keyEntry
+	m         keyMap
 	capacity  int
 	lastSweep int64
-	_         [32]byte // to 64 B, one hotpath.CacheLine: hot shard locks apart (TestShardSize)
+	_         [8]byte // to 64 B, one hotpath.CacheLine: hot shard locks apart (TestShardSize)
 }
 
 // keyEntry is one tracked key: its limiter, when it was last used (in
@@ -101,7 +102,7 @@ func newKeyTable(maxKeys int, ttl int64) *keyTable {
 			c++
 		}
 		t.shards[i].capacity = c
-		t.shards[i].m = make(map[uint64]*keyEntry)
+		t.shards[i].m.limitTo(c)
 	}
 	return t
 }
@@ -113,7 +114,7 @@ func (t *keyTable) get(cr *compiledRule, key string, now int64) (limiter, error)
 	s := &t.shards[h&t.mask]
 	nt := tick(now)
 	s.mu.Lock()
-	en := s.m[h]
+	en := s.m.get(h)
 	if en != nil && age(nt, en.last) <= t.ttl {
 		if g := uint32(cr.gen.Load()); en.gen != g {
 			en.lim.setLimit(now, cr.limit())
@@ -146,40 +147,42 @@ func (t *keyTable) get(cr *compiledRule, key string, now int64) (limiter, error)
 		s.lastSweep = now
 		s.sweep(nt, t.ttl)
 	}
-	if len(s.m) >= s.capacity {
-		s.evict(nt, t.ttl)
+	if int(s.m.n) >= s.capacity {
+		s.evict(h, nt, t.ttl)
 	}
 	if s.capacity > 0 {
-		s.m[h] = ne
+		s.m.put(h, ne)
 	}
 	s.mu.Unlock()
 	return ne.lim, nil
 }
 
 func (s *keyShard) sweep(nt uint32, ttl int64) {
-	for k, en := range s.m {
-		if age(nt, en.last) > ttl {
-			delete(s.m, k)
-		}
-	}
+	s.m.sweep(func(en *keyEntry) bool { return age(nt, en.last) > ttl })
 }
 
-// evict makes room for one key; see keyTable.
-func (s *keyShard) evict(nt uint32, ttl int64) {
+// evict makes room for one key, the new key hashing to h; see keyTable.
+// The sample starts where h's own slot would be: the hash is seeded and
+// random per key, as the place Go's map iteration started at was.
+func (s *keyShard) evict(h uint64, nt uint32, ttl int64) {
+	var idle [evictSamples]uint64
+	nIdle := 0
 	var oldKey uint64
-	oldest, seen, found := int64(math.MinInt64), 0, false
-	for k, en := range s.m {
+	oldest, found := int64(math.MinInt64), false
+	s.m.sample(h>>s.m.shift, evictSamples, func(k uint64, en *keyEntry) bool {
 		if a := age(nt, en.last); a > ttl {
-			delete(s.m, k)
+			idle[nIdle] = k
+			nIdle++
 		} else if !found || a > oldest {
 			oldKey, oldest, found = k, a, true
 		}
-		if seen++; seen >= evictSamples {
-			break
-		}
+		return true
+	})
+	for _, k := range idle[:nIdle] {
+		s.m.del(k)
 	}
-	if len(s.m) >= s.capacity && found {
-		delete(s.m, oldKey)
+	if int(s.m.n) >= s.capacity && found {
+		s.m.del(oldKey)
 	}
 }
 
@@ -189,7 +192,7 @@ func (t *keyTable) len() int {
 	for i := range t.shards {
 		s := &t.shards[i]
 		s.mu.Lock()
-		n += len(s.m)
+		n += int(s.m.n)
 		s.mu.Unlock()
 	}
 	return n
@@ -212,9 +215,7 @@ func (t *keyTable) each(fn func(limiter)) {
 	for i := range t.shards {
 		s := &t.shards[i]
 		s.mu.Lock()
-		for _, en := range s.m {
-			fn(en.lim)
-		}
+		s.m.each(func(en *keyEntry) { fn(en.lim) })
 		s.mu.Unlock()
 	}
 }

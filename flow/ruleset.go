@@ -86,6 +86,10 @@ type resourceRules struct {
 	// never changes (not adaptive, not a cluster share): entrySingle calls
 	// it directly, without the interface and limiterFor's checks.
 	singleTB *tokenBucket
+	// plain is the resource's rules when every one is a local rate rule
+	// at the ip, user or global level without MaxWait (see decidePlain);
+	// nil otherwise, and when single is set.
+	plain []*compiledRule
 	// cpuRule is the resource's first rule the CPU controller scales
 	// (Adaptive), nil when none: low calls are shed before it (see
 	// Engine.shedLowForCPU).
@@ -390,6 +394,7 @@ func (e *Engine) compile(rules []Rule, old *ruleSet, now int64) (*ruleSet, map[s
 				}
 			}
 		}
+		rr.plain = plainRules(rr)
 		rr.cpuRule = firstAdaptive(rr)
 	}
 	for _, st := range stats {

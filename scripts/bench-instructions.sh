@@ -10,10 +10,11 @@
 #
 #   sh scripts/bench-instructions.sh 'GrowthRules/1/flowgate' 'GrowthRules/1/xrate' ...
 #   BIN=/tmp/old.test sh scripts/bench-instructions.sh ...   # a bench binary built before
+#   PKG=flow sh scripts/bench-instructions.sh EntryExitAdaptive RateAllow   # another package's
 set -eu
 LOW=${LOW:-20000}
 HIGH=${HIGH:-120000}
-cd "$(dirname "$0")/../bench"
+cd "$(dirname "$0")/../${PKG:-bench}"
 bin=$(mktemp -d)/bench.test
 if [ -n "${BIN:-}" ]; then
 	cp "$BIN" "$bin"
