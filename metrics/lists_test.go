@@ -10,7 +10,6 @@ import (
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
-	"github.com/flowgate/flowgate/clock"
 	"github.com/flowgate/flowgate/flow"
 )
 
@@ -20,14 +19,11 @@ import (
 // series is still exported, at 0).
 func listsEngine(t *testing.T) *flow.Engine {
 	t.Helper()
-	eng := flow.NewEngine(flow.WithClock(clock.NewFake(t0)))
-	if err := eng.LoadRules([]flow.Rule{
+	eng := fakeEngine(t, []flow.Rule{
 		{ID: "nets", Resource: "GET /a", Level: flow.LevelIP, Algorithm: flow.AlgoDeny, Values: []string{"10.0.0.0/8", "2001:db8::/32"}},
 		{ID: "origins", Resource: "GET /a", Level: flow.LevelParam, Param: "origin", Algorithm: flow.AlgoAllow, Values: []string{"web", "mobile"}},
 		{ID: "staff", Resource: "GET /b", Level: flow.LevelUser, Algorithm: flow.AlgoAllow, Values: []string{"ann"}},
-	}); err != nil {
-		t.Fatal(err)
-	}
+	})
 	for _, c := range []struct {
 		opts []flow.EntryOption
 		pass bool

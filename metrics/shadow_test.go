@@ -11,7 +11,6 @@ import (
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
-	"github.com/flowgate/flowgate/clock"
 	"github.com/flowgate/flowgate/flow"
 )
 
@@ -20,13 +19,10 @@ import (
 // through), and an enforcing rule that exports no shadow series.
 func shadowEngine(t *testing.T) *flow.Engine {
 	t.Helper()
-	eng := flow.NewEngine(flow.WithClock(clock.NewFake(t0)))
-	if err := eng.LoadRules([]flow.Rule{
+	eng := fakeEngine(t, []flow.Rule{
 		{ID: "try", Resource: "GET /a", Level: flow.LevelUser, Algorithm: flow.AlgoFixedWindow, Limit: 2, Window: time.Hour, Shadow: true},
 		{ID: "real", Resource: "GET /a", Algorithm: flow.AlgoFixedWindow, Limit: 100},
-	}); err != nil {
-		t.Fatal(err)
-	}
+	})
 	for range 5 {
 		p, err := eng.Entry("GET /a", flow.WithUser("u"))
 		if err != nil {

@@ -129,3 +129,13 @@ func driveTraffic(t testing.TB) (*flow.Engine, *clock.Fake, *traffic) {
 	eng.SetSystemLimit(100)
 	return eng, clk, tr
 }
+
+// fakeEngine is an engine on a fake clock at t0 with rules loaded.
+func fakeEngine(t *testing.T, rules []flow.Rule) *flow.Engine {
+	t.Helper()
+	eng := flow.NewEngine(flow.WithClock(clock.NewFake(t0)))
+	if err := eng.LoadRules(rules); err != nil {
+		t.Fatal(err)
+	}
+	return eng
+}
