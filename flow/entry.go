@@ -164,8 +164,6 @@ func (a *entryArgs) parse(ctx context.Context, opts []EntryOption) {
 			if o.ctx != nil {
 				a.ctx = o.ctx
 			}
-		default:
-			a.set(o)
 		case optParam:
 			if a.nParams < len(a.params) {
 				a.params[a.nParams] = paramArg{o.name, o.s}
@@ -173,6 +171,8 @@ func (a *entryArgs) parse(ctx context.Context, opts []EntryOption) {
 			} else {
 				a.more = append(a.more, paramArg{o.name, o.s})
 			}
+		default: // user, ip, tokens, priority: what plainArgs holds
+			a.set(o)
 		}
 	}
 }
