@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"math/rand/v2"
 	"strconv"
 	"sync"
 	"testing"
@@ -117,7 +118,20 @@ func BenchmarkGrowthUsers(b *testing.B) {
 	}
 }
 
-func growthUsersN(b *testing.B, n int) {
+func growthUsersN(b *testing.B, n int) { growthTracked(b, n, n) }
+
+// BenchmarkGrowthActive tracks 1 000 000 users, as the last GrowthUsers
+// row, but takes its calls from 1 000 of them in turn: what tracking costs
+// when the callers of the moment are a few (GrowthUsers visits every
+// tracked user in turn, so every call reads a key nobody used for a
+// million calls).
+func BenchmarkGrowthActive(b *testing.B) {
+	b.Run("1000000", func(b *testing.B) { growthTracked(b, 1_000_000, 1000) })
+}
+
+// growthTracked tracks n users, then calls for the first active of them in
+// turn.
+func growthTracked(b *testing.B, n, active int) {
 	users := growthUserKeys(n)
 	e := peerEngine(b, nil, growthRule("u", "r", flow.LevelUser, 2*n))
 	m := &mutexMap{m: make(map[string]*xrate.Limiter, n)}
@@ -127,10 +141,58 @@ func growthUsersN(b *testing.B, n int) {
 		}
 	}
 	b.Run("flowgate", func(b *testing.B) {
-		growthLoop(b, 1, func(i int) bool { return growthEntry(e, flow.WithUser(users[i%n])) })
+		growthLoop(b, 1, func(i int) bool { return growthEntry(e, flow.WithUser(users[i%active])) })
 	})
-	b.Run("xrate", func(b *testing.B) { growthLoop(b, 1, func(i int) bool { return m.allow(users[i%n]) }) })
+	b.Run("xrate", func(b *testing.B) { growthLoop(b, 1, func(i int) bool { return m.allow(users[i%active]) }) })
 }
+
+// BenchmarkGrowthFloor is this machine's cost of one read from a random
+// place in a table as large as flowgate's key index at each GrowthUsers
+// size (16 B a slot, MaxKeys twice the users: 2 048 slots at 1 000 users,
+// 64 shards of 4 096 at 100 000, 64 of 32 768 at 1 000 000), each read's
+// place taken from the one before (a pointer chase over the table's cache
+// lines in one random cycle), so nothing overlaps it. A structure that
+// reads one random slot of that size per call adds about this, less what
+// the processor overlaps with the call's other work, whatever its code.
+func BenchmarkGrowthFloor(b *testing.B) {
+	for _, c := range []struct {
+		name  string
+		bytes int
+	}{{"1000", 2048 * 16}, {"100000", 64 * 4096 * 16}, {"1000000", 64 * 32768 * 16}} {
+		b.Run(c.name, func(b *testing.B) { growthChase(b, c.bytes) })
+	}
+}
+
+func growthChase(b *testing.B, bytes int) {
+	const perLine = 8 // uint64s in a 64-byte cache line
+	lines := bytes / 64
+	next := make([]uint64, lines*perLine)
+	// Sattolo's shuffle: one cycle through every line, in random order.
+	order := make([]int, lines)
+	for i := range order {
+		order[i] = i
+	}
+	r := rand.New(rand.NewPCG(1, 2))
+	for i := lines - 1; i > 0; i-- {
+		j := r.IntN(i)
+		order[i], order[j] = order[j], order[i]
+	}
+	for i, l := range order {
+		next[l*perLine] = uint64(order[(i+1)%lines] * perLine)
+	}
+	p := uint64(0)
+	for range lines { // once round, so the timed reads find the table mapped
+		p = next[p]
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for range b.N {
+		p = next[p]
+	}
+	growthSink = p
+}
+
+var growthSink uint64
 
 func BenchmarkGrowthGoroutines(b *testing.B) {
 	e := peerEngine(b, nil, passRule)
