@@ -54,6 +54,14 @@ func plainRules(rr *resourceRules) []*compiledRule {
 	return crs
 }
 
+// plainKeyed reports whether the first of crs (an ip or user rule when
+// there is one: checkOrder) keeps a table of keys whose index slot
+// decidePlain can prefetch: no per-value exceptions pick another rule
+// first.
+func plainKeyed(crs []*compiledRule) bool {
+	return len(crs) > 0 && crs[0].keys != nil && crs[0].items == nil
+}
+
 // plainArgs is what decidePlain needs of a call's options (and what
 // entryArgs holds of them besides its context and parameters).
 type plainArgs struct {
@@ -104,6 +112,13 @@ func (a *plainArgs) set(o *EntryOption) {
 func (e *Engine) decidePlain(_ context.Context, resource string, rr *resourceRules, opts []EntryOption, be *BlockError) (*Permit, error) {
 	var a plainArgs
 	a.parse(opts)
+	if rr.plainKeyed { // see keyTable.prefetch
+		if kt := rr.plain[0].keys; kt.far.Load() {
+			if key := a.levelKey(rr.plain[0].rule.Level); key != "" {
+				kt.prefetch(key)
+			}
+		}
+	}
 	now := e.now()
 	if a.prio == PriorityLow && rr.cpuRule != nil {
 		if err := e.shedLowForCPU(resource, rr, now); err != nil {

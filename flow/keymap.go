@@ -1,6 +1,9 @@
 package flow
 
-import "math/bits"
+import (
+	"math/bits"
+	"unsafe"
+)
 
 // keyMap is a key table shard's index: 64-bit key hash to entry, an
 // open-addressed table with linear probing, in place of a Go map. A
@@ -24,6 +27,14 @@ type keyMap struct {
 	n       int32     // entries held
 	shift   uint8     // 64 - log2(len(slots))
 	maxLog2 uint8     // log2 of the most slots it grows to
+}
+
+// keyHint is where a keyMap's slots are, published for prefetch (which
+// runs before the shard's lock is taken): replaced, never changed, when the
+// table grows.
+type keyHint struct {
+	base  unsafe.Pointer // &slots[0]
+	shift uint8
 }
 
 type keySlot struct {
@@ -69,13 +80,16 @@ func (m *keyMap) limitTo(capacity int) {
 }
 
 // put stores en for h, which must not be held; the map must hold fewer
-// entries than the capacity given to limitTo.
-func (m *keyMap) put(h uint64, en *keyEntry) {
+// entries than the capacity given to limitTo. It reports whether the
+// slots moved (the table grew).
+func (m *keyMap) put(h uint64, en *keyEntry) (grew bool) {
 	if (int(m.n)+1)*4 > len(m.slots)*3 && len(m.slots) < 1<<m.maxLog2 {
 		m.grow()
+		grew = true
 	}
 	m.insert(live(h), en)
 	m.n++
+	return grew
 }
 
 func (m *keyMap) insert(h uint64, en *keyEntry) {

@@ -3,6 +3,8 @@ package flow
 import (
 	"math"
 	"sync"
+	"sync/atomic"
+	"unsafe"
 
 	"github.com/flowgate/flowgate/internal/hotpath"
 )
@@ -37,9 +39,14 @@ type keyTable struct {
 	shards     []keyShard
 	mask       uint64
 	hash       hotpath.StrHasher
-	ttl        int64 // ticks
-	sweepEvery int64 // ns
+	ttl        int64       // ticks
+	sweepEvery int64       // ns
+	far        atomic.Bool // the index has outgrown farIndex: prefetch slots
 }
+
+// farIndex is the index size past which a slot is likely not in a core's
+// own caches (1 MiB: twice a common L2), so prefetch pays for itself.
+const farIndex = 1 << 20
 
 const (
 	evictSamples = 5
@@ -53,7 +60,8 @@ type keyShard struct {
 	m         keyMap
 	capacity  int
 	lastSweep int64
-	_         [8]byte // to 64 B, one hotpath.CacheLine: hot shard locks apart (TestShardSize)
+	hint      atomic.Pointer[keyHint] // m's slots, for prefetch without the lock
+	// 64 B, one hotpath.CacheLine: hot shard locks apart (TestShardSize)
 }
 
 // keyEntry is one tracked key: its limiter, when it was last used (in
@@ -107,6 +115,23 @@ func newKeyTable(maxKeys int, ttl int64) *keyTable {
 	return t
 }
 
+// prefetch starts loading key's index slot and returns without waiting
+// for it, so that work the caller does before get (decidePlain reads the
+// clock) runs while the line comes in. Worth it only once the index has
+// outgrown farIndex (t.far, which the caller checks first): a read from a
+// table of tens of megabytes costs a whole memory latency, which a call
+// otherwise waits out (BenchmarkGrowthFloor); get hashes the key again,
+// a few nanoseconds.
+func (t *keyTable) prefetch(key string) {
+	h := t.hash.String(key)
+	// The shard's hint may be stale (the table grew since) or missing: a
+	// prefetch of the old slots costs nothing but itself, and the hint
+	// keeps them allocated.
+	if kh := t.shards[h&t.mask].hint.Load(); kh != nil {
+		hotpath.Prefetch(unsafe.Add(kh.base, uintptr(live(h)>>kh.shift)*unsafe.Sizeof(keySlot{})))
+	}
+}
+
 // get returns key's limiter at now, creating it (and making room) when the
 // key is new or was idle past the TTL, and applying a changed limit.
 func (t *keyTable) get(cr *compiledRule, key string, now int64) (limiter, error) {
@@ -151,7 +176,12 @@ func (t *keyTable) get(cr *compiledRule, key string, now int64) (limiter, error)
 		s.evict(h, nt, t.ttl)
 	}
 	if s.capacity > 0 {
-		s.m.put(h, ne)
+		if s.m.put(h, ne) {
+			s.hint.Store(&keyHint{base: unsafe.Pointer(&s.m.slots[0]), shift: s.m.shift})
+			if len(s.m.slots)*len(t.shards)*int(unsafe.Sizeof(keySlot{})) >= farIndex {
+				t.far.Store(true)
+			}
+		}
 	}
 	s.mu.Unlock()
 	return ne.lim, nil

@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/flowgate/flowgate/clock"
 )
@@ -236,4 +237,66 @@ func TestKeyBucketsShareRateData(t *testing.T) {
 	if a := bucket("a"); a.l.Rate() != 5 {
 		t.Fatalf("an existing key after the factor 0.5: rate %v, want 5", a.l.Rate())
 	}
+}
+
+// TestKeyTablePrefetch: decidePlain hashes a call's first key before the
+// clock and starts loading its index slot once the index is larger than
+// farIndex. The hash it passes on must be the table's own, the published
+// hints must point at each shard's current slots, and a call decided from
+// the prefetched hash must take the key's own limiter.
+func TestKeyTablePrefetch(t *testing.T) {
+	r := fw("u", "r", LevelUser, 1e6, time.Second)
+	r.MaxKeys = 200_000
+	e, _ := newTestEngine(t, r)
+	rr := e.rules.Load().lookupMap("r")
+	if rr == nil || !rr.plainKeyed {
+		t.Fatal("a lone user rule should take the plain path with a prefetched key")
+	}
+	cr := rr.plain[0]
+	kt := cr.keys
+	enter := func(n int) {
+		for i := range n {
+			p, err := e.Entry("r", WithUser("u"+strconv.Itoa(i)))
+			if err != nil {
+				t.Fatalf("Entry: %v", err)
+			}
+			p.Exit()
+		}
+	}
+	enter(1000)
+	if kt.far.Load() {
+		t.Fatal("1 000 keys: the index is far below farIndex, no prefetch wanted")
+	}
+	enter(100_000)
+	if !kt.far.Load() {
+		t.Fatal("100 000 keys: the index is past farIndex, prefetch wanted")
+	}
+	for i := range kt.shards {
+		s := &kt.shards[i]
+		kh := s.hint.Load()
+		if kh == nil || kh.base != unsafe.Pointer(&s.m.slots[0]) || kh.shift != s.m.shift {
+			t.Fatalf("shard %d: hint %+v does not point at its slots", i, kh)
+		}
+	}
+	// A prefetch reads nothing the call depends on: with the hints, and
+	// with a shard's hint taken away (as before its first key), the call
+	// still finds its own key.
+	for _, key := range []string{"u7", "u99999", "new"} {
+		kt.prefetch(key)
+		before := keysOf(e, "u")
+		p, err := e.Entry("r", WithUser(key))
+		if err != nil {
+			t.Fatalf("%s: %v", key, err)
+		}
+		p.Exit()
+		want := before
+		if key == "new" {
+			want++
+		}
+		if keysOf(e, "u") != want {
+			t.Fatalf("%s: %d keys after the call, want %d", key, keysOf(e, "u"), want)
+		}
+	}
+	kt.shards[kt.hash.String("u8")&kt.mask].hint.Store(nil)
+	kt.prefetch("u8")
 }

@@ -90,6 +90,8 @@ type resourceRules struct {
 	// at the ip, user or global level without MaxWait (see decidePlain);
 	// nil otherwise, and when single is set.
 	plain []*compiledRule
+	// plainKeyed: plain's first rule keeps a key table (see plainKeyed).
+	plainKeyed bool
 	// cpuRule is the resource's first rule the CPU controller scales
 	// (Adaptive), nil when none: low calls are shed before it (see
 	// Engine.shedLowForCPU).
@@ -395,6 +397,7 @@ func (e *Engine) compile(rules []Rule, old *ruleSet, now int64) (*ruleSet, map[s
 			}
 		}
 		rr.plain = plainRules(rr)
+		rr.plainKeyed = plainKeyed(rr.plain)
 		rr.cpuRule = firstAdaptive(rr)
 	}
 	for _, st := range stats {

@@ -39,6 +39,18 @@
 //     multiplications, where maphash.String goes through the runtime's
 //     generic hash; the key tables hash every keyed call's key with it.
 //
+// And one hides a cache miss rather than a transfer:
+//
+//   - Prefetch starts loading a line and returns at once (PREFETCHT0;
+//     nothing on other architectures). A plain load that misses holds up
+//     every instruction after it once the processor's look-ahead is full,
+//     so a call that reads one random line of a table of tens of megabytes
+//     pays the whole memory latency even when nothing waits for the value
+//     (bench's BenchmarkGrowthFloor, call+read); issued before other work,
+//     a prefetch lets that work run while the line comes in. A key table
+//     prefetches a call's index slot before the clock is read, once its
+//     index is too large to stay in a core's caches.
+//
 // Nothing here decides anything; every helper is measured by the
 // benchmarks of the package that uses it.
 package hotpath

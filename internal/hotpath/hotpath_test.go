@@ -159,3 +159,15 @@ func TestStrHasher(t *testing.T) {
 		t.Fatal("two hashers share a seed")
 	}
 }
+
+// TestPrefetch: a prefetch reads nothing back and never faults, whatever
+// the address: a live object, nil, or one past a slice's end.
+func TestPrefetch(t *testing.T) {
+	buf := make([]uint64, 16)
+	Prefetch(unsafe.Pointer(&buf[3]))
+	Prefetch(nil)
+	Prefetch(unsafe.Add(unsafe.Pointer(&buf[0]), 1<<40))
+	if buf[3] != 0 {
+		t.Fatal("a prefetch changed memory")
+	}
+}
