@@ -146,6 +146,59 @@ func growthTracked(b *testing.B, n, active int) {
 	b.Run("xrate", func(b *testing.B) { growthLoop(b, 1, func(i int) bool { return m.allow(users[i%active]) }) })
 }
 
+func BenchmarkGrowthGoroutines(b *testing.B) {
+	e := peerEngine(b, nil, passRule)
+	l := xrate.NewLimiter(passRate, passRate)
+	for _, g := range []int{1, 2, 8, 64} {
+		b.Run(strconv.Itoa(g)+"/flowgate", func(b *testing.B) { growthLoop(b, g, func(int) bool { return growthEntry(e) }) })
+		b.Run(strconv.Itoa(g)+"/xrate", func(b *testing.B) { growthLoop(b, g, func(int) bool { return l.Allow() }) })
+	}
+}
+
+func BenchmarkGrowthLevels(b *testing.B) {
+	const n = 10_000
+	users := growthUserKeys(n)
+	for _, lv := range []string{"global", "user+global", "ip+user+global"} {
+		b.Run(lv, func(b *testing.B) { growthLevels(b, lv, users) })
+	}
+}
+
+func growthLevels(b *testing.B, lv string, users []string) {
+	const n = 10_000
+	rules := []flow.Rule{growthRule("g", "r", flow.LevelGlobal, 0)}
+	global := xrate.NewLimiter(passRate, passRate)
+	um := &mutexMap{m: map[string]*xrate.Limiter{}}
+	im := &mutexMap{m: map[string]*xrate.Limiter{}}
+	if lv != "global" {
+		rules = append(rules, growthRule("u", "r", flow.LevelUser, 2*n))
+	}
+	if lv == "ip+user+global" {
+		rules = append(rules, growthRule("i", "r", flow.LevelIP, 2*n))
+	}
+	e := peerEngine(b, nil, rules...)
+	call := func(i int) bool {
+		u := users[i%n]
+		return growthEntry(e, flow.WithUser(u), flow.WithIP(u))
+	}
+	ref := func(i int) bool {
+		u := users[i%n]
+		if lv == "ip+user+global" && !im.allow(u) {
+			return false
+		}
+		if lv != "global" && !um.allow(u) {
+			return false
+		}
+		return global.Allow()
+	}
+	for i := range n {
+		if !call(i) || !ref(i) {
+			b.Fatal("refused while warming")
+		}
+	}
+	b.Run("flowgate", func(b *testing.B) { growthLoop(b, 1, call) })
+	b.Run("xrate", func(b *testing.B) { growthLoop(b, 1, ref) })
+}
+
 // BenchmarkGrowthFloor is this machine's cost of one read from a random
 // place in a table as large as flowgate's key index at each GrowthUsers
 // size (16 B a slot, MaxKeys twice the users: 2 048 slots at 1 000 users,
