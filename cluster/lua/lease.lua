@@ -24,12 +24,16 @@ end
 -- limit batches shrink towards one permit: permits parked in other
 -- instances' leases then stay few, which bounds both what leasing can add
 -- to a window and what it can refuse while the cluster is under its limit.
--- A half was measured too (make bench-accuracy subsets, token_bucket with
--- a 2% burst): one instance at 1x the limit made 117-119 round trips per
--- 1 000 decisions instead of 652-733, but with 8-32 instances and a hot
--- one at 10x a sliding_window's windows spread to 95.7-105.4% of the
--- limit, against 99.3-101.5% with a quarter (both before sliding_window's
--- retry fix, issue 22, whose dip a half may have fed: worth measuring again).
+-- A half was measured too, twice. Before sliding_window's retry fix
+-- (issue 22): one instance at 1x made 117-119 round trips per 1 000
+-- decisions instead of 652-733, but with 8-32 instances and a hot one at
+-- 10x a sliding_window's windows spread to 95.7-105.4% of the limit.
+-- After it (2026-11-25, two rounds of each, alternating; 8 and 32
+-- instances, skewed and moving, 0.8x/1x/10x): a half cut the trips at 1x
+-- skewed by a third (token_bucket 348-380 -> 197-257, sliding_window
+-- 438-555 -> 277-404) and refused nothing under the limit, but one
+-- sliding_window cell (32 instances, moving hot spot, 10x) admitted 97.7%
+-- in one window, outside the 2% band, where the quarter's worst was 99.0%.
 local k = math.max(1, math.floor(math.min(want, avail / 4)))
 local rem = nil
 for i = 1, nr do
