@@ -160,14 +160,15 @@ func TestStrHasher(t *testing.T) {
 	}
 }
 
-// TestPrefetch: a prefetch reads nothing back and never faults, whatever
-// the address: a live object, nil, or one past a slice's end.
+// TestPrefetch: a prefetch changes nothing and does not fault, on a live
+// object or on nil (a key table with no hint yet never calls it with nil,
+// but an address that is not mapped must be as harmless).
 func TestPrefetch(t *testing.T) {
 	buf := make([]uint64, 16)
+	buf[3] = 7
 	Prefetch(unsafe.Pointer(&buf[3]))
 	Prefetch(nil)
-	Prefetch(unsafe.Add(unsafe.Pointer(&buf[0]), 1<<40))
-	if buf[3] != 0 {
+	if buf[3] != 7 {
 		t.Fatal("a prefetch changed memory")
 	}
 }
