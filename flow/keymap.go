@@ -1,9 +1,6 @@
 package flow
 
-import (
-	"math/bits"
-	"unsafe"
-)
+import "math/bits"
 
 // keyMap is a key table shard's index: 64-bit key hash to entry, an
 // open-addressed table with linear probing, in place of a Go map. A
@@ -33,7 +30,7 @@ type keyMap struct {
 // runs before the shard's lock is taken): replaced, never changed, when the
 // table grows.
 type keyHint struct {
-	base  unsafe.Pointer // &slots[0]
+	slots []keySlot
 	shift uint8
 }
 

@@ -128,7 +128,7 @@ func (t *keyTable) prefetch(key string) {
 	// prefetch of the old slots costs nothing but itself, and the hint
 	// keeps them allocated.
 	if kh := t.shards[h&t.mask].hint.Load(); kh != nil {
-		hotpath.Prefetch(unsafe.Add(kh.base, uintptr(live(h)>>kh.shift)*unsafe.Sizeof(keySlot{})))
+		hotpath.Prefetch(unsafe.Pointer(&kh.slots[live(h)>>kh.shift]))
 	}
 }
 
@@ -177,7 +177,7 @@ func (t *keyTable) get(cr *compiledRule, key string, now int64) (limiter, error)
 	}
 	if s.capacity > 0 {
 		if s.m.put(h, ne) {
-			s.hint.Store(&keyHint{base: unsafe.Pointer(&s.m.slots[0]), shift: s.m.shift})
+			s.hint.Store(&keyHint{slots: s.m.slots, shift: s.m.shift})
 			if len(s.m.slots)*len(t.shards)*int(unsafe.Sizeof(keySlot{})) >= farIndex {
 				t.far.Store(true)
 			}

@@ -5,7 +5,6 @@ import (
 	"strconv"
 	"testing"
 	"time"
-	"unsafe"
 
 	"github.com/flowgate/flowgate/clock"
 )
@@ -274,7 +273,7 @@ func TestKeyTablePrefetch(t *testing.T) {
 	for i := range kt.shards {
 		s := &kt.shards[i]
 		kh := s.hint.Load()
-		if kh == nil || kh.base != unsafe.Pointer(&s.m.slots[0]) || kh.shift != s.m.shift {
+		if kh == nil || &kh.slots[0] != &s.m.slots[0] || len(kh.slots) != len(s.m.slots) || kh.shift != s.m.shift {
 			t.Fatalf("shard %d: hint %+v does not point at its slots", i, kh)
 		}
 	}
