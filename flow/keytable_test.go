@@ -238,11 +238,11 @@ func TestKeyBucketsShareRateData(t *testing.T) {
 	}
 }
 
-// TestKeyTablePrefetch: decidePlain hashes a call's first key before the
-// clock and starts loading its index slot once the index is larger than
-// farIndex. The hash it passes on must be the table's own, the published
-// hints must point at each shard's current slots, and a call decided from
-// the prefetched hash must take the key's own limiter.
+// TestKeyTablePrefetch: decidePlain prefetches a call's first key's index
+// slot before the clock once the index is larger than farIndex. The
+// published hints must point at each shard's current slots, and a
+// prefetch must change no decision: after one through a current, a stale
+// or a missing hint, each call still finds its own key.
 func TestKeyTablePrefetch(t *testing.T) {
 	r := fw("u", "r", LevelUser, 1e6, time.Second)
 	r.MaxKeys = 200_000
@@ -277,12 +277,14 @@ func TestKeyTablePrefetch(t *testing.T) {
 			t.Fatalf("shard %d: hint %+v does not point at its slots", i, kh)
 		}
 	}
-	// A prefetch reads nothing the call depends on: with the hints, and
-	// with a shard's hint taken away (as before its first key), the call
-	// still finds its own key.
-	for _, key := range []string{"u7", "u99999", "new"} {
-		kt.prefetch(key)
+	// One shard's hint goes stale (a smaller table, as before it grew),
+	// another's goes missing (as before its first key).
+	stale := &kt.shards[kt.hash.String("u7")&kt.mask]
+	stale.hint.Store(&keyHint{slots: make([]keySlot, keyMapMin), shift: 64 - 3})
+	kt.shards[kt.hash.String("u8")&kt.mask].hint.Store(nil)
+	for _, key := range []string{"u7", "u8", "u99999", "new"} {
 		before := keysOf(e, "u")
+		kt.prefetch(key)
 		p, err := e.Entry("r", WithUser(key))
 		if err != nil {
 			t.Fatalf("%s: %v", key, err)
@@ -293,9 +295,7 @@ func TestKeyTablePrefetch(t *testing.T) {
 			want++
 		}
 		if keysOf(e, "u") != want {
-			t.Fatalf("%s: %d keys after the call, want %d", key, keysOf(e, "u"), want)
+			t.Fatalf("%s: %d keys after the call, want %d (a known key must find its entry)", key, keysOf(e, "u"), want)
 		}
 	}
-	kt.shards[kt.hash.String("u8")&kt.mask].hint.Store(nil)
-	kt.prefetch("u8")
 }
