@@ -47,9 +47,9 @@
 //     so a call that reads one random line of a table of tens of megabytes
 //     pays the whole memory latency even when nothing waits for the value
 //     (bench's BenchmarkGrowthFloor, call+read); issued before other work,
-//     a prefetch lets that work run while the line comes in. A key table
-//     prefetches a call's index slot before the clock is read, once its
-//     index is too large to stay in a core's caches.
+//     a prefetch lets that work run while the line comes in. flow's plain
+//     path prefetches a call's key index slot before it reads the clock,
+//     once the key table's index is too large to stay in a core's caches.
 //
 // Nothing here decides anything; every helper is measured by the
 // benchmarks of the package that uses it.
