@@ -165,3 +165,44 @@ func TestManyRulesGiveBack(t *testing.T) {
 		t.Fatalf("got %q, want refused by w0", got)
 	}
 }
+
+// TestPlainFarPermitGivenBack: on the plain path a call whose key table is
+// far (see keyTable.prefetch) takes its permit before the rules decide;
+// when a rule then refuses, or the CPU controller sheds it, the permit
+// must go back. One kept would show as a new permit allocated on every
+// such call, so a refused Decide (nothing else allocates) stays at none.
+func TestPlainFarPermitGivenBack(t *testing.T) {
+	if testing.CoverMode() != "" || raceEnabled {
+		t.Skip("instrumented builds allocate")
+	}
+	e, _ := newTestEngine(t,
+		Rule{ID: "u", Resource: "r", Level: LevelUser, Algorithm: AlgoFixedWindow, Limit: 1, Window: time.Hour},
+		Rule{ID: "g", Resource: "r", Algorithm: AlgoFixedWindow, Limit: 1e9, Window: time.Hour})
+	rr := e.rules.Load().lookupMap("r")
+	if rr == nil || !rr.plainKeyed {
+		t.Fatal("a user rule and a global one should take the plain path with a prefetched key")
+	}
+	p, err := e.Entry("r", WithUser("a"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Exit()
+	rr.plain[0].keys.far.Store(true) // as past farIndex
+	refused := func() {
+		if d := e.Decide("r", WithUser("a")); d.Allowed {
+			t.Fatal("second call for user a admitted past its limit of 1")
+		}
+	}
+	refused()
+	if n := testing.AllocsPerRun(200, refused); n != 0 {
+		t.Fatalf("a refused far call allocates %v times, want 0 (its permit kept, not given back?)", n)
+	}
+	// The permit given back is whole: the next pass hands it out and exits.
+	for i := range 3 {
+		p, err := e.Entry("r", WithUser("b"+strconv.Itoa(i)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		p.Exit()
+	}
+}

@@ -134,6 +134,12 @@ func (p *Permit) Exit(opts ...ExitOption) {
 	}
 }
 
+// ungetPermit gives back a permit from getPermit that no call was given.
+func (e *Engine) ungetPermit(p *Permit) {
+	hotpath.StoreUnpublished32(&p.state, permitFree)
+	e.putPermit(p)
+}
+
 // putPermit gives p back: to the calling P's spare, else to the pool.
 func (e *Engine) putPermit(p *Permit) {
 	if !e.spare.Put(unsafe.Pointer(p)) {
