@@ -168,9 +168,10 @@ func TestManyRulesGiveBack(t *testing.T) {
 
 // TestPlainFarPermitGivenBack: on the plain path a call whose key table is
 // far (see keyTable.prefetch) takes its permit before the rules decide;
-// when a rule then refuses, or the CPU controller sheds it, the permit
-// must go back. One kept would show as a new permit allocated on every
-// such call, so a refused Decide (nothing else allocates) stays at none.
+// when a rule then refuses, the permit must go back (a call the CPU
+// controller sheds gives it back the same way, not exercised here). One
+// kept would show as a new permit allocated on every such call, so a
+// refused Decide (nothing else allocates) stays at none.
 func TestPlainFarPermitGivenBack(t *testing.T) {
 	if testing.CoverMode() != "" || raceEnabled {
 		t.Skip("instrumented builds allocate")

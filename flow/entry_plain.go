@@ -119,7 +119,7 @@ func (e *Engine) decidePlain(_ context.Context, resource string, rr *resourceRul
 				kt.prefetch(key)
 				// Take the permit a pass needs now, not after the rules:
 				// more work done while the slot comes in (a refusal gives
-				// it back). Carrying early costs every plain call 4-9
+				// it back). Carrying early costs a plain call up to 9
 				// instructions; a far one it saves ~15 ns (bench/README.md).
 				early = e.getPermit(0)
 			}

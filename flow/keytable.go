@@ -120,11 +120,11 @@ func newKeyTable(maxKeys int, ttl int64) *keyTable {
 
 // prefetch starts loading key's index slot and returns without waiting
 // for it, so that work the caller does before get (decidePlain reads the
-// clock and takes the call's permit) runs while the line comes in. Worth it only once the index has
-// outgrown farIndex (t.far, which the caller checks first): a read from a
-// table of tens of megabytes costs a whole memory latency, which a call
-// otherwise waits out (BenchmarkGrowthFloor); get hashes the key again,
-// a few nanoseconds.
+// clock and takes the call's permit) runs while the line comes in. Worth
+// it only once the index has outgrown farIndex (t.far, which the caller
+// checks first): a read from a table of tens of megabytes costs a whole
+// memory latency, which a call otherwise waits out (BenchmarkGrowthFloor);
+// get hashes the key again, a few nanoseconds.
 func (t *keyTable) prefetch(key string) {
 	h := t.hash.String(key)
 	// The shard's hint may be stale (the table grew since) or missing: a
