@@ -224,6 +224,37 @@ func BenchmarkGrowthFloor(b *testing.B) {
 	}
 }
 
+// BenchmarkGrowthFloorStream is GrowthFloor's chase over tables of 4 to
+// 32 MiB while a sequential stream reads two new cache lines per step
+// through 128 MiB, as GrowthUsers at 1 000 000 users reads each next
+// user's 128-byte entry: what one index read would cost if the index
+// were that size. The stream pushes the table out of the shared cache
+// sooner than the chase alone shows, so it says how small a key index
+// must be before a million users' reads come from cache (bench/README.md,
+// "Cost growth").
+func BenchmarkGrowthFloorStream(b *testing.B) {
+	stream := make([]uint64, 128<<20/8)
+	for i := range stream {
+		stream[i] = uint64(i)
+	}
+	for _, mib := range []int{4, 8, 16, 32} {
+		next := chaseTable(mib << 20)
+		b.Run(strconv.Itoa(mib)+"MiB", func(b *testing.B) {
+			p, sum, j := uint64(0), uint64(0), 0
+			b.ReportAllocs()
+			b.ResetTimer()
+			for range b.N {
+				p = next[p]
+				sum += stream[j] + stream[j+chaseLine] // two lines of the next entry
+				if j += 2 * chaseLine; j == len(stream) {
+					j = 0
+				}
+			}
+			growthSink = p + sum
+		})
+	}
+}
+
 const chaseLine = 8 // uint64s in a 64-byte cache line
 
 // chaseTable is a table of bytes whose cache lines form one cycle in
