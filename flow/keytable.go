@@ -45,8 +45,8 @@ type keyTable struct {
 }
 
 // farIndex is the index size past which a slot is likely not in a core's
-// own caches (1 MiB: twice the 512 KiB L2 per core of the machine measured
-// on), so prefetch pays for itself. Not tuned: the sizes measured are
+// own caches (1 MiB: twice the 512 KiB L2 per core of the machine first
+// measured on, all of a 1 MiB L2 on a later one), so prefetch pays for itself. Not tuned: the sizes measured are
 // 32 KiB (1 000 users, off), 4 MiB and 32 MiB (100 000 and 1 000 000, on;
 // both faster, bench/README.md "Cost growth").
 const farIndex = 1 << 20
