@@ -190,6 +190,44 @@ func (l *Limiter) CloneInto(dst *Limiter) {
 	dst.rate.Store(c)
 }
 
+// Restart puts l, a limiter CloneInto built from a limiter of the same
+// kind and options as from (the same rule's prototypes), in the state
+// from.Clone would start in now, keeping l's own origin, while other calls
+// may still be using l: they see either the old state or the new one,
+// never a mix, as with SetRate. It writes only the state words (with one
+// CAS) and the rate pointer, so a table can hand a limiter on to a new key
+// while a call for the key before it is still finishing; that call may
+// then take its permits from the new key's limiter. It allocates only when
+// l runs under another rate configuration than from's that happens to
+// carry the same version number.
+func (l *Limiter) Restart(from *Limiter) {
+	c := from.rate.Load()
+	stored := math.Float64bits(c.initialStored(l.warmup < 0))
+	for spins := 0; ; spins++ {
+		old := l.rate.Load()
+		w0, w1 := l.load128()
+		if w0>>verShift != old.ver {
+			backoff(spins) // a SetRate is between its CAS and its store
+			continue
+		}
+		next := l.micros(clock.Nanotime(l.clk)) // what a clone made now counts as 0
+		cfg := c
+		if cfg != old && cfg.ver == old.ver {
+			// Readers pair the words with the rate by version: a new
+			// configuration must carry a new one.
+			cp := *c
+			cp.ver = (old.ver + 1) & 0xff
+			cfg = &cp
+		}
+		if l.cas(w0, w1, encodeNext(next, cfg.ver), stored) {
+			if cfg != old {
+				l.rate.Store(cfg)
+			}
+			return
+		}
+	}
+}
+
 // SetRate changes the stable rate as Guava's setRate does: time elapsed so far
 // is credited at the old rate, stored permits keep their proportion of
 // maxPermits, and the next request still pays the previous request's cost at the
