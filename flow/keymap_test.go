@@ -14,11 +14,13 @@ func TestKeyMapMatchesMap(t *testing.T) {
 		const capacity = 200
 		var m keyMap
 		m.limitTo(capacity)
+		recs := newKeyRecords(capacity, spread != 4) // both record kinds
+		recs.tagMask = 0xff000000                    // 4 tags in use below: matches the full hash refuses
 		ref := map[uint64]*keyEntry{}
 		hash := func() uint64 {
 			// Few distinct high bits (home slots), varied low bits; 0
 			// too, but never 1, which 0 is stored as.
-			h := rng.Uint64N(spread)<<40 | rng.Uint64N(8)
+			h := rng.Uint64N(spread)<<40 | rng.Uint64N(4)<<24 | rng.Uint64N(8)
 			if h == 1 {
 				h = 0
 			}
@@ -29,19 +31,19 @@ func TestKeyMapMatchesMap(t *testing.T) {
 			switch r := rng.IntN(10); {
 			case r < 5:
 				if _, ok := ref[h]; !ok && len(ref) < capacity {
-					en := &keyEntry{last: uint32(op)}
-					m.put(h, en)
+					en, _ := m.add(recs, h)
+					en.last = uint32(op)
 					ref[h] = en
 				}
 			case r < 8:
 				_, ok := ref[h]
-				if got := m.del(h); got != ok {
+				if got := m.del(recs, h); got != ok {
 					t.Fatalf("spread %d op %d: del(%x) = %v, want %v", spread, op, h, got, ok)
 				}
 				delete(ref, h)
 			case r < 9:
 				cut := uint32(rng.IntN(op + 1))
-				m.sweep(func(en *keyEntry) bool { return en.last < cut })
+				m.sweep(recs, func(en *keyEntry) bool { return en.last < cut })
 				for k, en := range ref {
 					if en.last < cut {
 						delete(ref, k)
@@ -49,7 +51,7 @@ func TestKeyMapMatchesMap(t *testing.T) {
 				}
 			default:
 				seen := 0
-				m.sample(rng.Uint64(), evictSamples, func(k uint64, en *keyEntry) bool {
+				m.sample(recs, rng.Uint64(), evictSamples, func(k uint64, en *keyEntry) bool {
 					if ref[k] != en && !(k == 1 && ref[0] == en) {
 						t.Fatalf("spread %d op %d: sample gave %x, not held", spread, op, k)
 					}
@@ -63,17 +65,17 @@ func TestKeyMapMatchesMap(t *testing.T) {
 			if int(m.n) != len(ref) {
 				t.Fatalf("spread %d op %d: %d held, want %d", spread, op, m.n, len(ref))
 			}
-			if got, want := m.get(h), ref[h]; got != want {
+			if got, want := m.get(recs, h), ref[h]; got != want {
 				t.Fatalf("spread %d op %d: get(%x) = %p, want %p", spread, op, h, got, want)
 			}
 		}
 		for k, en := range ref {
-			if m.get(k) != en {
+			if m.get(recs, k) != en {
 				t.Fatalf("spread %d: %x lost", spread, k)
 			}
 		}
 		n := 0
-		m.each(func(*keyEntry) { n++ })
+		m.each(recs, func(*keyEntry) { n++ })
 		if n != len(ref) {
 			t.Fatalf("spread %d: each saw %d, want %d", spread, n, len(ref))
 		}

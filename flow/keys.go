@@ -190,7 +190,7 @@ func (t *keyTable) peek(cr *compiledRule, key string, now int64) limiter {
 	s := &t.shards[h&t.mask]
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	en := s.m.get(h)
+	en := s.m.get(t.recs, h)
 	if en == nil || age(tick(now), en.last) > t.ttl {
 		return nil
 	}
@@ -207,5 +207,5 @@ func (t *keyTable) forget(key string) bool {
 	s := &t.shards[h&t.mask]
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.m.del(h)
+	return s.m.del(t.recs, h)
 }

@@ -28,14 +28,19 @@ import (
 // starts afresh when it comes back: its new limiter does not see the
 // permits still held (they are released into the old one), so for that
 // moment the key can exceed its concurrency cap. Size MaxKeys and IdleTTL
-// above the live clients and the longest call to avoid it.
+// above the live clients and the longest call to avoid it. A token bucket
+// lives in its key's record, which goes to another key after an eviction:
+// a call that took the evicted key's bucket just before may take its
+// permit from that key's (keyRecords).
 //
 // Memory: a key is tracked by its 64-bit seeded hash, not its string (two
 // keys sharing a limiter needs a 64-bit collision: about 3e-10 for 100 000
 // keys; the seed is random per table, and hotpath.StrHasher says how far
-// that keeps collisions from being aimed at), and an
-// entry is 24 bytes: last use and limit generation are 32-bit.
+// that keeps collisions from being aimed at), in a record of 32 bytes (128
+// with a token bucket: keyRecords) and an index slot of 4: last use and
+// limit generation are 32-bit.
 type keyTable struct {
+	recs       *keyRecords // the entries of all shards
 	shards     []keyShard
 	mask       uint64
 	hash       hotpath.StrHasher
@@ -45,11 +50,12 @@ type keyTable struct {
 }
 
 // farIndex is the index size past which a slot is likely not in a core's
-// own caches (1 MiB: twice the 512 KiB L2 per core of the machine first
-// measured on, all of a 1 MiB L2 on a later one), so prefetch pays for itself. Not tuned: the sizes measured are
-// 32 KiB (1 000 users, off), 4 MiB and 32 MiB (100 000 and 1 000 000, on;
-// both faster, bench/README.md "Cost growth").
-const farIndex = 1 << 20
+// own caches while calls stream through their keys' records, so prefetch
+// pays for itself: 256 KiB, half the 512 KiB L2 of a core of the machine
+// first measured on (a quarter of the 1 MiB of a later one). Not tuned:
+// the sizes measured are 8 KiB (1 000 users, off), 512 KiB to 1 MiB and
+// 8 MiB (100 000 and 1 000 000, on; bench/README.md "Cost growth").
+const farIndex = 256 << 10
 
 const (
 	evictSamples = 5
@@ -76,12 +82,10 @@ type keyEntry struct {
 	gen  uint32
 }
 
-// keyedBucket is a key's entry and its token bucket in one allocation, so
-// a call reaches the bucket through the entry without a second cache miss
-// (the key table's entries are spread over the heap; a key's line is cold
-// when thousands of keys take turns). 120 B: the 128-byte size class, as
-// the 32 B entry and 96 B bucket allocated apart were. A bucket that
-// replaces it (idle past the TTL) is allocated on its own.
+// keyedBucket is a key's entry and its token bucket side by side, so a
+// call reaches the bucket through the entry without a second cache miss (a
+// key's line is cold when thousands of keys take turns): the front of a
+// keyRecBucket, which adds the key's hash (128 B in all).
 type keyedBucket struct {
 	keyEntry
 	tb tokenBucket
@@ -96,12 +100,15 @@ func tick(now int64) uint32 { return uint32(now >> tickShift) }
 // age is how many ticks ago last was, correct across the 32-bit wrap.
 func age(nowTick, last uint32) int64 { return int64(int32(nowTick - last)) }
 
-func newKeyTable(maxKeys int, ttl int64) *keyTable {
+// newKeyTable tracks up to maxKeys keys; bucket says the rule's limiters
+// are token buckets, which the key records then hold in place.
+func newKeyTable(maxKeys int, ttl int64, bucket bool) *keyTable {
+	maxKeys = min(maxKeys, maxKeyRecords) // validation refuses more
 	n := 1
 	for n < maxShards && n*2*keysPerShard <= maxKeys {
 		n *= 2
 	}
-	t := &keyTable{shards: make([]keyShard, n), mask: uint64(n - 1), hash: hotpath.NewStrHasher()}
+	t := &keyTable{recs: newKeyRecords(maxKeys, bucket), shards: make([]keyShard, n), mask: uint64(n - 1), hash: hotpath.NewStrHasher()}
 	t.ttl = ttl >> tickShift
 	if ttl <= 0 || t.ttl > math.MaxInt32 {
 		t.ttl = math.MaxInt32
@@ -142,7 +149,25 @@ func (t *keyTable) get(cr *compiledRule, key string, now int64) (limiter, error)
 	s := &t.shards[h&t.mask]
 	nt := tick(now)
 	s.mu.Lock()
-	en := s.m.get(h)
+	// s.m.get(t.recs, h), written out: get is past the compiler's inlining
+	// budget, and calling it cost the keyed path ~30 instructions.
+	var en *keyEntry
+	if m, r := &s.m, t.recs; m.n != 0 {
+		lh, mask := live(h), uint64(len(m.slots)-1)
+		tag := uint32(lh) & r.tagMask
+		for i := lh >> m.shift; ; i = (i + 1) & mask {
+			sl := m.slots[i]
+			if sl == 0 {
+				break
+			}
+			if sl&r.tagMask == tag {
+				if e := r.entry(r.num(sl)); *r.hash(e) == lh {
+					en = e
+					break
+				}
+			}
+		}
+	}
 	if en != nil && age(nt, en.last) <= t.ttl {
 		if g := uint32(cr.gen.Load()); en.gen != g {
 			en.lim.setLimit(now, cr.limit())
@@ -157,52 +182,55 @@ func (t *keyTable) get(cr *compiledRule, key string, now int64) (limiter, error)
 	}
 	g := uint32(cr.gen.Load())
 	if en != nil { // idle past the TTL: forgotten, starts afresh
-		lim, err := cr.newLimiter(now)
-		if err != nil {
+		if err := cr.initKey(en, t.recs.bucketOf(en), now, nt, g); err != nil {
 			s.mu.Unlock()
 			return nil, err
 		}
-		en.lim, en.last, en.gen = lim, nt, g
+		lim := en.lim
 		s.mu.Unlock()
 		return lim, nil
 	}
-	ne, err := cr.newKeyEntry(now, nt, g)
-	if err != nil {
+	if s.capacity == 0 { // tracks nothing: the call gets a limiter of its own
 		s.mu.Unlock()
-		return nil, err
+		return cr.newLimiter(now)
 	}
 	if now-s.lastSweep >= t.sweepEvery {
 		s.lastSweep = now
-		s.sweep(nt, t.ttl)
+		s.sweep(t.recs, nt, t.ttl)
 	}
 	if int(s.m.n) >= s.capacity {
-		s.evict(h, nt, t.ttl)
+		s.evict(t.recs, h, nt, t.ttl)
 	}
-	if s.capacity > 0 {
-		if s.m.put(h, ne) {
-			s.hint.Store(&keyHint{slots: s.m.slots, shift: s.m.shift})
-			if len(s.m.slots)*len(t.shards)*int(unsafe.Sizeof(keySlot{})) >= farIndex {
-				t.far.Store(true)
-			}
+	en, grew := s.m.add(t.recs, h)
+	if err := cr.initKey(en, t.recs.bucketOf(en), now, nt, g); err != nil {
+		s.m.del(t.recs, h)
+		s.mu.Unlock()
+		return nil, err
+	}
+	if grew {
+		s.hint.Store(&keyHint{slots: s.m.slots, shift: s.m.shift})
+		if len(s.m.slots)*len(t.shards)*int(unsafe.Sizeof(uint32(0))) >= farIndex {
+			t.far.Store(true)
 		}
 	}
+	lim := en.lim
 	s.mu.Unlock()
-	return ne.lim, nil
+	return lim, nil
 }
 
-func (s *keyShard) sweep(nt uint32, ttl int64) {
-	s.m.sweep(func(en *keyEntry) bool { return age(nt, en.last) > ttl })
+func (s *keyShard) sweep(r *keyRecords, nt uint32, ttl int64) {
+	s.m.sweep(r, func(en *keyEntry) bool { return age(nt, en.last) > ttl })
 }
 
 // evict makes room for one key, the new key hashing to h; see keyTable.
 // The sample starts where h's own slot would be: the hash is seeded and
 // random per key, as the place Go's map iteration started at was.
-func (s *keyShard) evict(h uint64, nt uint32, ttl int64) {
+func (s *keyShard) evict(r *keyRecords, h uint64, nt uint32, ttl int64) {
 	var idle [evictSamples]uint64
 	nIdle := 0
 	var oldKey uint64
 	oldest, found := int64(math.MinInt64), false
-	s.m.sample(h>>s.m.shift, evictSamples, func(k uint64, en *keyEntry) bool {
+	s.m.sample(r, h>>s.m.shift, evictSamples, func(k uint64, en *keyEntry) bool {
 		if a := age(nt, en.last); a > ttl {
 			idle[nIdle] = k
 			nIdle++
@@ -212,10 +240,10 @@ func (s *keyShard) evict(h uint64, nt uint32, ttl int64) {
 		return true
 	})
 	for _, k := range idle[:nIdle] {
-		s.m.del(k)
+		s.m.del(r, k)
 	}
 	if int(s.m.n) >= s.capacity && found {
-		s.m.del(oldKey)
+		s.m.del(r, oldKey)
 	}
 }
 
@@ -237,7 +265,7 @@ func (t *keyTable) sweepAll(now int64) {
 		s := &t.shards[i]
 		s.mu.Lock()
 		s.lastSweep = now
-		s.sweep(tick(now), t.ttl)
+		s.sweep(t.recs, tick(now), t.ttl)
 		s.mu.Unlock()
 	}
 }
@@ -248,7 +276,7 @@ func (t *keyTable) each(fn func(limiter)) {
 	for i := range t.shards {
 		s := &t.shards[i]
 		s.mu.Lock()
-		s.m.each(func(en *keyEntry) { fn(en.lim) })
+		s.m.each(t.recs, func(en *keyEntry) { fn(en.lim) })
 		s.mu.Unlock()
 	}
 }

@@ -80,7 +80,7 @@ func TestKeyIdleTTL(t *testing.T) {
 
 func TestKeyTableSharesSumToMaxKeys(t *testing.T) {
 	for _, max := range []int{1, 7, 2047, 2048, 100000, 1 << 20} {
-		kt := newKeyTable(max, 0)
+		kt := newKeyTable(max, 0, true)
 		sum := 0
 		for i := range kt.shards {
 			sum += kt.shards[i].capacity
@@ -280,7 +280,7 @@ func TestKeyTablePrefetch(t *testing.T) {
 	// One shard's hint goes stale (a smaller table, as before it grew),
 	// another's goes missing (as before its first key).
 	stale := &kt.shards[kt.hash.String("u7")&kt.mask]
-	stale.hint.Store(&keyHint{slots: make([]keySlot, keyMapMin), shift: 64 - 3})
+	stale.hint.Store(&keyHint{slots: make([]uint32, keyMapMin), shift: 64 - 3})
 	kt.shards[kt.hash.String("u8")&kt.mask].hint.Store(nil)
 	for _, key := range []string{"u7", "u8", "u99999", "new"} {
 		before := keysOf(e, "u")

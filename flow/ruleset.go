@@ -202,22 +202,32 @@ func (cr *compiledRule) newLimiter(now int64) (limiter, error) {
 	return cr.buildLimiter(limit, now)
 }
 
-// newKeyEntry is a new key's table entry holding a new limiter, last used
-// at nt, for limit generation g. A token bucket cloned from the prototype
-// is allocated with its entry (keyedBucket); other limiters apart.
-func (cr *compiledRule) newKeyEntry(now int64, nt, g uint32) (*keyEntry, error) {
+// initKey fills en, a key's entry (new, or idle past the TTL), with a new
+// limiter last used at nt for limit generation g. tb is the bucket in the
+// key's record (keyRecords), nil when the records hold none: a token
+// bucket cloned from the prototype at the current limit goes there, by
+// cloneInto when the record's bucket was never used and by restartFrom
+// when it was (a call may still hold it: see keyRecords). Other limiters,
+// and a bucket at a limit that has no prototype yet, are allocated apart.
+func (cr *compiledRule) initKey(en *keyEntry, tb *tokenBucket, now int64, nt, g uint32) error {
 	limit := cr.limit()
-	if p := cr.proto.Load(); p != nil && p.limit == limit {
-		kb := new(keyedBucket)
-		p.tb.cloneInto(&kb.tb)
-		kb.keyEntry = keyEntry{lim: &kb.tb, last: nt, gen: g}
-		return &kb.keyEntry, nil
+	if tb != nil {
+		if p := cr.proto.Load(); p != nil && p.limit == limit {
+			if tb.window == 0 { // a zero bucket: never cloned (window is > 0)
+				p.tb.cloneInto(tb)
+			} else {
+				tb.restartFrom(p.tb)
+			}
+			*en = keyEntry{lim: tb, last: nt, gen: g}
+			return nil
+		}
 	}
 	lim, err := cr.buildLimiter(limit, now)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	return &keyEntry{lim: lim, last: nt, gen: g}, nil
+	*en = keyEntry{lim: lim, last: nt, gen: g}
+	return nil
 }
 
 // buildLimiter is newLimiter without a prototype at limit.
@@ -485,7 +495,8 @@ func (e *Engine) newCompiled(r Rule, factor float64, now int64) (*compiledRule, 
 		return nil, err
 	}
 	if cr.keyed {
-		cr.keys = newKeyTable(r.MaxKeys, int64(r.IdleTTL))
+		_, bucket := lim.(*tokenBucket)
+		cr.keys = newKeyTable(r.MaxKeys, int64(r.IdleTTL), bucket)
 	} else {
 		cr.global = lim
 	}

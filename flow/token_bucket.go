@@ -90,6 +90,12 @@ func (b *tokenBucket) cloneInto(dst *tokenBucket) {
 	b.l.CloneInto(&dst.l)
 }
 
+// restartFrom puts b, a bucket cloned before from one of the same rule's
+// prototypes, in the state p.clone would start in now, while calls may
+// still hold b (see warmup.Limiter.Restart): how a key table hands a
+// record's bucket on to a new key.
+func (b *tokenBucket) restartFrom(p *tokenBucket) { b.l.Restart(&p.l) }
+
 func (b *tokenBucket) tryAcquire(now int64, n int, maxWait time.Duration) decision {
 	res, err := b.reserve(now, n, maxWait)
 	if err == nil && res.OK {

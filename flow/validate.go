@@ -189,6 +189,8 @@ func (r Rule) Validate() error {
 	keyed := r.Level.keyed()
 	if r.MaxKeys < 0 {
 		bad("maxKeys", "must be >= 0, not %d", r.MaxKeys)
+	} else if r.MaxKeys > maxKeyRecords {
+		bad("maxKeys", "must be at most %d, not %d", maxKeyRecords, r.MaxKeys)
 	} else if r.MaxKeys != 0 && !keyed {
 		bad("maxKeys", "only for user, ip and param levels")
 	}
