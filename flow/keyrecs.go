@@ -4,6 +4,8 @@ import (
 	"math/bits"
 	"sync"
 	"unsafe"
+
+	"github.com/flowgate/flowgate/internal/hotpath"
 )
 
 // keyRecords holds a key table's entries for all its shards, each a
@@ -23,7 +25,7 @@ import (
 // allocation of entry and bucket was; keyRecPlain, 32 B, otherwise). Both
 // start with the entry and end with the hash, so one accessor serves both.
 //
-// Records come in chunks of up to 256, allocated when first needed and
+// Records come in chunks of recChunk, allocated when first needed and
 // never moved, through a directory sized from MaxKeys; numbers given back
 // (a key evicted or swept) are handed out again before new ones, so the
 // records in use never pass MaxKeys. A record given back may still be in
@@ -32,14 +34,19 @@ import (
 // not the entry), and its bucket is not cloned over but restarted
 // (tokenBucket.restartFrom), which writes only what calls read atomically;
 // such a call may take its permits from the new key.
+//
+// Every lookup reads the fields before the pad; they never change, and sit
+// on a line of their own (newKeyRecords), apart from what alloc and give
+// write, so that cores looking up keys do not pass the line around.
 type keyRecords struct {
-	mu      sync.Mutex // next and free; taken inside a shard's lock, never around one
 	dir     []unsafe.Pointer
 	size    uintptr // bytes a record
 	chunk   int     // records a chunk: recChunk, or MaxKeys when fewer
-	bucket  bool    // records are keyRecBucket
 	tagMask uint32  // the slot bits that hold the tag; the rest, number+1
-	next    uint32  // records handed out so far
+	bucket  bool    // records are keyRecBucket
+	_       [hotpath.CacheLine - 48]byte
+	mu      sync.Mutex // next and free; taken inside a shard's lock, never around one
+	next    uint32     // records handed out so far
 	free    []uint32
 }
 
@@ -63,7 +70,8 @@ const maxKeyRecords = 1<<28 - 1
 
 func newKeyRecords(maxKeys int, bucket bool) *keyRecords {
 	maxKeys = max(0, min(maxKeys, maxKeyRecords))
-	r := &keyRecords{bucket: bucket, size: unsafe.Sizeof(keyRecPlain{})}
+	r := hotpath.LineAligned[keyRecords](0)
+	r.bucket, r.size = bucket, unsafe.Sizeof(keyRecPlain{})
 	if bucket {
 		r.size = unsafe.Sizeof(keyRecBucket{})
 	}

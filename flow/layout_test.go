@@ -59,3 +59,15 @@ func TestKeyRecordSize(t *testing.T) {
 		t.Fatal("a record's hash is not its last word")
 	}
 }
+
+// TestKeyRecordsLine: what every lookup reads of a table's records fills
+// one cache line, apart from what handing records out writes.
+func TestKeyRecordsLine(t *testing.T) {
+	if off := unsafe.Offsetof(keyRecords{}.mu); off != 64 || unsafe.Offsetof(keyRecords{}.bucket) >= off {
+		t.Fatalf("keyRecords: mu at %d, want 64, after the fields lookups read", off)
+	}
+	r := newKeyRecords(10, true)
+	if uintptr(unsafe.Pointer(r))%64 != 0 {
+		t.Fatal("keyRecords does not start a cache line")
+	}
+}
