@@ -64,9 +64,12 @@ type keyRecPlain struct {
 // less): 128 KiB of token bucket records.
 const recChunk = 1024
 
-// maxKeyRecords is the most keys one table tracks (MaxKeys' bound): a
-// slot keeps at least 4 bits of tag beside a record's number.
-const maxKeyRecords = 1<<28 - 1
+// MaxKeysLimit is the most keys one rule tracks (Rule.MaxKeys' bound):
+// 268 435 455, so that a key table's 4-byte index slot keeps at least 4
+// bits of tag beside a record's number.
+const MaxKeysLimit = 1<<28 - 1
+
+const maxKeyRecords = MaxKeysLimit
 
 func newKeyRecords(maxKeys int, bucket bool) *keyRecords {
 	maxKeys = max(0, min(maxKeys, maxKeyRecords))

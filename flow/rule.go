@@ -118,7 +118,8 @@ type Rule struct {
 	// MaxWait > 0 lets a call wait this long for its turn instead of being blocked.
 	MaxWait time.Duration
 	// MaxKeys bounds the users or IPs tracked at the user and ip levels
-	// (least recently used evicted first). Default 100000.
+	// (least recently used evicted first). Default 100000, at most
+	// MaxKeysLimit.
 	MaxKeys int
 	// IdleTTL forgets a user or IP idle this long. Default 10m.
 	IdleTTL time.Duration

@@ -95,6 +95,8 @@ var badDocs = []struct {
 		[]problem{{`rules[0] (id "a"): maxKeys`, "must be >= 0"}}},
 	{"maxKeys huge", `{"rules": [{"id": "a", "resource": "r", "level": "ip", "algorithm": "token_bucket", "limit": 1, "maxKeys": 1e12}]}`,
 		[]problem{{`rules[0] (id "a"): maxKeys`, "out of range"}}},
+	{"maxKeys past the bound", `{"rules": [{"id": "a", "resource": "r", "level": "ip", "algorithm": "token_bucket", "limit": 1, "maxKeys": 268435456}]}`,
+		[]problem{{`rules[0] (id "a"): maxKeys`, "must be at most 268435455"}}},
 	{"concurrency fraction", `{"rules": [{"id": "a", "resource": "r", "algorithm": "concurrency", "limit": 2.5}]}`,
 		[]problem{{`rules[0] (id "a"): limit`, "must be a whole number for concurrency"}}},
 	{"sliding log too big", `{"rules": [{"id": "a", "resource": "r", "algorithm": "sliding_log", "limit": 1e9}]}`,
