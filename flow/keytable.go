@@ -180,6 +180,13 @@ func (t *keyTable) get(cr *compiledRule, key string, now int64) (limiter, error)
 		s.mu.Unlock()
 		return lim, nil
 	}
+	return t.add(cr, s, h, en, now, nt)
+}
+
+// add is get for a key it did not find (en nil) or found idle past the
+// TTL, with s locked (add unlocks it): apart from get, so that get's own
+// path, the one nearly every call takes, keeps its values in registers.
+func (t *keyTable) add(cr *compiledRule, s *keyShard, h uint64, en *keyEntry, now int64, nt uint32) (limiter, error) {
 	g := uint32(cr.gen.Load())
 	if en != nil { // idle past the TTL: forgotten, starts afresh
 		if err := cr.initKey(en, t.recs.bucketOf(en), now, nt, g); err != nil {
