@@ -203,13 +203,8 @@ func (l *Limiter) CloneInto(dst *Limiter) {
 func (l *Limiter) Restart(from *Limiter) {
 	c := from.rate.Load()
 	stored := math.Float64bits(c.initialStored(l.warmup < 0))
-	for spins := 0; ; spins++ {
-		old := l.rate.Load()
-		w0, w1 := l.load128()
-		if w0>>verShift != old.ver {
-			backoff(spins) // a SetRate is between its CAS and its store
-			continue
-		}
+	for {
+		old, w0, w1 := l.settled()
 		next := l.micros(clock.Nanotime(l.clk)) // what a clone made now counts as 0
 		cfg := c
 		if cfg != old && cfg.ver == old.ver {
@@ -228,6 +223,20 @@ func (l *Limiter) Restart(from *Limiter) {
 	}
 }
 
+// settled returns the state words and the rate they were written under,
+// waiting out a SetRate or Restart between its CAS of the words and its
+// store of the rate.
+func (l *Limiter) settled() (old *rateConfig, w0, w1 uint64) {
+	for spins := 0; ; spins++ {
+		old = l.rate.Load()
+		w0, w1 = l.load128()
+		if w0>>verShift == old.ver {
+			return old, w0, w1
+		}
+		backoff(spins)
+	}
+}
+
 // SetRate changes the stable rate as Guava's setRate does: time elapsed so far
 // is credited at the old rate, stored permits keep their proportion of
 // maxPermits, and the next request still pays the previous request's cost at the
@@ -238,13 +247,8 @@ func (l *Limiter) SetRate(permitsPerSecond float64) error {
 	}
 	now := l.micros(clock.Nanotime(l.clk))
 	cfg := new(rateConfig)
-	for spins := 0; ; spins++ {
-		old := l.rate.Load()
-		w0, w1 := l.load128()
-		if w0>>verShift != old.ver {
-			backoff(spins) // another SetRate is between its CAS and its store
-			continue
-		}
+	for {
+		old, w0, w1 := l.settled()
 		st := decode(w0, w1, old)
 		l.setRate(&st, cfg, permitsPerSecond, now)
 		cfg.ver = (old.ver + 1) & 0xff
