@@ -64,15 +64,8 @@ type keyRecPlain struct {
 // less): 128 KiB of token bucket records.
 const recChunk = 1024
 
-// MaxKeysLimit is the most keys one rule tracks (Rule.MaxKeys' bound):
-// 268 435 455, so that a key table's 4-byte index slot keeps at least 4
-// bits of tag beside a record's number.
-const MaxKeysLimit = 1<<28 - 1
-
-const maxKeyRecords = MaxKeysLimit
-
 func newKeyRecords(maxKeys int, bucket bool) *keyRecords {
-	maxKeys = max(0, min(maxKeys, maxKeyRecords))
+	maxKeys = max(0, min(maxKeys, MaxKeysLimit))
 	r := hotpath.LineAligned[keyRecords](0)
 	r.bucket, r.size = bucket, unsafe.Sizeof(keyRecPlain{})
 	if bucket {

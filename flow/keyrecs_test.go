@@ -101,9 +101,9 @@ func TestKeyRecordReuseWhileHeld(t *testing.T) {
 
 // TestMaxKeysBound: MaxKeys past what a table can number is refused.
 func TestMaxKeysBound(t *testing.T) {
-	r := Rule{ID: "u", Resource: "r", Level: LevelUser, Algorithm: AlgoTokenBucket, Limit: 5, MaxKeys: maxKeyRecords}
+	r := Rule{ID: "u", Resource: "r", Level: LevelUser, Algorithm: AlgoTokenBucket, Limit: 5, MaxKeys: MaxKeysLimit}
 	if err := r.Validate(); err != nil {
-		t.Fatalf("MaxKeys %d: %v", maxKeyRecords, err)
+		t.Fatalf("MaxKeys %d: %v", MaxKeysLimit, err)
 	}
 	r.MaxKeys++
 	if err := r.Validate(); err == nil {

@@ -103,7 +103,7 @@ func age(nowTick, last uint32) int64 { return int64(int32(nowTick - last)) }
 // newKeyTable tracks up to maxKeys keys; bucket says the rule's limiters
 // are token buckets, which the key records then hold in place.
 func newKeyTable(maxKeys int, ttl int64, bucket bool) *keyTable {
-	maxKeys = min(maxKeys, maxKeyRecords) // validation refuses more
+	maxKeys = min(maxKeys, MaxKeysLimit) // validation refuses more
 	n := 1
 	for n < maxShards && n*2*keysPerShard <= maxKeys {
 		n *= 2

@@ -17,6 +17,10 @@ const (
 	DefaultBuckets    = 10
 	DefaultMaxKeys    = 100000
 	DefaultIdleTTL    = 10 * time.Minute
+	// MaxKeysLimit bounds MaxKeys: 268 435 455, so that a key table's
+	// 4-byte index slot keeps at least 4 bits of tag beside a record's
+	// number (keyRecords).
+	MaxKeysLimit = 1<<28 - 1
 	// MaxSlidingLogLimit bounds Limit of a sliding_log rule: it keeps Limit
 	// timestamps per key.
 	MaxSlidingLogLimit = 1 << 20
@@ -189,8 +193,8 @@ func (r Rule) Validate() error {
 	keyed := r.Level.keyed()
 	if r.MaxKeys < 0 {
 		bad("maxKeys", "must be >= 0, not %d", r.MaxKeys)
-	} else if r.MaxKeys > maxKeyRecords {
-		bad("maxKeys", "must be at most %d, not %d", maxKeyRecords, r.MaxKeys)
+	} else if r.MaxKeys > MaxKeysLimit {
+		bad("maxKeys", "must be at most %d, not %d", MaxKeysLimit, r.MaxKeys)
 	} else if r.MaxKeys != 0 && !keyed {
 		bad("maxKeys", "only for user, ip and param levels")
 	}
