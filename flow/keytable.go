@@ -149,25 +149,7 @@ func (t *keyTable) get(cr *compiledRule, key string, now int64) (limiter, error)
 	s := &t.shards[h&t.mask]
 	nt := tick(now)
 	s.mu.Lock()
-	// s.m.get(t.recs, h), written out: get is past the compiler's inlining
-	// budget, and calling it cost the keyed path ~30 instructions.
-	var en *keyEntry
-	if m, r := &s.m, t.recs; m.n != 0 {
-		lh, mask := live(h), uint64(len(m.slots)-1)
-		tag := uint32(lh) & r.tagMask
-		for i := lh >> m.shift; ; i = (i + 1) & mask {
-			sl := m.slots[i]
-			if sl == 0 {
-				break
-			}
-			if sl&r.tagMask == tag {
-				if e := r.entry(r.num(sl)); *r.hash(e) == lh {
-					en = e
-					break
-				}
-			}
-		}
-	}
+	en := s.m.get(t.recs, h)
 	if en != nil && age(nt, en.last) <= t.ttl {
 		if g := uint32(cr.gen.Load()); en.gen != g {
 			en.lim.setLimit(now, cr.limit())
