@@ -20,7 +20,7 @@ func TestSystemGuardBlocksAboveBound(t *testing.T) {
 	if err := eng.LoadRules([]flow.Rule{{ID: "roomy", Resource: "api", Algorithm: flow.AlgoTokenBucket, Limit: 1e9}}); err != nil {
 		t.Fatal(err)
 	}
-	var open []*flow.Permit
+	var open []flow.Permit
 	for range 1000 { // one call per ms, each exits 20ms after it entered
 		p, err := eng.Entry("api")
 		if err != nil {
@@ -56,7 +56,7 @@ func TestSystemGuardBlocksAboveBound(t *testing.T) {
 	passed := 0
 	var err error
 	for passed <= 2*int(want) {
-		var p *flow.Permit
+		var p flow.Permit
 		if p, err = eng.Entry("api"); err != nil {
 			break
 		}

@@ -137,7 +137,7 @@ func TestAdaptiveAllocations(t *testing.T) {
 		t.Skip("instrumented builds allocate")
 	}
 	e, clk := newTestEngine(t, Rule{ID: "a", Resource: "r", Algorithm: AlgoAdaptiveConcurrency, InitialLimit: 4})
-	var ps [8]*Permit
+	var ps [8]Permit
 	round := func() {
 		n := 0
 		for ; n < len(ps); n++ {

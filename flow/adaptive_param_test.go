@@ -7,7 +7,7 @@ import "testing"
 func TestAdaptiveConcurrencyPerParamValue(t *testing.T) {
 	e, _ := newTestEngine(t, Rule{ID: "a", Resource: "r", Level: LevelParam, Param: "tenant",
 		Algorithm: AlgoAdaptiveConcurrency, InitialLimit: 2, MinLimit: 1, MaxLimit: 10})
-	var held []*Permit
+	var held []Permit
 	for i := range 2 {
 		p, err := e.Entry("r", WithParam("tenant", "acme"))
 		if err != nil {

@@ -44,59 +44,35 @@ type breakerUse struct {
 	v   breakerVerdict
 }
 
-// breakerRules are the breakers of one resource: checked before any flow
-// level, so a call an open breaker refuses takes no flow permit.
-type breakerRules struct {
-	global []*compiledRule
-	keyed  []*compiledRule // user and ip
-}
-
-// checkBreakers asks every breaker of rr that applies to the call; the
-// first that refuses writes its refusal to st.refusal (see refuse), and
-// the probes taken so far are given back. The admitted uses go to st, for undo and the Permit.
-func (e *Engine) checkBreakers(a *entryArgs, resource string, rr *resourceRules, st *entryState) error {
-	for _, list := range [2][]*compiledRule{rr.breakers.keyed, rr.breakers.global} {
-		for _, cr := range list {
-			key := a.keyFor(&cr.rule) // "" at the global level
-			if key == "" && cr.keyed {
-				continue
-			}
-			lim, err := cr.limiterFor(key, st.now)
-			b, _ := lim.(*breaker)
-			if err != nil || b == nil {
-				e.logError("flow: building breaker", err, cr)
-				continue
-			}
-			if st.now-cr.seen.Load() >= seenStep {
-				cr.seen.Store(st.now)
-			}
-			v := b.check(&cr.rule, st.now)
-			if v.moved {
-				e.breakerMoved(cr, key, breakerMove{from: BreakerOpen, to: BreakerHalfOpen}, st.now)
-			}
-			if !v.ok {
-				if cr.shadow.Load() {
-					// Not recorded either: an enforcing breaker would
-					// not have seen the call's outcome.
-					e.shadowRefused(resource, cr, ReasonBreakerOpen)
-					continue
-				}
-				e.undo(st)
-				rr.stats.block(st.now, cr.rule.Level)
-				cr.refused.Add(1) // BlockedByRule
-				if key != "" {
-					e.recordRefusal(cr, key, st.now)
-				}
-				// Written into st, as refuse does, so Decide refuses
-				// without allocating here too.
-				st.refusal = BlockError{Resource: resource, Level: cr.rule.Level, RuleID: cr.rule.ID,
-					Reason: ReasonBreakerOpen, RetryAfter: v.retryAfter, Window: cr.rule.Window}
-				return errRefused
-			}
-			st.brk.add(breakerUse{b: b, cr: cr, key: key, v: v})
-		}
+// breaker asks cr, a circuit breaker, whether the call may pass. A
+// passed breaker goes to the call's record, to be told the outcome at Exit
+// (or its probe given back when a later check refuses). A shadow breaker
+// that would refuse records nothing either: an enforcing one would not
+// have seen the call's outcome.
+func (st *entryState) breaker(cr *compiledRule) bool {
+	key := st.a.keyFor(&cr.rule) // "" at the global level
+	if key == "" && cr.keyed {
+		return true
 	}
-	return nil
+	e := st.eng
+	lim, err := cr.limiterFor(key, st.now)
+	b, _ := lim.(*breaker)
+	if err != nil || b == nil {
+		e.logError("flow: building breaker", err, cr)
+		return true
+	}
+	if st.now-cr.seen.Load() >= seenStep {
+		cr.seen.Store(st.now)
+	}
+	v := b.check(&cr.rule, st.now)
+	if v.moved {
+		e.breakerMoved(cr, key, breakerMove{from: BreakerOpen, to: BreakerHalfOpen}, st.now)
+	}
+	if !v.ok {
+		return st.deny(cr, ReasonBreakerOpen, key, decision{retryAfter: v.retryAfter})
+	}
+	st.c.brk = append(st.c.brk, breakerUse{b: b, cr: cr, key: key, v: v})
+	return true
 }
 
 // seenStep is how stale compiledRule.seen may be: Entry stores its time
@@ -111,25 +87,25 @@ const seenStep = int64(time.Millisecond)
 // Entry time its rule saw, to the millisecond (compiledRule.seen). So a
 // call that outlives the window still counts, as long as calls go on
 // entering; when none do, its outcome counts at the last one's time.
-func (p *Permit) exitBreakers(failed bool) {
-	e := p.eng
+func (c *call) exitBreakers(failed bool) {
+	e := c.eng
 	var now int64
 	exact := e.cf.rtMask == 0
-	for i := range p.brk {
-		u := &p.brk[i]
-		at := max(p.start, u.cr.seen.Load())
+	for i := range c.brk {
+		u := &c.brk[i]
+		at := max(c.start, u.cr.seen.Load())
 		if exact || u.cr.rule.Strategy == BreakerSlowRatio {
 			if now == 0 {
 				now = e.now()
 			}
 			at = now
 		}
-		if m, ok := u.b.record(&u.cr.rule, u.v, at, time.Duration(at-p.start), failed); ok {
+		if m, ok := u.b.record(&u.cr.rule, u.v, at, time.Duration(at-c.start), failed); ok {
 			e.breakerMoved(u.cr, u.key, m, at)
 		}
 		*u = breakerUse{}
 	}
-	p.brk = p.brk[:0]
+	c.brk = c.brk[:0]
 }
 
 // breakerMoved counts, logs and reports one transition.
@@ -206,47 +182,4 @@ func (cr *compiledRule) breakerStats(now int64) BreakerStats {
 		s.State = BreakerHalfOpen
 	}
 	return s
-}
-
-// breakerUses holds an Entry's breakerUse values on the stack: two in an
-// array (a slice over a local array would escape), more spill to the heap.
-type breakerUses struct {
-	n    int
-	arr  [2]breakerUse
-	more []breakerUse
-}
-
-func (u *breakerUses) add(x breakerUse) {
-	if u.n < len(u.arr) {
-		u.arr[u.n] = x
-		u.n++
-		return
-	}
-	u.more = append(u.more, x)
-}
-
-// cancel gives back the probes of a call refused after its breakers passed.
-func (u *breakerUses) cancel() {
-	for i := range u.arr[:u.n] {
-		u.arr[i].b.cancel(u.arr[i].v)
-	}
-	for i := range u.more {
-		u.more[i].b.cancel(u.more[i].v)
-	}
-}
-
-func (u *breakerUses) appendTo(dst []breakerUse) []breakerUse {
-	dst = append(dst, u.arr[:u.n]...)
-	return append(dst, u.more...)
-}
-
-func (rr *resourceRules) addBreaker(cr *compiledRule) {
-	if rr.breakers == nil {
-		rr.breakers = &breakerRules{}
-	}
-	if cr.keyed {
-		rr.breakers.keyed = append(rr.breakers.keyed, cr)
-	} else {
-		rr.breakers.global = append(rr.breakers.global, cr)
-	}
 }

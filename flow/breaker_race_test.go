@@ -39,7 +39,7 @@ func TestBreakerProbesExactUnderRace(t *testing.T) {
 				t.Fatalf("probes %d, round %d: %d calls passed half-open, want %d", probes, round, got, probes)
 			}
 			held.Range(func(k, _ any) bool {
-				k.(*Permit).Exit(WithError(errDown))
+				k.(Permit).Exit(WithError(errDown))
 				return true
 			})
 			if be := refusal(t, e); be == nil || be.RetryAfter != c.rule.OpenFor {

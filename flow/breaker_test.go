@@ -28,7 +28,7 @@ type breakerCase struct {
 // finish exits p after the call: bad is an error, or for slow_ratio a call
 // that takes 200ms (slowCall 100ms); a good slow_ratio call takes no time
 // (and fails: an error is not what slow_ratio counts).
-func finish(p *Permit, clk *clock.Fake, slow, bad bool) {
+func finish(p Permit, clk *clock.Fake, slow, bad bool) {
 	switch {
 	case slow && bad:
 		clk.Advance(200 * time.Millisecond)
@@ -162,7 +162,7 @@ func TestBreakerHalfOpenAdmitsExactlyProbes(t *testing.T) {
 			t.Fatal("passed before openFor was up")
 		}
 		clk.Advance(time.Nanosecond)
-		var held []*Permit
+		var held []Permit
 		for i := 0; i < 3; i++ {
 			p, err := e.Entry("dep")
 			if err != nil {

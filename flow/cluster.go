@@ -57,42 +57,47 @@ type ClusterStats struct {
 	Fallbacks map[string]uint64 // "local", "allow", "deny"
 }
 
-// clusterLevel asks the token server for one group of cluster rules of a
-// level, and applies each rule's fallback when it cannot answer. A shadow
-// group (all shadow rules) only counts its refusals (refuseOr).
-func (e *Engine) clusterLevel(a *entryArgs, resource string, rr *resourceRules, level Level, g *clusterGroup, key string, st *entryState) error {
-	ts := e.cf.ts
-	req := TokenRequest{Resource: resource, Level: level, Key: key, Tokens: st.tokens, Rules: g.rules, Factor: e.AdaptiveFactor()}
-	res, err := ts.Acquire(a.context(), req)
-	if err == nil {
-		if !res.Allowed {
-			e.cl.blocked.Add(1)
-			i := res.Refused
-			if i < 0 || i >= len(g.crs) {
-				i = 0
-			}
-			d := decision{retryAfter: max(0, res.RetryAfter), remaining: res.Remaining}
-			return e.refuseOr(resource, rr, g.crs[i], d, ReasonClusterLimited, st)
-		}
-		e.cl.passed.Add(1)
-		if e.cl.outage.down.Load() {
-			e.cl.outage.up(e, st.now)
-		}
-		st.grants = append(st.grants, clusterGrant{req: req, res: res, release: g.conc || res.Lease != ""})
-		st.noteUnlessShadow(tightest(g.crs), max(0, res.Wait), res.Remaining, 0)
-		return nil
+// cluster asks the token server for one group of cluster rules of a
+// level, for key, and applies each rule's fallback when it cannot answer.
+func (st *entryState) cluster(g *clusterGroup, level Level, key string) bool {
+	e := st.eng
+	req := TokenRequest{Resource: st.resource, Level: level, Key: key, Tokens: st.c.tokens, Rules: g.rules, Factor: e.AdaptiveFactor()}
+	res, err := e.cf.ts.Acquire(st.a.context(), req)
+	if err != nil {
+		return st.clusterFallback(g, key, err)
 	}
+	if !res.Allowed {
+		e.cl.blocked.Add(1)
+		i := res.Refused
+		if i < 0 || i >= len(g.crs) {
+			i = 0
+		}
+		return st.deny(g.crs[i], ReasonClusterLimited, "", decision{retryAfter: max(0, res.RetryAfter), remaining: res.Remaining})
+	}
+	e.cl.passed.Add(1)
+	if e.cl.outage.down.Load() {
+		e.cl.outage.up(e, st.now)
+	}
+	st.c.grants = append(st.c.grants, clusterGrant{req: req, res: res, release: g.conc || res.Lease != ""})
+	st.note(tightest(g.crs), max(0, res.Wait), res.Remaining, 0)
+	return true
+}
+
+// clusterFallback decides g's rules by their fallback policies while the
+// token server cannot answer.
+func (st *entryState) clusterFallback(g *clusterGroup, key string, err error) bool {
+	e := st.eng
 	e.cl.errors.Add(1)
 	e.cl.outage.failed(e, err, g.crs[0], st.now)
-	n := max(1, ts.Instances())
+	n := max(1, e.cf.ts.Instances())
 	for _, cr := range g.crs {
 		switch cr.rule.Cluster.Fallback {
 		case "allow":
 			e.cl.fbAllow.Add(1)
 		case "deny":
 			e.cl.fbDeny.Add(1)
-			if err := e.refuseOr(resource, rr, cr, decision{}, ReasonClusterUnavailable, st); err != nil {
-				return err
+			if !st.deny(cr, ReasonClusterUnavailable, "", decision{}) {
+				return false
 			}
 		default:
 			e.cl.fbLocal.Add(1)
@@ -100,12 +105,12 @@ func (e *Engine) clusterLevel(a *entryArgs, resource string, rr *resourceRules, 
 			if cr.fallbackResumes(e.cl.passed.Load()) {
 				drainLocal(cr, key, st.now)
 			}
-			if err := e.takeLocal(resource, rr, cr, key, st); err != nil {
-				return err
+			if !st.local(cr, key) {
+				return false
 			}
 		}
 	}
-	return nil
+	return true
 }
 
 // The local fallback of a token_bucket cluster rule sits unused while Redis

@@ -175,7 +175,7 @@ func TestClusterFallbacks(t *testing.T) {
 			}
 		})
 	}
-	_, err := func() (*Permit, error) {
+	_, err := func() (Permit, error) {
 		e, _ := clusterEngine(t, &fakeTokenServer{err: down, instances: 1}, cfw("c", LevelGlobal, 2, "global", "deny"))
 		return e.Entry("r")
 	}()

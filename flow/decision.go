@@ -4,11 +4,11 @@ package flow
 // allocates nothing: the BlockError lives in the Decision, on the caller's
 // stack, instead of behind the error Entry returns.
 type Decision struct {
-	// Allowed reports that the call was admitted; Permit is then non-nil.
+	// Allowed reports that the call was admitted.
 	Allowed bool
-	// Permit is the admitted call: Exit it when the call ends. Nil when
-	// refused.
-	Permit *Permit
+	// Permit is the admitted call: Exit it when the call ends. The zero
+	// Permit when refused.
+	Permit Permit
 	// Block says why the call was refused; the zero value when admitted.
 	Block BlockError
 }
@@ -19,8 +19,9 @@ type Decision struct {
 // answers refusals itself uses it; d.Err() gives Entry's error when one is
 // needed.
 func (e *Engine) Decide(resource string, opts ...EntryOption) (d Decision) {
-	d.Permit, _ = e.decide(nil, resource, opts, &d.Block)
-	d.Allowed = d.Permit != nil
+	var err error
+	d.Permit, err = e.decide(nil, resource, opts, &d.Block)
+	d.Allowed = err == nil
 	return d
 }
 

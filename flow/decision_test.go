@@ -36,11 +36,11 @@ func TestDecideMatchesEntry(t *testing.T) {
 	for i, c := range calls {
 		p, err := ent.Entry(c.res, c.opts...)
 		d := dec.Decide(c.res, c.opts...)
-		if (err == nil) != d.Allowed || (p == nil) == d.Allowed {
+		if (err == nil) != d.Allowed || (err != nil && p != Permit{}) {
 			t.Fatalf("call %d (%s): Entry err %v, Decide allowed %v", i, c.res, err, d.Allowed)
 		}
 		if err == nil {
-			if (p == noopPermit) != (d.Permit == noopPermit) {
+			if (p == Permit{}) != (d.Permit == Permit{}) {
 				t.Fatalf("call %d: one permit is the no-rule permit, the other not", i)
 			}
 			continue
@@ -85,7 +85,7 @@ func TestDecideWaitCancelled(t *testing.T) {
 	if d.Allowed || d.Block.Reason != ReasonWaitCancelled || !errors.Is(d.Err(), context.Canceled) {
 		t.Fatalf("got %+v, want a refusal with reason %q wrapping context.Canceled", d, ReasonWaitCancelled)
 	}
-	if d := (Decision{Allowed: true, Permit: noopPermit}); d.Err() != nil {
+	if d := (Decision{Allowed: true, Permit: Permit{}}); d.Err() != nil {
 		t.Fatalf("Err of an admitted call: got %v, want nil", d.Err())
 	}
 }

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/flowgate/flowgate/clock"
-	"github.com/flowgate/flowgate/internal/hotpath"
 )
 
 // Engine admits or refuses calls to resources according to the rules it
@@ -21,9 +20,6 @@ type Engine struct {
 	stats map[string]*resourceStats // under mu; every resource that had rules
 
 	mono clock.Monotonic // the clock's cheap reading, when it has one
-	// realClock: the clock is clock.Real(), read with hotpath.Nanotime
-	// directly (what its Nanotime does, without the interface call).
-	realClock bool
 
 	factor   atomic.Uint64 // adaptive factor, float64 bits
 	sysLimit atomic.Int64
@@ -34,10 +30,8 @@ type Engine struct {
 	sysInFlight atomic.Int64
 	unruled     atomic.Int64
 	cl          clusterCounters
-	// Permits are pooled: a spare per P first (spare), then permits.
-	spare     hotpath.PerP
-	permits   sync.Pool
-	permitSeq atomic.Uint32 // lanes of new permits (see Permit.lane)
+	calls   sync.Pool     // free call records (see call)
+	callSeq atomic.Uint32 // lanes of new records (see call.lane)
 }
 
 type clusterCounters struct {
@@ -64,8 +58,6 @@ func NewEngine(opts ...Option) *Engine {
 		e.cf.rtMask = rtMaskFor(8)
 	}
 	e.mono, _ = e.cf.clk.(clock.Monotonic)
-	e.realClock = e.cf.clk == clock.Real()
-	e.spare = hotpath.NewPerP()
 	e.factor.Store(math.Float64bits(1))
 	e.rules.Store(&ruleSet{byResource: map[string]*resourceRules{}})
 	return e
@@ -78,8 +70,8 @@ var defaultEngine = sync.OnceValue(func() *Engine { return NewEngine() })
 func Default() *Engine { return defaultEngine() }
 
 // Entry is shorthand for Default().Entry(resource, opts...).
-func Entry(resource string, opts ...EntryOption) (*Permit, error) {
-	return Default().entry(nil, resource, opts)
+func Entry(resource string, opts ...EntryOption) (Permit, error) {
+	return Default().Entry(resource, opts...)
 }
 
 // LoadRules validates every rule (see ValidateRules) and then replaces the

@@ -33,7 +33,7 @@ func try(t *testing.T, e *Engine, res string, opts ...EntryOption) string {
 		if !errors.As(err, &be) || !errors.Is(err, ErrBlocked) {
 			t.Fatalf("Entry: got %v, want a *BlockError", err)
 		}
-		if p != nil {
+		if p != (Permit{}) {
 			t.Fatalf("Entry returned a permit with an error")
 		}
 		return be.RuleID
@@ -97,7 +97,7 @@ func TestRefundAcrossLevels(t *testing.T) {
 		t.Fatalf("got %q, want %q", got, want)
 	}
 	// The global rule saw exactly the 3 calls that passed.
-	if r := testRemaining(e.rules.Load().byResource["r"].levels[levelSlot(LevelGlobal)].local[0].global, 0); r != 97 {
+	if r := testRemaining(ruleAt(e, LevelGlobal).global, 0); r != 97 {
 		t.Fatalf("global remaining: got %v, want 97", r)
 	}
 	st := e.Snapshot().Resources[0]
@@ -210,7 +210,7 @@ func TestPermitExitIdempotentAndQuota(t *testing.T) {
 	clk.Advance(time.Millisecond)
 	p.Exit()
 	p.Exit() // no-op: the permit was already exited and not yet reused
-	var nilPermit *Permit
+	var nilPermit Permit
 	nilPermit.Exit()
 	st := e.Snapshot().Resources[0]
 	if st.Completed != 1 || st.InFlight != 0 || st.RTSum != time.Millisecond {
@@ -347,4 +347,15 @@ func TestSystemLimitConcurrent(t *testing.T) {
 	if admitted.Load() != 10 || e.InFlight() != 10 {
 		t.Fatalf("admitted %d, in flight %d, want 10 and 10", admitted.Load(), e.InFlight())
 	}
+}
+
+// ruleAt is the last compiled rule in force at level l.
+func ruleAt(e *Engine, l Level) *compiledRule {
+	var cr *compiledRule
+	for _, x := range e.rules.Load().compiled {
+		if x.rule.Level == l {
+			cr = x
+		}
+	}
+	return cr
 }

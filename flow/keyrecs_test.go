@@ -48,7 +48,7 @@ func TestKeyRecordReuse(t *testing.T) {
 		if got := passes(t, e, "a"); got != fresh { // back after its eviction
 			t.Fatalf("%v: a again passed %d, want %d", algo, got, fresh)
 		}
-		kt := e.rules.Load().lookupMap("r").plain[0].keys
+		kt := e.rules.Load().compiled[0].keys
 		if kt.recs.next > 2 || kt.len() != 2 {
 			t.Fatalf("%v: %d records handed out, %d keys, want <= 2 and 2", algo, kt.recs.next, kt.len())
 		}
@@ -65,7 +65,7 @@ func TestKeyRecordReuse(t *testing.T) {
 func TestKeyRecordReuseWhileHeld(t *testing.T) {
 	r := Rule{ID: "u", Resource: "r", Level: LevelUser, Algorithm: AlgoTokenBucket, Limit: 1e6, MaxKeys: 4}
 	e, _ := newTestEngine(t, r)
-	cr := e.rules.Load().lookupMap("r").plain[0]
+	cr := e.rules.Load().compiled[0]
 	kt := cr.keys
 	held, err := kt.get(cr, "held", e.now())
 	if err != nil {

@@ -148,46 +148,19 @@ func (l *valueList) has(key string) bool {
 	return false
 }
 
-// checkLists applies rr's allow and deny rules, in checkOrder, before any
-// other check: they take nothing, so a refusal has nothing to give back.
-// A call without the rule's identity (no WithIP, WithUser or WithParam of
-// the rule's name, or "") passes a deny rule and is refused by an allow
-// rule: an allow list admits only callers known to be on it. A shadow
-// list's would-be refusal is counted (refuseOr), not as a list refusal,
-// and the call goes on to the next list.
-func (e *Engine) checkLists(a *entryArgs, resource string, rr *resourceRules, st *entryState) error {
-	for _, cr := range rr.lists {
-		key := a.keyFor(&cr.rule)
-		on := key != "" && cr.list.has(key)
-		if on == (cr.rule.Algorithm == AlgoDeny) {
-			if !cr.shadow.Load() {
-				rr.stats.listRefusal(cr.rule.Level, cr.rule.Algorithm == AlgoDeny)
-			}
-			if err := e.refuseOr(resource, rr, cr, decision{}, cr.reason, st); err != nil {
-				return err // nothing taken yet
-			}
-		}
+// list applies an allow or deny rule. A call without the rule's
+// identity (no WithIP, WithUser or WithParam of the rule's name, or "")
+// passes a deny rule and is refused by an allow rule: an allow list admits
+// only callers known to be on it. A shadow list's would-be refusal is
+// counted as a shadow refusal, not as a list refusal.
+func (st *entryState) list(cr *compiledRule) bool {
+	key := st.a.keyFor(&cr.rule)
+	on := key != "" && cr.list.has(key)
+	if on != (cr.rule.Algorithm == AlgoDeny) {
+		return true
 	}
-	return nil
-}
-
-// keyFor is the call's key for a rule of r's level: "" at the global level
-// or when the call did not give it.
-func (a *entryArgs) keyFor(r *Rule) string {
-	switch r.Level {
-	case LevelIP:
-		return a.ip
-	case LevelUser:
-		return a.user
-	case LevelParam:
-		return a.param(r.Param)
+	if !cr.shadow.Load() {
+		st.rr.stats.listRefusal(cr.rule.Level, cr.rule.Algorithm == AlgoDeny)
 	}
-	return ""
-}
-
-// sortLists orders a resource's lists as the levels are checked.
-func sortLists(lists []*compiledRule) {
-	sort.SliceStable(lists, func(i, j int) bool {
-		return levelSlot(lists[i].rule.Level) < levelSlot(lists[j].rule.Level)
-	})
+	return st.deny(cr, cr.reason, "", decision{})
 }

@@ -68,7 +68,7 @@ func (cr *compiledRule) forKey(key string) *compiledRule {
 // soloGroup is a clusterGroup holding cr alone, built once, for a cluster
 // param rule: each param rule has keys of its own (its parameter's
 // values), so the token server is asked rule by rule, not per level.
-// Shadow or not, it is the same group: refuseOr reads cr.shadow per call.
+// Shadow or not, it is the same group: deny reads cr.shadow per call.
 func soloGroup(cr *compiledRule) *clusterGroup {
 	g := &clusterGroup{}
 	g.add(cr)
@@ -91,31 +91,4 @@ func (cr *compiledRule) owner() *compiledRule {
 		return cr.parent
 	}
 	return cr
-}
-
-// admitParams takes permits from every param rule whose parameter the
-// call gives, local rules first as at the other levels, then enforcing
-// cluster rules, then shadow ones.
-func (e *Engine) admitParams(a *entryArgs, resource string, rr *resourceRules, lr *levelRules, st *entryState) error {
-	for _, cr := range lr.local {
-		key := a.param(cr.rule.Param)
-		if key == "" {
-			continue
-		}
-		if err := e.takeLocal(resource, rr, cr.forKey(key), key, st); err != nil {
-			return err
-		}
-	}
-	for _, g := range [2]*clusterGroup{&lr.cluster, &lr.shadowCluster} {
-		for _, cr := range g.crs {
-			key := a.param(cr.rule.Param)
-			if key == "" {
-				continue
-			}
-			if err := e.clusterLevel(a, resource, rr, lr.level, cr.forKey(key).solo, key, st); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
 }

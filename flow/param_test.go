@@ -118,13 +118,12 @@ func TestRefundsAcrossAllLevels(t *testing.T) {
 	}
 	// Three calls passed: each keyed level kept exactly those 3; the param
 	// refusal and the global refusals gave back what ip, user and param took.
-	rr := e.rules.Load().byResource["r"]
 	for _, c := range []struct {
 		lvl  Level
 		key  string
 		want float64
 	}{{LevelIP, "10.0.0.1", 7}, {LevelUser, "u", 7}, {LevelParam, "c", 2}, {LevelParam, "a", 0}} {
-		cr := rr.levels[levelSlot(c.lvl)].local[0]
+		cr := ruleAt(e, c.lvl)
 		lim, _ := cr.limiterFor(c.key, e.now())
 		if r := testRemaining(lim, e.now()); r != c.want {
 			t.Errorf("%v %q remaining: got %v, want %v", c.lvl, c.key, r, c.want)

@@ -6,223 +6,209 @@ import (
 	"math/rand/v2"
 	"sync/atomic"
 	"time"
-	"unsafe"
-
-	"github.com/flowgate/flowgate/internal/hotpath"
 )
 
-// Permit is a call admitted by Entry. Call Exit exactly when the call ends.
+// Permit is a call Entry admitted. Exit it once when the call ends; the
+// usual form is
 //
-// Permits are pooled so the pass path allocates nothing. What idempotent
-// Exit guarantees: the first Exit wins (a compare-and-swap on the permit's
-// state, so even two racing Exits count once); every later Exit before the
-// Permit is handed out again is a no-op, as is Exit on a nil Permit. After
-// Exit the Permit goes back to the pool and a later Entry may hand it out,
-// so a stale pointer's Exit would end that other call: do not keep or use
-// a Permit after Exit. The usual
-// `p, err := eng.Entry(r); if err != nil {...}; defer p.Exit()` is safe.
-// Calls to a resource with no rule (system guard off) share one static
-// Permit whose Exit does nothing.
+//	p, err := eng.Entry(resource)
+//	if err != nil { return err }
+//	defer p.Exit()
+//
+// A Permit is a small value (copy it freely). Exit ends the call the
+// Permit was made for and nothing else: the first Exit of any copy wins,
+// and every later one does nothing, even after the engine has reused the
+// call's record for another call. The zero Permit (what Entry returns with
+// an error, and for a resource with no rule while the system guard is
+// off) has nothing to end: its Exit does nothing and Quota reports false.
 type Permit struct {
-	state atomic.Uint32
-	// lane is where this permit's calls count passes and completions (see
-	// laneBucket): fixed when the permit is made, from a sequence, so the
-	// permits the pool keeps for different Ps get different lanes.
+	c   *call
+	gen uint64 // c.gen while this Permit's call is in flight
+}
+
+// call is the record of one admitted call: what it took, and what Exit
+// needs. Records are pooled, so that admitting a call allocates nothing;
+// gen tells one use of a record from the next. It is odd while a call
+// holds the record, even while the record is free; a Permit remembers the
+// odd value its call was given, and Exit moves it to the next even value
+// with a compare-and-swap, which only the first Exit of that call can do.
+type call struct {
+	gen atomic.Uint64
+	eng *Engine
+	// lane is where this record's calls count passes and completions
+	// (see laneBucket): fixed when the record is made, from a sequence, so
+	// records the pool keeps on different Ps mostly count apart.
 	lane   uint32
-	eng    *Engine
+	rng    uint64 // this record's random stream for RT sampling (see sample)
 	stats  *resourceStats
-	bucket *laneBucket // where Entry counted the pass, in stats: an unmeasured Exit counts there
-	// stats and bucket stay past Exit, so that the next Entry on this
-	// permit for the same resource finds its bucket at once (see
-	// resourceStats.passIn); Entry sets stats on every path.
-	rng    uint64 // this permit's random stream for RT sampling (see sample)
+	bucket *laneBucket // where Entry counted the pass: an unmeasured Exit counts there
 	start  int64
 	tokens int
 	waited time.Duration
 	quota  quotaNote
 	// sysCounted: counted in Engine.sysInFlight; unruled: in Engine.unruled.
-	// extra: any of these, or held, grants or brk, is set (Exit has more to
-	// do than count the call; the one-rule path never sets it).
-	sysCounted, unruled, extra bool
-	held                       []holder       // concurrency caps to release
-	spill                      []takenLim     // lent to an Entry with many rules (see entryState.take)
-	grants                     []clusterGrant // token server grants to release
-	brk                        []breakerUse   // circuit breakers to tell the outcome
-	// The size a multiple of hotpath.CacheLine, so the allocator's size
-	// class lays permits on whole lines: two permits sharing a line (those
-	// of two Ps, made one after the other) had every Entry and Exit on one
-	// core invalidate the other's. TestPermitSize holds it.
-	_ [56]byte
+	sysCounted, unruled bool
+	// taken is what Entry took, so that a refusal can give it back; what
+	// the call still holds at Exit is moved to held, grants and brk.
+	taken  []takenLim
+	held   []holder       // concurrency caps to release
+	grants []clusterGrant // token server grants to release, or give back on refusal
+	brk    []breakerUse   // circuit breakers to tell the outcome
 }
 
-const (
-	permitFree   = iota // in the pool or exited
-	permitActive        // handed out by Entry
-	permitStatic        // the shared permit of a resource with no rule
-)
-
-// noopPermit is returned for resources with no rule: Exit does nothing.
-var noopPermit = newStaticPermit()
-
-func newStaticPermit() *Permit {
-	p := new(Permit)
-	p.state.Store(permitStatic)
-	return p
+// takenLim is a local limiter a call took permits from.
+type takenLim struct {
+	lim limiter
+	at  int64 // the moment the permits were taken for: now, or now+wait when queued
 }
 
-// pooledPermit is a permit from the pool, or a new one.
-func (e *Engine) pooledPermit() *Permit {
-	if p, _ := e.permits.Get().(*Permit); p != nil {
-		return p
+// clusterGrant is a token server answer to give back or release.
+type clusterGrant struct {
+	req     TokenRequest
+	res     TokenResult
+	release bool // Release on Exit (concurrency or a lease)
+}
+
+// quotaNote is the most restrictive rule seen so far; Permit.Quota expands it.
+type quotaNote struct {
+	cr               *compiledRule // nil: no rule applied
+	limit, remaining float64
+	reset            time.Duration
+}
+
+// getCall takes a free record from the pool (or makes one) for a call
+// starting at now, and marks it in use.
+func (e *Engine) getCall(now int64) *call {
+	c, _ := e.calls.Get().(*call)
+	if c == nil {
+		c = &call{eng: e, rng: rand.Uint64(), lane: e.callSeq.Add(1)}
 	}
-	return &Permit{eng: e, rng: rand.Uint64(), lane: e.permitSeq.Add(1)}
+	c.start, c.quota = now, quotaNote{}
+	c.gen.Add(1) // even (free) to odd (in use)
+	return c
 }
 
-// getPermit hands out a permit: the calling P's spare (see Engine.spare),
-// else one from the pool.
-func (e *Engine) getPermit(start int64) *Permit {
-	p := (*Permit)(e.spare.Get())
-	if p == nil {
-		p = e.pooledPermit()
-	}
-	p.start = start
-	// Between the pool's Get and Entry's return the permit is ours alone,
-	// and whoever calls Exit later got it from us through something that
-	// orders memory (the pool's Put and Get do too). A stale pointer's Exit
-	// racing this is the misuse Permit's doc forbids.
-	hotpath.StoreUnpublished32(&p.state, permitActive)
-	return p
+// putCall marks c, a record no Permit was made from, free and returns it
+// to the pool. It must hold nothing (see undo): the pool keeps no limiter
+// or grant alive.
+func (e *Engine) putCall(c *call) {
+	c.gen.Add(1) // odd to even: no Permit of the call it served matches now
+	e.calls.Put(c)
 }
 
-// Exit ends the call: it releases concurrency permits, records completion,
-// response time (since Entry returned; on a sample of calls with the real
-// clock, see WithRTSampling) and, with WithError(err) and a non-nil err, a
-// failure. See Permit for what idempotent means here.
-func (p *Permit) Exit(opts ...ExitOption) {
-	// Never a CAS on the shared no-rule permit: its cache line stays
-	// clean across cores.
-	if p == nil || p == noopPermit || !p.state.CompareAndSwap(permitActive, permitFree) {
+// permit is the Permit for the call c now serves.
+func (c *call) permit() Permit { return Permit{c: c, gen: c.gen.Load()} }
+
+// Exit ends the call: it releases what the call holds (concurrency
+// permits, token server grants), tells its circuit breakers the outcome,
+// and records completion, response time (on a sample of calls with the
+// real clock: see WithRTSampling) and, with WithError(err) and a non-nil
+// err, a failure. Only the first Exit of a call does anything.
+func (p Permit) Exit(opts ...ExitOption) {
+	c := p.c
+	if c == nil || !c.gen.CompareAndSwap(p.gen, p.gen+1) {
 		return
 	}
+	// From here the record is this goroutine's alone, marked free but not
+	// yet in the pool: no Entry can hand it out, no other Exit matches.
 	var failed bool
 	for i := range opts {
 		failed = failed || opts[i].err != nil
 	}
-	e := p.eng
+	e := c.eng
 	// Response time is measured on a random 1 in rtMask+1 of Exits, each
 	// standing for rtMask+1 calls: the clock read is most of an Exit's
-	// cost. See WithRTSampling. Adaptive limits learn from the same sample.
-	measured := p.stats != nil && (e.cf.rtMask == 0 || p.sample()&e.cf.rtMask == 0)
+	// cost. Adaptive limits learn from the same sample.
+	measured := c.stats != nil && (e.cf.rtMask == 0 || c.sample()&e.cf.rtMask == 0)
 	var now int64
 	if measured {
 		now = e.now()
 	}
-	if p.extra {
-		p.exitExtra(failed, measured, now)
+	if len(c.brk) > 0 {
+		c.exitBreakers(failed)
 	}
-	if p.stats != nil {
-		if measured {
-			p.stats.exit(now, now-p.start, uint64(e.cf.rtMask)+1, failed, p.lane)
-		} else {
-			p.stats.exitUnmeasured(p.bucket, failed)
-		}
+	if len(c.held) > 0 || len(c.grants) > 0 {
+		c.release(measured, now)
 	}
-	// Entry sets the fields on every path; stats and bucket stay (see
-	// Permit.stats). putPermit, written out: it does not inline.
-	if !e.spare.Put(unsafe.Pointer(p)) {
-		e.permits.Put(p)
-	}
-}
-
-// ungetPermit gives back a permit from getPermit that no call was given.
-func (e *Engine) ungetPermit(p *Permit) {
-	hotpath.StoreUnpublished32(&p.state, permitFree)
-	e.putPermit(p)
-}
-
-// putPermit gives p back: to the calling P's spare, else to the pool.
-func (e *Engine) putPermit(p *Permit) {
-	if !e.spare.Put(unsafe.Pointer(p)) {
-		e.permits.Put(p)
-	}
-}
-
-// exitExtra is Exit's work beyond counting the call (see Permit.extra):
-// the breakers told the outcome, what was held released, and the system
-// guard's counts.
-func (p *Permit) exitExtra(failed, measured bool, now int64) {
-	if len(p.brk) > 0 {
-		p.exitBreakers(failed)
-	}
-	p.release(measured, now)
-	e := p.eng
-	if p.sysCounted {
+	if c.sysCounted {
 		e.sysInFlight.Add(-1)
 	}
-	if p.unruled {
+	if c.unruled {
 		e.unruled.Add(-1)
 	}
-	p.sysCounted, p.unruled, p.extra = false, false, false
+	c.sysCounted, c.unruled = false, false
+	if c.stats != nil {
+		if measured {
+			c.stats.exit(now, now-c.start, uint64(e.cf.rtMask)+1, failed, c.lane)
+		} else {
+			c.stats.exitUnmeasured(c.bucket, failed)
+		}
+	}
+	e.calls.Put(c) // the generation moved on above
 }
 
 // release lets go of what the call held past Entry: concurrency permits
 // (telling adaptive limits the response time when measured) and token
 // server grants.
-func (p *Permit) release(measured bool, now int64) {
-	e := p.eng
-	for i, l := range p.held {
-		l.release(p.tokens)
+func (c *call) release(measured bool, now int64) {
+	e := c.eng
+	for i, l := range c.held {
+		l.release(c.tokens)
 		if measured {
 			if o, ok := l.(rttObserver); ok {
-				o.observe(now, now-p.start)
+				o.observe(now, now-c.start)
 			}
 		}
-		p.held[i] = nil
+		c.held[i] = nil
 	}
-	for i := range p.grants {
-		g := &p.grants[i]
+	for i := range c.grants {
+		g := &c.grants[i]
 		// Not a refund: the call ran, its rate tokens stay spent.
 		g.req.Refund = false
 		if err := e.cf.ts.Release(context.Background(), g.req, g.res); err != nil {
 			e.logError("flow: token server release", err, nil)
 		}
-		*g = clusterGrant{}
+		c.grants[i] = clusterGrant{}
 	}
-	p.held, p.grants = p.held[:0], p.grants[:0]
+	c.held, c.grants = c.held[:0], c.grants[:0]
 }
 
-// sample draws from the permit's own random stream (wyrand: a Weyl
+// sample draws from the record's own random stream (wyrand: a Weyl
 // sequence through a 128-bit multiply-fold), seeded from math/rand/v2 when
-// the permit is made. Only the goroutine that won Exit's compare-and-swap
-// calls it, so the state is plain; it costs about a nanosecond where
-// rand.Uint32 costs five. Which calls are measured depends only on this
-// stream, never on the call, so the sampled figures stay unbiased.
-func (p *Permit) sample() uint32 {
-	p.rng += 0xa0761d6478bd642f
-	hi, lo := bits.Mul64(p.rng, p.rng^0xe7037ed1a0b428db)
+// the record is made. Only the goroutine that won Exit's compare-and-swap
+// calls it, so the state is plain. Which calls are measured depends only on
+// this stream, never on the call, so the sampled figures stay unbiased.
+func (c *call) sample() uint32 {
+	c.rng += 0xa0761d6478bd642f
+	hi, lo := bits.Mul64(c.rng, c.rng^0xe7037ed1a0b428db)
 	return uint32((hi ^ lo) >> 32)
 }
 
+// live reports whether p's call is still in flight (its record not yet
+// ended or reused).
+func (p Permit) live() bool { return p.c != nil && p.c.gen.Load() == p.gen }
+
 // Quota reports the most restrictive rule that admitted the call (the one
 // with the fewest permits left), for rate-limit headers; false when no rule
-// applied.
-func (p *Permit) Quota() (Quota, bool) {
-	if p == nil {
+// applied. Read it before Exit: after Exit it reports false.
+func (p Permit) Quota() (Quota, bool) {
+	if !p.live() {
 		return Quota{}, false
 	}
-	q := &p.quota
-	if q.cr == nil {
+	q := p.c.quota
+	if q.cr == nil || !p.live() { // read again: the record may have moved on meanwhile
 		return Quota{}, false
 	}
 	return Quota{RuleID: q.cr.rule.ID, Limit: q.limit, Window: q.cr.rule.Window, Remaining: q.remaining, Reset: q.reset}, true
 }
 
-// Waited reports how long Entry queued for a MaxWait slot.
-func (p *Permit) Waited() time.Duration {
-	if p == nil {
+// Waited reports how long Entry queued for a MaxWait slot. Read it before
+// Exit: after Exit it reports 0.
+func (p Permit) Waited() time.Duration {
+	if !p.live() {
 		return 0
 	}
-	return p.waited
+	return p.c.waited
 }
 
 // Quota describes the rule that most restricted a call, for headers.
@@ -242,7 +228,7 @@ type Quota struct {
 // the wait only. With WithFallback, a refused call runs the fallback
 // instead and Guard returns its error.
 func (e *Engine) Guard(ctx context.Context, resource string, fn func(context.Context) error, opts ...EntryOption) error {
-	p, err := e.entry(ctx, resource, opts)
+	p, err := e.decide(ctx, resource, opts, nil)
 	if err != nil {
 		return fallback(ctx, err, opts)
 	}

@@ -148,37 +148,14 @@ func releaseFloor(inFlight *atomic.Int64, n int) {
 // (DefaultReserve's: low calls half of it).
 var sysShares = DefaultReserve.shares()
 
-// firstAdaptive is rr's first enforcing rule the CPU controller scales, or
-// nil. A shadow rule never has calls refused for it, low ones included.
-func firstAdaptive(rr *resourceRules) *compiledRule {
-	for i := range rr.levels {
-		for _, cr := range rr.levels[i].local {
-			if cr.rule.Adaptive && !cr.shadow.Load() {
-				return cr
-			}
-		}
-		for _, cr := range rr.levels[i].cluster.crs {
-			if cr.rule.Adaptive {
-				return cr
-			}
-		}
-	}
-	return nil
-}
-
-// shedLowForCPU refuses a low-priority call with probability 1 - f while
-// the CPU controller holds the adaptive factor f below 1: low calls then
-// pass at about f² of an adaptive rule's full rate, so the cut the
-// controller makes falls on them before the higher classes, and traffic
-// that is all low still settles (a cut of everything low while f < 1 would
-// swing between all and nothing). Only resources with an adaptive rule.
-func (e *Engine) shedLowForCPU(resource string, rr *resourceRules, now int64) error {
+// keepLowForCPU draws whether a low-priority call goes on while the CPU
+// controller holds the adaptive factor f below 1: it does with probability
+// f. Low calls then pass at about f² of an adaptive rule's full rate, so the
+// cut the controller makes falls on them before the higher classes, and
+// traffic that is all low still settles (a cut of everything low while
+// f < 1 would swing between all and nothing). Only resources with an
+// adaptive rule ask (resourceRules.cpuRule).
+func (e *Engine) keepLowForCPU() bool {
 	f := e.AdaptiveFactor()
-	if f >= 1 || rand.Float64() < f {
-		return nil
-	}
-	cr := rr.cpuRule
-	rr.stats.block(now, cr.rule.Level)
-	return &BlockError{Resource: resource, Level: cr.rule.Level, RuleID: cr.rule.ID, Reason: ReasonPriority,
-		Limit: cr.limit(), Window: cr.rule.Window}
+	return f >= 1 || rand.Float64() < f
 }

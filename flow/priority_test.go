@@ -8,9 +8,9 @@ import (
 
 // hold enters res n times with opts and returns the permits and the first
 // refusal (nil when all passed).
-func hold(t *testing.T, e *Engine, res string, n int, opts ...EntryOption) ([]*Permit, *BlockError) {
+func hold(t *testing.T, e *Engine, res string, n int, opts ...EntryOption) ([]Permit, *BlockError) {
 	t.Helper()
-	var ps []*Permit
+	var ps []Permit
 	for range n {
 		p, err := e.Entry(res, opts...)
 		if err != nil {
@@ -50,7 +50,7 @@ func TestPriorityCustomReserve(t *testing.T) {
 		p    Priority
 		want int // admitted after the classes before, cumulatively
 	}{{PriorityLow, 4}, {PriorityNormal, 7}, {PriorityHigh, 8}, {PriorityCritical, 10}}
-	var all []*Permit
+	var all []Permit
 	for _, c := range cases {
 		ps, be := hold(t, e, "r", 20, WithPriority(c.p))
 		all = append(all, ps...)

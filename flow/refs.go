@@ -17,25 +17,18 @@ import "time"
 // The other resource need not have rules of its own; its admitted calls
 // then appear in the statistics like those of a resource with rules.
 
-// checkRefs refuses the call when one of rr's RefResource rules has no
-// permit left. It runs before anything is taken. A shadow RefResource
-// rule only counts the would-be refusal (refuseOr); its limiter is fed by
-// the other resource as an enforcing one's is, so it counts exactly what
-// that one would refuse.
-func (e *Engine) checkRefs(resource string, rr *resourceRules, st *entryState) error {
-	now := st.now
-	for _, cr := range rr.refs {
-		lim, _ := cr.limiterFor("", now) // global: never fails
-		d := lim.tryAcquire(now, 1, 0)
-		if !d.ok {
-			if err := e.refuseOr(resource, rr, cr, d, ReasonRefResourceHot, st); err != nil {
-				return err // nothing taken yet
-			}
-			continue // shadow: the check took nothing to give back
-		}
-		lim.refund(now, 1)
+// ref refuses the call when cr, a RefResource rule, has no permit left.
+// The check takes nothing (a permit taken is given back at once). A
+// shadow rule's limiter is fed by the other resource as an enforcing
+// one's is, so it counts exactly what that one would refuse.
+func (st *entryState) ref(cr *compiledRule) bool {
+	lim, _ := cr.limiterFor("", st.now) // global: never fails
+	d := lim.tryAcquire(st.now, 1, 0)
+	if !d.ok {
+		return st.deny(cr, ReasonRefResourceHot, "", d)
 	}
-	return nil
+	lim.refund(st.now, 1)
+	return true
 }
 
 // feedObservers counts an admitted call of a resource in the limiters of
@@ -67,9 +60,6 @@ func (rs *ruleSet) linkRefs(stats map[string]*resourceStats, window time.Duratio
 				stats[ref] = st
 			}
 			rr = &resourceRules{name: ref, stats: st}
-			for j, l := range checkOrder {
-				rr.levels[j].level = l
-			}
 			rs.byResource[ref] = rr
 		}
 		rr.observers = append(rr.observers, cr)

@@ -3,14 +3,12 @@ package flow
 import (
 	"errors"
 	"math"
-	"math/rand/v2"
 	"reflect"
 	"sort"
 	"sync"
 	"sync/atomic"
 
 	"github.com/flowgate/flowgate/clock"
-	"github.com/flowgate/flowgate/internal/hotpath"
 )
 
 // ruleSet is an immutable snapshot of the rules in force, published with an
@@ -20,113 +18,6 @@ type ruleSet struct {
 	compiled   []*compiledRule
 	byResource map[string]*resourceRules
 	stats      []*resourceStats // every resource that has or had rules, by name
-	// recent holds resources found in byResource, each in the slot of the
-	// address of the name it was asked for (see lookup).
-	recent [1 << recentBits]atomic.Pointer[resourceRules]
-}
-
-const recentBits = 6
-
-// lookup is byResource[resource], answered from recent when the name
-// comes at an address seen before (see hotpath.AddrSlot).
-func (rs *ruleSet) lookup(resource string) *resourceRules {
-	if rr := rs.recently(resource); rr != nil {
-		return rr
-	}
-	return rs.lookupMap(resource)
-}
-
-// recently is lookup's answer from recent, or nil; small enough to inline
-// where a call costs (Engine.decide).
-func (rs *ruleSet) recently(resource string) *resourceRules {
-	if rr := rs.recent[hotpath.AddrSlot(resource, recentBits)].Load(); rr != nil && rr.name == resource {
-		return rr
-	}
-	return nil
-}
-
-// lookupMap is lookup's miss: the map, then the name's slot filled when it
-// is empty, and otherwise taken over on one miss in 16 (drawn at random).
-// So names built per call (a new address each time) rarely write a slot,
-// and cores seldom trade the slots' cache lines, while a name that comes
-// again and again wins its slot back from them soon.
-func (rs *ruleSet) lookupMap(resource string) *resourceRules {
-	rr := rs.byResource[resource]
-	if rr == nil {
-		return nil
-	}
-	slot := &rs.recent[hotpath.AddrSlot(resource, recentBits)]
-	if cur := slot.Load(); cur == nil || (cur != rr && rand.Uint32()&15 == 0) {
-		slot.Store(rr)
-	}
-	return rr
-}
-
-// checkOrder is the order levels are checked in: most specific first, so a
-// flood from one client is refused before it touches the shared quota.
-var checkOrder = [4]Level{LevelIP, LevelUser, LevelParam, LevelGlobal}
-
-type resourceRules struct {
-	name   string
-	stats  *resourceStats
-	levels [4]levelRules // in checkOrder
-	// lists are the resource's allow and deny rules in checkOrder, refs its
-	// RefResource rules, observers the RefResource rules of other
-	// resources that count this one's passes; all nil when none (lists.go,
-	// refs.go).
-	lists, refs, observers []*compiledRule
-	// breakers are the resource's circuit breakers, checked before the
-	// levels; nil when it has none.
-	breakers *breakerRules
-	// single is the resource's only rule when Entry can decide it on the
-	// short path (see Engine.entrySingle): global, local, a rate algorithm,
-	// no MaxWait.
-	single *compiledRule
-	// singleTB is single's limiter when it is a token bucket whose limit
-	// never changes (not adaptive, not a cluster share): entrySingle calls
-	// it directly, without the interface and limiterFor's checks.
-	singleTB *tokenBucket
-	// plain is the resource's rules when every one is a local rate rule
-	// at the ip, user or global level without MaxWait (see decidePlain);
-	// nil otherwise, and when single is set.
-	plain []*compiledRule
-	// plainKeyed: plain's first rule keeps a key table (see plainKeyed).
-	plainKeyed bool
-	// cpuRule is the resource's first rule the CPU controller scales
-	// (Adaptive), nil when none: low calls are shed before it (see
-	// Engine.shedLowForCPU).
-	cpuRule *compiledRule
-}
-
-type levelRules struct {
-	level   Level
-	local   []*compiledRule // decided here
-	cluster clusterGroup    // enforcing rules decided by the token server
-	// shadowCluster are the level's shadow cluster rules, asked in a
-	// request of their own so their refusal never refuses the enforcing
-	// ones (the token server decides one request all or nothing).
-	shadowCluster clusterGroup
-	// clusterSolo: a cluster rule has items, so the level's cluster rules
-	// (enforcing, then shadow) are asked one by one (each through its
-	// solo), a value's item in place of its rule.
-	clusterSolo bool
-}
-
-// clusterGroup is cluster rules of one level asked in one TokenRequest.
-type clusterGroup struct {
-	crs   []*compiledRule
-	rules []*Rule // the same, as TokenRequest.Rules
-	conc  bool    // a cluster concurrency rule: Release on Exit
-}
-
-func (g *clusterGroup) add(cr *compiledRule) {
-	g.crs = append(g.crs, cr)
-	g.rules = append(g.rules, &cr.rule)
-	g.conc = g.conc || cr.rule.Algorithm == AlgoConcurrency
-}
-
-func (l *levelRules) empty() bool {
-	return len(l.local) == 0 && len(l.cluster.crs) == 0 && len(l.shadowCluster.crs) == 0
 }
 
 // compiledRule is one rule with its limiter state. It survives a reload that
@@ -338,6 +229,7 @@ func (e *Engine) compile(rules []Rule, old *ruleSet, now int64) (*ruleSet, map[s
 		stats[k] = v
 	}
 	rs := &ruleSet{rules: copyRules(rules), byResource: map[string]*resourceRules{}}
+	plans := map[string]*resourcePlan{}
 	factor := e.AdaptiveFactor()
 	var errs []error
 	for i := range rules {
@@ -354,96 +246,30 @@ func (e *Engine) compile(rules []Rule, old *ruleSet, now int64) (*ruleSet, map[s
 		// old snapshot meanwhile (and its rule by the token server).
 		cr.setShadow(r.Shadow)
 		rs.compiled = append(rs.compiled, cr)
-		rr := rs.byResource[r.Resource]
-		if rr == nil {
+		if rs.byResource[r.Resource] == nil {
 			st := stats[r.Resource]
 			if st == nil {
 				st = newResourceStats(r.Resource, e.cf.statsWindow, e.cf.statsBuckets)
 				stats[r.Resource] = st
 			}
-			rr = &resourceRules{name: r.Resource, stats: st}
-			for j, l := range checkOrder {
-				rr.levels[j].level = l
-			}
-			rs.byResource[r.Resource] = rr
+			rs.byResource[r.Resource] = &resourceRules{name: r.Resource, stats: st}
+			plans[r.Resource] = &resourcePlan{}
 		}
-		if r.Algorithm == AlgoCircuitBreaker {
-			rr.addBreaker(cr)
-			continue
-		}
-		if cr.list != nil {
-			rr.lists = append(rr.lists, cr)
-			continue
-		}
-		if r.RefResource != "" {
-			rr.refs = append(rr.refs, cr)
-			continue
-		}
-		lr := &rr.levels[levelSlot(r.Level)]
-		if cr.cluster {
-			lr.clusterSolo = lr.clusterSolo || len(r.Items) > 0
-		}
-		switch {
-		case cr.cluster && r.Shadow:
-			lr.shadowCluster.add(cr)
-		case cr.cluster:
-			lr.cluster.add(cr)
-		default:
-			lr.local = append(lr.local, cr)
-		}
+		plans[r.Resource].add(cr)
 	}
 	if len(errs) > 0 {
 		return nil, nil, errors.Join(errs...)
 	}
-	rs.linkRefs(stats, e.cf.statsWindow, e.cf.statsBuckets)
-	for _, rr := range rs.byResource {
-		sortLists(rr.lists)
-		if rr.breakers == nil && rr.lists == nil && rr.refs == nil && rr.observers == nil {
-			rr.single = singleRule(rr)
-			if cr := rr.single; cr != nil && !cr.dynamic {
-				if tb, ok := cr.global.(*tokenBucket); ok && tb.shared { // entrySingle reserves shared
-					rr.singleTB = tb
-				}
-			}
-		}
-		rr.plain = plainRules(rr)
-		rr.plainKeyed = plainKeyed(rr.plain)
-		rr.cpuRule = firstAdaptive(rr)
+	for name, p := range plans {
+		rr := rs.byResource[name]
+		rr.checks, rr.cpuRule = p.checks(), p.cpuRule()
 	}
+	rs.linkRefs(stats, e.cf.statsWindow, e.cf.statsBuckets)
 	for _, st := range stats {
 		rs.stats = append(rs.stats, st)
 	}
 	sort.Slice(rs.stats, func(i, j int) bool { return rs.stats[i].name < rs.stats[j].name })
 	return rs, stats, nil
-}
-
-// singleRule is rr's only rule when it qualifies for Engine.entrySingle.
-func singleRule(rr *resourceRules) *compiledRule {
-	var only *compiledRule
-	for i := range rr.levels {
-		lr := &rr.levels[i]
-		if len(lr.cluster.crs) > 0 || len(lr.shadowCluster.crs) > 0 || len(lr.local) > 1 || (len(lr.local) == 1 && only != nil) {
-			return nil
-		}
-		if len(lr.local) == 1 {
-			only = lr.local[0]
-		}
-	}
-	// A shadow rule takes the general path: entrySingle has no use for
-	// its branch.
-	if only == nil || only.keyed || only.classed || only.rule.MaxWait > 0 || only.shadow.Load() {
-		return nil
-	}
-	return only
-}
-
-func levelSlot(l Level) int {
-	for i, c := range checkOrder {
-		if c == l {
-			return i
-		}
-	}
-	panic("flow: no slot for level " + l.String())
 }
 
 // takeReusable removes and returns a compiled rule of the old snapshot with

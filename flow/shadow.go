@@ -3,7 +3,6 @@ package flow
 import (
 	"context"
 	"log/slog"
-	"time"
 )
 
 // Shadow rules (Rule.Shadow) decide every call as they would if they
@@ -27,17 +26,6 @@ import (
 // of an enforcing copy of it that saw the same calls, and flipping Shadow
 // off on reload keeps that state (ruleEqual ignores Shadow).
 
-// refuseOr refuses the call for an enforcing rule (see refuse). For a
-// shadow rule it counts and logs the would-be refusal and returns nil: the
-// caller goes on as if cr had not applied.
-func (e *Engine) refuseOr(resource string, rr *resourceRules, cr *compiledRule, d decision, reason string, st *entryState) error {
-	if cr.shadow.Load() {
-		e.shadowRefused(resource, cr, reason)
-		return nil
-	}
-	return e.refuse(resource, rr, cr, d, reason, st)
-}
-
 // shadowRefused counts a shadow rule's would-be refusal (an item's on its
 // rule) and logs it at debug; nothing is built when the logger would drop
 // the record.
@@ -47,13 +35,5 @@ func (e *Engine) shadowRefused(resource string, cr *compiledRule, reason string)
 		l.LogAttrs(context.Background(), slog.LevelDebug, "flow: shadow rule would have refused",
 			slog.String("resource", resource), slog.String("rule", cr.rule.ID),
 			slog.String("level", cr.rule.Level.String()), slog.String("reason", reason))
-	}
-}
-
-// noteUnlessShadow is st.note for an enforcing rule; a shadow rule's wait
-// and quota are not the caller's.
-func (st *entryState) noteUnlessShadow(cr *compiledRule, wait time.Duration, remaining float64, reset time.Duration) {
-	if !cr.shadow.Load() {
-		st.note(cr, wait, remaining, reset)
 	}
 }

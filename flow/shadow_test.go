@@ -76,7 +76,7 @@ func TestShadowCountsExactlyTheEnforcingRefusals(t *testing.T) {
 				p.Exit()
 			}
 			rng := rand.New(rand.NewPCG(1, 2))
-			type held struct{ enf, sh *Permit }
+			type held struct{ enf, sh Permit }
 			var inFlight []held
 			var enfRefused, shRefused, laterRefused int
 			calls := 3000
@@ -163,7 +163,7 @@ func TestShadowBreakerMovesLikeAnEnforcingOne(t *testing.T) {
 			if bad && slow {
 				clk.Advance(200 * time.Millisecond)
 			}
-			for _, p := range []*Permit{pe, ps} {
+			for _, p := range []Permit{pe, ps} {
 				if bad && !slow {
 					p.Exit(WithError(errDown))
 				} else {

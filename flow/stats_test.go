@@ -18,7 +18,7 @@ func TestStatsValues(t *testing.T) {
 	if err := e.LoadRules([]Rule{fw("g", "r", LevelGlobal, 3, time.Hour), fw("u", "r", LevelUser, 1, time.Hour)}); err != nil {
 		t.Fatal(err)
 	}
-	enter := func(opts ...EntryOption) *Permit {
+	enter := func(opts ...EntryOption) Permit {
 		t.Helper()
 		p, err := e.Entry("r", opts...)
 		if err != nil {
@@ -300,7 +300,7 @@ func errIf(b bool) error {
 // comes up one time in eight (80 000 draws: 10 000 +- 94 each; 5% is over
 // five standard deviations), and two permits seeded apart differ.
 func TestPermitSampleUniform(t *testing.T) {
-	p, q := &Permit{rng: 1}, &Permit{rng: 2}
+	p, q := &call{rng: 1}, &call{rng: 2}
 	var counts [8]int
 	same := 0
 	for range 80000 {
@@ -324,7 +324,7 @@ func TestPermitSampleUniform(t *testing.T) {
 // (see laneBucket), and the statistics sum every lane.
 func TestStatsLanes(t *testing.T) {
 	e, clk := newTestEngine(t, Rule{ID: "c", Resource: "r", Algorithm: AlgoConcurrency, Limit: 100})
-	var ps []*Permit
+	var ps []Permit
 	for range 4 {
 		p, err := e.Entry("r")
 		if err != nil {
@@ -333,7 +333,7 @@ func TestStatsLanes(t *testing.T) {
 		ps = append(ps, p)
 	}
 	st := e.rules.Load().stats[0]
-	if a, b := uint64(ps[0].lane)&st.laneMask, uint64(ps[1].lane)&st.laneMask; st.laneMask > 0 && a == b {
+	if a, b := uint64(ps[0].c.lane)&st.laneMask, uint64(ps[1].c.lane)&st.laneMask; st.laneMask > 0 && a == b {
 		t.Errorf("two new permits share lane %d", a)
 	}
 	if s := e.Snapshot().Resources[0]; s.Passed != 4 || s.InFlight != 4 || s.Recent.Admitted != 4 {

@@ -26,7 +26,7 @@ func adaptiveEngine(t testing.TB) (*flow.Engine, flow.AdaptiveStats) {
 		t.Fatal(err)
 	}
 	for range 20 {
-		var held []*flow.Permit
+		var held []flow.Permit
 		for {
 			p, err := eng.Entry("GET /auto")
 			if err != nil {

@@ -34,7 +34,7 @@ type traffic struct {
 	ordersRT []float64 // response times of completed GET /orders calls, seconds
 	slowWait []float64 // waits of GET /slow calls that queued, seconds
 	slowRT   []float64
-	held     *flow.Permit // one GET /orders call still in flight
+	held     flow.Permit // one GET /orders call still in flight
 }
 
 // driveTraffic runs a fixed scenario on virtual time and checks each

@@ -96,7 +96,7 @@ type call struct {
 	finish float64 // in work units (ns of full-speed service) on the virtual work clock
 	start  int64
 	class  int
-	permit *flow.Permit
+	permit flow.Permit
 }
 
 type callHeap []call

@@ -139,7 +139,7 @@ type pending struct {
 	at   time.Time
 	fail bool
 	sg   *base.SentinelEntry
-	fg   *flow.Permit
+	fg   flow.Permit
 }
 type exitQueue []pending
 
@@ -170,12 +170,10 @@ func run(clk *vclock, eng *flow.Engine, resource string, trace []call) outcome {
 				}
 				p.sg.Exit()
 			}
-			if p.fg != nil {
-				if p.fail {
-					p.fg.Exit(flow.WithError(errCall))
-				} else {
-					p.fg.Exit()
-				}
+			if p.fail { // a zero fg (no flowgate call) exits nothing
+				p.fg.Exit(flow.WithError(errCall))
+			} else {
+				p.fg.Exit()
 			}
 		}
 	}

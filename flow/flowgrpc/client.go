@@ -57,14 +57,13 @@ func StreamClientInterceptor(eng *flow.Engine, opts ...Option) grpc.StreamClient
 	}
 }
 
-// clientStream exits its permit exactly once when the stream ends. Permits
-// are pooled by the engine, so a second Exit could end another call's
-// permit; the Once also makes a RecvMsg that loses the race to the context
-// wait until the permit has exited.
+// clientStream exits its permit once when the stream ends (a second Exit
+// would do nothing); the Once makes a RecvMsg that loses the race to the
+// context wait until the permit has exited, and records the first outcome.
 type clientStream struct {
 	grpc.ClientStream
 	ic       *interceptor
-	p        *flow.Permit
+	p        flow.Permit
 	oneReply bool
 	once     sync.Once
 	stop     func() bool

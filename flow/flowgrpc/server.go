@@ -40,17 +40,17 @@ func (ic *interceptor) resource(ctx context.Context, method string) string {
 
 // enter decides with Decide, so the refusal stays on this stack frame
 // until blockedError has turned it into a status.
-func (ic *interceptor) enter(ctx context.Context, method string, server bool) (*flow.Permit, error) {
+func (ic *interceptor) enter(ctx context.Context, method string, server bool) (flow.Permit, error) {
 	var arr [9]flowEntryOption // context, user, ip, priority and five params without allocating
 	d := ic.eng.Decide(ic.resource(ctx, method), ic.cf.entryOptions(ctx, &arr, server)...)
 	if !d.Allowed {
-		return nil, blockedError(ctx, &d.Block)
+		return flow.Permit{}, blockedError(ctx, &d.Block)
 	}
 	return d.Permit, nil
 }
 
 // exit ends p, recording err when the configuration counts it a failure.
-func (ic *interceptor) exit(p *flow.Permit, err error) {
+func (ic *interceptor) exit(p flow.Permit, err error) {
 	if ic.cf.failed(err) {
 		p.Exit(flow.WithError(err))
 		return
