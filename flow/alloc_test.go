@@ -165,4 +165,3 @@ func TestManyRulesGiveBack(t *testing.T) {
 		t.Fatalf("got %q, want refused by w0", got)
 	}
 }
-

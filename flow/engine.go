@@ -30,8 +30,8 @@ type Engine struct {
 	sysInFlight atomic.Int64
 	unruled     atomic.Int64
 	cl          clusterCounters
-	calls   sync.Pool     // free call records (see call)
-	callSeq atomic.Uint32 // lanes of new records (see call.lane)
+	calls       sync.Pool     // free call records (see call)
+	callSeq     atomic.Uint32 // lanes of new records (see call.lane)
 }
 
 type clusterCounters struct {

@@ -116,7 +116,7 @@ type entryState struct {
 	resource string
 	rr       *resourceRules
 	a        entryArgs // the call's options, parsed (held by value: see decide)
-	c        *call // what the call took so far; becomes its Permit
+	c        *call     // what the call took so far; becomes its Permit
 	now      int64
 	wait     time.Duration // the longest queued slot a rule granted
 	waitRule *compiledRule

@@ -237,4 +237,3 @@ func TestKeyBucketsShareRateData(t *testing.T) {
 		t.Fatalf("an existing key after the factor 0.5: rate %v, want 5", a.l.Rate())
 	}
 }
-
