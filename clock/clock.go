@@ -3,8 +3,6 @@ package clock
 import (
 	"context"
 	"time"
-
-	"github.com/flowgate/flowgate/internal/hotpath"
 )
 
 // Clock is the source of time for limiters, engines and controllers.
@@ -53,16 +51,16 @@ func Origin(c Clock) time.Time {
 // Nanotime reads the monotonic counter, so wall-clock steps do not move it.
 func Real() Clock { return realClock{} }
 
-// origin is the wall time when the real clock's Nanotime read originNano.
-// Nanotime reads only the monotonic counter (hotpath.Nanotime, the one
-// time.Since reads), which is why it is cheaper than time.Now.
-var origin, originNano = time.Now(), hotpath.Nanotime()
+// origin is the instant the real clock's Nanotime reads 0: the moment the
+// package was loaded, with its monotonic reading, so Nanotime measures on
+// the monotonic clock (time.Since) and wall-clock steps do not move it.
+var origin = time.Now()
 
 type realClock struct{}
 
 func (realClock) Now() time.Time    { return time.Now() }
-func (realClock) Origin() time.Time { return origin.Round(0).Add(-time.Duration(originNano)) }
-func (realClock) Nanotime() int64   { return hotpath.Nanotime() }
+func (realClock) Origin() time.Time { return origin.Round(0) }
+func (realClock) Nanotime() int64   { return int64(time.Since(origin)) }
 
 func (realClock) Sleep(ctx context.Context, d time.Duration) error {
 	if d <= 0 {

@@ -4,8 +4,6 @@ import (
 	"runtime"
 	"sync/atomic"
 	"time"
-
-	"github.com/flowgate/flowgate/internal/hotpath"
 )
 
 // histBounds are the shared histogram bounds, in seconds (Prometheus'
@@ -85,8 +83,6 @@ type resourceStats struct {
 	// lanePad + l*stride + i (see lanePad); laneMask is lanes-1.
 	lanes            []laneBucket
 	stride, laneMask uint64
-	// Divisions by bucketNs and len(ring) as multiplications.
-	byBucket, byRing hotpath.Divider
 
 	// Folded lifetime totals; the live part sits in the ring.
 	passed    atomic.Uint64
@@ -111,11 +107,10 @@ type resourceStats struct {
 
 func newResourceStats(name string, window time.Duration, buckets int) *resourceStats {
 	bn := max(int64(window)/int64(buckets), 1)
-	nl := hotpath.LaneCount(runtime.GOMAXPROCS(0), maxLanes)
+	nl := laneCount(runtime.GOMAXPROCS(0))
 	stride := buckets + lanePad
 	s := &resourceStats{name: name, ring: make([]statBucket, buckets), bucketNs: bn,
-		lanes: make([]laneBucket, lanePad+nl*stride), stride: uint64(stride), laneMask: uint64(nl - 1),
-		byBucket: hotpath.NewDivider(uint64(bn)), byRing: hotpath.NewDivider(uint64(buckets))}
+		lanes: make([]laneBucket, lanePad+nl*stride), stride: uint64(stride), laneMask: uint64(nl - 1)}
 	// No bucket is current before its first use (pads included: they stay
 	// empty, and are summed with the rest).
 	for i := range s.ring {
@@ -127,10 +122,18 @@ func newResourceStats(name string, window time.Duration, buckets int) *resourceS
 	return s
 }
 
-func (s *resourceStats) epochOf(now int64) int64 {
-	if now >= 0 {
-		return int64(s.byBucket.Div(uint64(now)))
+// laneCount is how many lanes a resource keeps for procs Ps: a power of
+// two at least twice procs (records are numbered in sequence, so records
+// on different Ps mostly count apart), at most maxLanes.
+func laneCount(procs int) int {
+	n := 1
+	for n < 2*procs && n < maxLanes {
+		n *= 2
 	}
+	return n
+}
+
+func (s *resourceStats) epochOf(now int64) int64 {
 	idx := now / s.bucketNs
 	if now < 0 && now%s.bucketNs != 0 {
 		idx-- // floor division, so buckets do not straddle 0
@@ -141,7 +144,7 @@ func (s *resourceStats) epochOf(now int64) int64 {
 func (s *resourceStats) bucket(now int64) *statBucket { return s.bucketAt(s.epochOf(now)) }
 
 func (s *resourceStats) bucketAt(idx int64) *statBucket {
-	b := &s.ring[s.byRing.Mod(uint64(idx))]
+	b := &s.ring[uint64(idx)%uint64(len(s.ring))]
 	if e := b.epoch.Load(); e < idx && b.epoch.CompareAndSwap(e, idx) {
 		s.turnOver(b)
 	}
@@ -169,7 +172,7 @@ func (s *resourceStats) passIn(now int64, lane uint32, last *laneBucket) *laneBu
 
 // laneBucketAt is lane's bucket for epoch idx (see laneBucket).
 func (s *resourceStats) laneBucketAt(idx int64, lane uint32) *laneBucket {
-	b := &s.lanes[lanePad+(uint64(lane)&s.laneMask)*s.stride+s.byRing.Mod(uint64(idx))]
+	b := &s.lanes[lanePad+(uint64(lane)&s.laneMask)*s.stride+uint64(idx)%uint64(len(s.ring))]
 	if e := b.epoch.Load(); e < idx && b.epoch.CompareAndSwap(e, idx) {
 		s.folding.Add(1)
 		s.passed.Add(b.passed.Swap(0))

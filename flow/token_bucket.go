@@ -3,10 +3,8 @@ package flow
 import (
 	"math"
 	"time"
-	"unsafe"
 
 	"github.com/flowgate/flowgate/clock"
-	"github.com/flowgate/flowgate/internal/hotpath"
 	"github.com/flowgate/flowgate/warmup"
 )
 
@@ -25,25 +23,7 @@ type tokenBucket struct {
 	// warm marks a warming-up bucket, which reports no remaining permits
 	// nor a reset time (see remaining).
 	warm bool
-	// shared marks a bucket placed by newBucket, which calls on every core
-	// use: it reserves with TryReserveAtShared. Keys' buckets do not.
-	shared bool
-	l      warmup.Limiter // by value: no pointer hop to the state; last, see newBucket
-}
-
-// newBucket allocates a token bucket for a rule's prototype or its global
-// level with the limiter's state words starting a cache line (see
-// hotpath.LineAligned), so that window and warm, which the nil check of
-// every call on b reads, sit on the line before. Under parallel calls the
-// line with the words then moves between cores once per call, and only
-// once: nothing on it is read before it is asked for exclusive (see
-// warmup's TryReserveAtShared), and no other object writes it. Per-key
-// buckets (clones) are not placed: memory per key matters more than the
-// few keys that see parallel calls.
-func newBucket(window float64, warm bool) *tokenBucket {
-	b := hotpath.LineAligned[tokenBucket](unsafe.Offsetof(tokenBucket{}.l))
-	b.window, b.warm, b.shared = window, warm, true
-	return b
+	l    warmup.Limiter // by value: no pointer hop to the state
 }
 
 // The per-key cost of a token bucket: this struct, 96 B with the
@@ -69,7 +49,7 @@ func newTokenBucket(r *Rule, limit float64, clk clock.Clock) (limiter, error) {
 	if err != nil {
 		return nil, err
 	}
-	b := newBucket(window, false)
+	b := &tokenBucket{window: window}
 	l.CloneInto(&b.l)
 	return b, nil
 }
@@ -105,21 +85,15 @@ func (b *tokenBucket) tryAcquire(now int64, n int, maxWait time.Duration) decisi
 	return b.refusal(&res, err)
 }
 
-// reserve is the Guava reservation tryAcquire decides from. (Engine's
-// one-rule path reserves on its rule's bucket itself and builds no
-// decision when the call passes: see entrySingle.)
+// reserve is the Guava reservation tryAcquire decides from.
 func (b *tokenBucket) reserve(now int64, n int, maxWait time.Duration) (warmup.Reservation, error) {
-	if b.shared {
-		return b.l.TryReserveAtShared(now, n, maxWait)
-	}
 	return b.l.TryReserveAt(now, n, maxWait)
 }
 
 // quota is what a granted reservation leaves: the permits stored and the
-// time to refill. res.Refill is reset(res.Stored), known without touching
-// the bucket again: another core may be reserving on it (see
-// hotpath.LoadForWrite). A warming-up bucket reports neither (see
-// remaining).
+// time to refill, as the reservation saw them (reading the bucket again
+// could see another call's reservation). A warming-up bucket reports
+// neither (see remaining).
 func (b *tokenBucket) quota(res *warmup.Reservation) (remaining float64, reset time.Duration) {
 	if b.warm {
 		return 0, 0

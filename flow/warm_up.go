@@ -17,7 +17,7 @@ func newWarmUp(r *Rule, limit float64, clk clock.Clock) (limiter, error) {
 	if err != nil {
 		return nil, err
 	}
-	b := newBucket(window, true)
+	b := &tokenBucket{window: window, warm: true}
 	l.CloneInto(&b.l)
 	return b, nil
 }
