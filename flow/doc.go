@@ -14,12 +14,26 @@
 // and gRPC middleware): a refused Decide allocates nothing, where Entry
 // allocates its *BlockError.
 //
+// A Permit is a small value. Its first Exit ends the call; any later Exit
+// of it or of a copy does nothing, even once the engine has reused the
+// call's pooled record for another call, so `defer p.Exit()` beside an
+// explicit Exit on an error path is safe.
+//
+// # One path
+//
+// LoadRules compiles each resource into an ordered list of checks, and
+// every Entry runs the same loop over it (checks.go): allow and deny lists,
+// related resources, circuit breakers, then each level's local limits and
+// cluster rules. The first check that refuses ends the loop; what earlier
+// checks took is given back, and Engine.refuse writes the one BlockError.
+//
 // # Levels
 //
 // A Rule counts the calls of all callers (LevelGlobal), of one user
-// (LevelUser, keyed by WithUser) or of one client IP (LevelIP, keyed by
-// WithIP). Rules of every level on one resource combine. They are checked
-// most specific first — IP, then user, then global — so a flood from one
+// (LevelUser, keyed by WithUser), of one client IP (LevelIP, keyed by
+// WithIP) or of one value of a call parameter (LevelParam, keyed by
+// WithParam). Rules of every level on one resource combine. They are checked
+// most specific first — IP, then user, then param, then global — so a flood from one
 // client is refused before it touches the shared quota, and permits taken at
 // one level are given back when a later level refuses: a refused call
 // consumes nothing. Several rules at one level (10/s and 1000/h per user)
