@@ -4,7 +4,7 @@ import "math"
 
 // This file holds the Rule-level parts of adaptive_concurrency and of
 // priority reserves: defaults and validation. The limiter is in
-// adaptive_concurrency.go, the classes in priority.go.
+// internal/algo/adaptive_concurrency.go, the classes in priority.go.
 
 // adaptiveDefaults fills the adaptive_concurrency fields left zero.
 func (r Rule) adaptiveDefaults() Rule {

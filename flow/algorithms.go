@@ -2,95 +2,115 @@ package flow
 
 import (
 	"fmt"
-	"math"
 	"time"
 
 	"github.com/flowgate/flowgate/clock"
+	"github.com/flowgate/flowgate/flow/internal/algo"
 )
 
-// newLimiter builds the limiter of one rule for one key. r has its defaults
-// applied; limit is the effective limit (r.Limit scaled by the adaptive
-// factor) and is used instead of r.Limit. now is clock.Nanotime(clk).
-//
-// Conventions shared by every algorithm:
-//   - n >= 1 (the engine guarantees it);
-//   - the counting algorithms (windows, log, concurrency) admit whole permits:
-//     capacity(limit) = floor(limit), but at least 1, so an adaptive factor
-//     that scales a limit of 1 below 1 slows the rule down instead of closing
-//     it for good;
-//   - refund(at, n) is called with the moment the permits were taken for:
-//     the call's now, or now+decision.wait when it queued. Every limiter is
-//     safe when given the plain now for a queued call too: where it cannot
-//     tell whose permits are whose, it keeps them (it never gives back more
-//     than was taken).
+// The algorithms live in package algo, behind algo.Limiter and built from
+// an algo.Spec; this file is the engine's side of that boundary: what a
+// Rule tells an algorithm, and the public types algo's values convert to.
+
+// limiter is one rule's admission state for one key: the name the
+// engine's tables and checks use for algo.Limiter.
+type limiter = algo.Limiter
+
+// Bounds the validation of rules enforces for the algorithms.
+const (
+	maxSlidingWindowLimit = algo.MaxSlidingWindowLimit
+	minBreakerWd          = algo.MinBreakerWindow
+)
+
+// newLimiter builds the limiter of r (defaults applied) for one key at the
+// effective limit (r.Limit scaled by the adaptive factor or a cluster
+// share); now is clock.Nanotime(clk).
 func newLimiter(r *Rule, limit float64, clk clock.Clock, now int64) (limiter, error) {
-	if r.Algorithm == AlgoCircuitBreaker { // no limit: it sits in key tables as one (see breaker)
-		return newBreaker(r, now), nil
+	if _, ok := kindOf(r.Algorithm); !ok {
+		return nil, fmt.Errorf("flow: rule %q: algorithm %v has no limiter", r.ID, r.Algorithm)
 	}
-	if r.Algorithm == AlgoAdaptiveConcurrency {
-		return newAdaptiveConcurrency(r), nil
+	l, err := algo.New(specOf(r), limit, clk, now)
+	if err != nil {
+		return nil, fmt.Errorf("flow: rule %q: %w", r.ID, err)
 	}
-	if !(limit > 0) || math.IsInf(limit, 1) {
-		return nil, fmt.Errorf("flow: rule %q: effective limit %v must be finite and > 0", r.ID, limit)
+	return l, nil
+}
+
+// specOf is what r's algorithm reads of r, which has its defaults applied.
+func specOf(r *Rule) algo.Spec {
+	k, _ := kindOf(r.Algorithm)
+	return algo.Spec{
+		Kind:       k,
+		Limit:      r.Limit,
+		Window:     r.Window,
+		Burst:      r.Burst,
+		Warmup:     r.Warmup,
+		ColdFactor: r.ColdFactor,
+		Buckets:    r.Buckets,
+		Breaker: algo.BreakerSpec{
+			Strategy:    algo.BreakerStrategy(r.Strategy),
+			Threshold:   r.Threshold,
+			MinRequests: r.MinRequests,
+			SlowCall:    r.SlowCall,
+			OpenFor:     r.OpenFor,
+			Probes:      r.Probes,
+		},
+		Adaptive: algo.AdaptiveSpec{
+			InitialLimit: r.InitialLimit,
+			MinLimit:     r.MinLimit,
+			MaxLimit:     r.MaxLimit,
+			Tolerance:    r.Tolerance,
+			Smoothing:    r.Smoothing,
+		},
 	}
-	if r.Window <= 0 {
-		return nil, fmt.Errorf("flow: rule %q: window %v must be > 0", r.ID, r.Window)
-	}
-	switch r.Algorithm {
+}
+
+// kindOf is the algo.Kind of a; the lists (allow, deny) have none: they
+// refuse by value and keep no limiter (lists.go).
+func kindOf(a Algorithm) (algo.Kind, bool) {
+	switch a {
 	case AlgoTokenBucket:
-		return newTokenBucket(r, limit, clk)
+		return algo.TokenBucket, true
 	case AlgoWarmUp:
-		return newWarmUp(r, limit, clk)
+		return algo.WarmUp, true
 	case AlgoLeakyBucket:
-		return newLeakyBucket(r.Window, limit, now), nil
+		return algo.LeakyBucket, true
 	case AlgoFixedWindow:
-		return newFixedWindow(r.Window, limit, now, clock.Origin(clk).UnixNano()), nil
+		return algo.FixedWindow, true
 	case AlgoSlidingWindow:
-		return newSlidingWindow(r.Window, r.Buckets, limit, now, clock.Origin(clk).UnixNano())
-	case AlgoSentinelWindow:
-		return newSentinelWindow(r.Window, limit, clk, now), nil
-	case AlgoSentinelHotspot:
-		return newSentinelHotspot(r, limit, clk, now), nil
-	case AlgoSentinelWarmUp:
-		return newSentinelWarmUp(r, limit, clk, now), nil
+		return algo.SlidingWindow, true
 	case AlgoSlidingLog:
-		return newSlidingLog(r.Window, max(r.Limit, limit), limit)
+		return algo.SlidingLog, true
 	case AlgoConcurrency:
-		return newConcurrency(limit), nil
+		return algo.Concurrency, true
+	case AlgoCircuitBreaker:
+		return algo.CircuitBreaker, true
+	case AlgoAdaptiveConcurrency:
+		return algo.AdaptiveConcurrency, true
+	case AlgoSentinelWindow:
+		return algo.SentinelWindow, true
+	case AlgoSentinelWarmUp:
+		return algo.SentinelWarmUp, true
+	case AlgoSentinelHotspot:
+		return algo.SentinelHotspot, true
 	}
-	return nil, fmt.Errorf("flow: rule %q: unknown algorithm %v", r.ID, r.Algorithm)
+	return 0, false
 }
 
-// capacity is the whole permits a counting algorithm admits per window (or in
-// flight) for a limit. The epsilon keeps 10*0.3 from flooring to 2.
-func capacity(limit float64) int64 {
-	c := math.Floor(limit + 1e-9)
-	if c < 1 {
-		return 1
-	}
-	if c > math.MaxInt32 {
-		return math.MaxInt32
-	}
-	return int64(c)
+// AdaptiveStats is the state of an adaptive_concurrency rule's limiter.
+type AdaptiveStats struct {
+	Limit    int64         // the current concurrency limit
+	InFlight int64         // calls holding a permit now
+	ShortRTT time.Duration // mean response time of the last window (0 before the first)
+	LongRTT  time.Duration // the long-term (no-queue) response time estimate
 }
 
-// floorMod is a - b*floorDiv(a, b): in [0, b) for b > 0.
-func floorMod(a, b int64) int64 { return a - b*floorDiv(a, b) }
-
-// floorDiv divides rounding toward minus infinity, so window indexes stay
-// right for the negative readings a Fake clock set backwards can give.
-func floorDiv(a, b int64) int64 {
-	q := a / b
-	if (a%b != 0) && ((a < 0) != (b < 0)) {
-		q--
+// adaptiveStatsOf reads lim's AdaptiveStats when it is an adaptive
+// concurrency limiter.
+func adaptiveStatsOf(lim limiter) (AdaptiveStats, bool) {
+	a, ok := lim.(algo.AdaptiveReporter)
+	if !ok {
+		return AdaptiveStats{}, false
 	}
-	return q
-}
-
-// nonNeg clamps a duration that should not be negative (clock skew).
-func nonNeg(d int64) time.Duration {
-	if d < 0 {
-		return 0
-	}
-	return time.Duration(d)
+	return AdaptiveStats(a.AdaptiveStats()), true
 }

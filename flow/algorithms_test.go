@@ -1,327 +1,68 @@
 package flow
 
 import (
-	"math"
-	"sync"
 	"testing"
 	"time"
 
-	"github.com/flowgate/flowgate/clock"
+	"github.com/flowgate/flowgate/flow/internal/algo"
 )
 
-// The shared behavioural suite: every algorithm runs through the same
-// checks, on a clock.Fake, with limit 10 per second.
-
-var algoEpoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-
-type algoCase struct {
-	algo Algorithm
-	// burst is how many 1-permit calls a fresh limiter admits at one instant.
-	burst int
-	// impossible is a request that can never pass, 0 when none is (Guava's
-	// token buckets grant any request once they owe nothing).
-	impossible int
-	// rate is false for concurrency, which has no honest retryAfter.
-	rate bool
-}
-
-func algoCases() []algoCase {
-	return []algoCase{
-		{AlgoTokenBucket, 11, 0, true}, // full bucket of 10, plus Guava's request that goes into debt
-		{AlgoWarmUp, 1, 0, true},       // cold: the first goes, the next pays the cold interval
-		{AlgoLeakyBucket, 1, 11, true}, // no burst at all
-		{AlgoFixedWindow, 10, 11, true},
-		{AlgoSlidingWindow, 10, 11, true},
-		{AlgoSentinelWindow, 10, 11, true},
-		{AlgoSentinelWarmUp, 3, 11, true},
-		{AlgoSentinelHotspot, 10, 11, true}, // cold: threshold nextUp(1/(5*0.04+0.1)) = 3.33/s
-		{AlgoSlidingLog, 10, 11, true},
-		{AlgoConcurrency, 10, 11, false},
-		{AlgoAdaptiveConcurrency, 10, 11, false}, // initialLimit 10 (see testRule)
-	}
-}
-
-func testRule(a Algorithm) Rule {
-	r := Rule{ID: a.String(), Resource: "r", Algorithm: a, Limit: 10}
-	if a == AlgoWarmUp || a == AlgoSentinelWarmUp {
-		r.Warmup = time.Second
-	}
-	if a == AlgoAdaptiveConcurrency {
-		r.Limit, r.InitialLimit = 0, 10 // it finds its own limit; starts at 10
-	}
-	return r.WithDefaults()
-}
-
-// newTestLimiter builds the limiter of r at limit on a fresh Fake clock,
-// 250ms into it, away from any window boundary.
-func newTestLimiter(t testing.TB, r Rule, limit float64) (limiter, *clock.Fake) {
-	t.Helper()
-	clk := clock.NewFake(algoEpoch)
-	clk.Advance(250 * time.Millisecond)
-	l, err := newLimiter(&r, limit, clk, clk.Nanotime())
-	if err != nil {
-		t.Fatalf("newLimiter(%v): %v", r.Algorithm, err)
-	}
-	return l, clk
-}
-
-// drain takes 1-permit calls at now until one is refused, and returns how
-// many passed and the refusal.
-func drain(t *testing.T, l limiter, now int64) (int, decision) {
-	t.Helper()
-	for i := 0; i < 1000; i++ {
-		if d := l.tryAcquire(now, 1, 0); !d.ok {
-			return i, d
-		} else if d.wait != 0 {
-			t.Fatalf("call %d: waited %v with maxWait 0", i, d.wait)
-		}
-	}
-	t.Fatal("1000 calls passed at one instant")
-	return 0, decision{}
-}
-
-func TestAlgorithmsAdmitUpToLimitThenRefuseHonestly(t *testing.T) {
-	for _, c := range algoCases() {
-		t.Run(c.algo.String(), func(t *testing.T) {
-			l, clk := newTestLimiter(t, testRule(c.algo), 10)
-			now := clk.Nanotime()
-			got, d := drain(t, l, now)
-			if got != c.burst {
-				t.Fatalf("admitted %d at once, want %d", got, c.burst)
-			}
-			if d.never {
-				t.Fatalf("a 1-permit call refused as never: %+v", d)
-			}
-			if !c.rate {
-				if d.retryAfter != 0 {
-					t.Fatalf("retryAfter %v, want 0 (unknown)", d.retryAfter)
-				}
-				return
-			}
-			if d.retryAfter <= 0 {
-				t.Fatalf("retryAfter %v, want > 0", d.retryAfter)
-			}
-			// Honest: still refused a microsecond earlier, admitted on time.
-			if e := l.tryAcquire(now+int64(d.retryAfter-time.Microsecond), 1, 0); e.ok {
-				t.Fatalf("admitted 1µs before retryAfter %v", d.retryAfter)
-			}
-			if e := l.tryAcquire(now+int64(d.retryAfter), 1, 0); !e.ok {
-				t.Fatalf("refused at retryAfter %v: %+v", d.retryAfter, e)
-			}
-		})
-	}
-}
-
-func TestAlgorithmsRecoverAfterIdle(t *testing.T) {
-	for _, c := range algoCases() {
-		t.Run(c.algo.String(), func(t *testing.T) {
-			r := testRule(c.algo)
-			l, clk := newTestLimiter(t, r, 10)
-			drain(t, l, clk.Nanotime())
-			if !c.rate { // concurrency, adaptive_concurrency
-				testRelease(l, c.burst)
-			}
-			clk.Advance(2*r.Window + r.Warmup)
-			if got, _ := drain(t, l, clk.Nanotime()); got != c.burst {
-				t.Fatalf("after idling, admitted %d at once, want %d as when fresh", got, c.burst)
-			}
-		})
-	}
-}
-
-func TestAlgorithmsRefundRestores(t *testing.T) {
-	for _, c := range algoCases() {
-		t.Run(c.algo.String(), func(t *testing.T) {
-			l, clk := newTestLimiter(t, testRule(c.algo), 10)
-			now := clk.Nanotime()
-			for i := 0; i < 3; i++ { // several take/refund rounds must not leak permits either way
-				d := l.tryAcquire(now, 1, 0)
-				if !d.ok {
-					t.Fatalf("round %d: refused: %+v", i, d)
-				}
-				l.refund(now, 1)
-			}
-			if got, _ := drain(t, l, now); got != c.burst {
-				t.Fatalf("after refunds, admitted %d at once, want %d as when fresh", got, c.burst)
-			}
-		})
-	}
-}
-
-func TestAlgorithmsNeverForImpossibleRequests(t *testing.T) {
-	for _, c := range algoCases() {
-		t.Run(c.algo.String(), func(t *testing.T) {
-			l, clk := newTestLimiter(t, testRule(c.algo), 10)
-			now := clk.Nanotime()
-			if c.impossible == 0 {
-				// Guava: a bucket that owes nothing grants any request at once.
-				if d := l.tryAcquire(now, 1000, 0); !d.ok || d.never {
-					t.Fatalf("tryAcquire(1000) on a fresh bucket = %+v, want ok", d)
-				}
-				return
-			}
-			d := l.tryAcquire(now, c.impossible, 0)
-			if d.ok || !d.never {
-				t.Fatalf("tryAcquire(%d) = %+v, want never", c.impossible, d)
-			}
-			if c.algo == AlgoSentinelWarmUp {
-				return // cold: the whole limit passes only once warm (TestSentinelWarmUp...)
-			}
-			if d := l.tryAcquire(now, c.impossible-1, 0); !d.ok {
-				t.Fatalf("tryAcquire(%d), the whole limit, refused: %+v", c.impossible-1, d)
-			}
-		})
-	}
-}
-
-// throughput drives 1-permit calls every Window/80 for 10 windows and
-// counts the admitted ones.
-func throughput(t *testing.T, c algoCase, limit float64) int {
-	t.Helper()
-	r := testRule(c.algo)
-	l, clk := newTestLimiter(t, r, 10)
-	l.setLimit(clk.Nanotime(), limit)
-	n := 0
-	step := r.Window / 80
-	for i := 0; i < 800; i++ {
-		if d := l.tryAcquire(clk.Nanotime(), 1, 0); d.ok {
-			n++
-			if !c.rate { // concurrency, adaptive_concurrency
-				testRelease(l, 1) // calls finish at once: never more than one in flight
-			}
-		}
-		clk.Advance(step)
-	}
-	return n
-}
-
-func TestAlgorithmsSetLimitScalesAdmission(t *testing.T) {
-	for _, c := range algoCases() {
-		if !c.rate { // concurrency, adaptive_concurrency
-			continue // see TestConcurrencySetLimit; adaptive_concurrency owns its limit
-		}
-		t.Run(c.algo.String(), func(t *testing.T) {
-			base := throughput(t, c, 10)
-			t.Logf("limit 10: %d admitted over 10 windows", base)
-			for _, f := range []float64{0.5, 2} {
-				got := throughput(t, c, 10*f)
-				if ratio := float64(got) / float64(base); math.Abs(ratio-f) > 0.15*f {
-					t.Errorf("setLimit(%v): admitted %d over 10 windows, %d at limit 10: ratio %.2f, want %.2f±15%%",
-						10*f, got, base, ratio, f)
-				}
-			}
-		})
-	}
-}
-
-func TestAlgorithmsConcurrentExactAtOneInstant(t *testing.T) {
-	for _, c := range algoCases() {
-		t.Run(c.algo.String(), func(t *testing.T) {
-			l, clk := newTestLimiter(t, testRule(c.algo), 10)
-			now := clk.Nanotime()
-			const workers, tries = 16, 50
-			var wg sync.WaitGroup
-			admitted := make([]int, workers)
-			for w := range workers {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					for range tries {
-						if l.tryAcquire(now, 1, 0).ok {
-							admitted[w]++
-						}
-						_ = testRemaining(l, now)
-					}
-				}()
-			}
-			wg.Wait()
-			total := 0
-			for _, a := range admitted {
-				total += a
-			}
-			if total != c.burst {
-				t.Fatalf("16 goroutines admitted %d at one instant, want exactly %d", total, c.burst)
-			}
-		})
-	}
-}
-
-// TestAlgorithmsConcurrentMixed runs every method from 16 goroutines while
-// the clock moves, for the race detector, and checks nothing is left in a
-// state that refuses a fresh start.
-func TestAlgorithmsConcurrentMixed(t *testing.T) {
-	for _, c := range algoCases() {
-		t.Run(c.algo.String(), func(t *testing.T) {
-			r := testRule(c.algo)
-			l, clk := newTestLimiter(t, r, 10)
-			var wg sync.WaitGroup
-			for w := range 16 {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					for i := range 200 {
-						now := clk.Nanotime()
-						d := l.tryAcquire(now, 1+i%2, time.Duration(w%3)*50*time.Millisecond)
-						if d.ok {
-							if i%5 == 0 {
-								l.refund(now+int64(d.wait), 1+i%2)
-							} else {
-								testRelease(l, 1+i%2)
-							}
-						}
-						if w == 0 {
-							clk.Advance(3 * time.Millisecond)
-						}
-						if w == 1 && i%50 == 0 {
-							l.setLimit(now, float64(5+i%20))
-						}
-						if rem := testRemaining(l, now); rem < 0 || math.IsNaN(rem) {
-							t.Errorf("remaining %v", rem)
-						}
-					}
-				}()
-			}
-			wg.Wait()
-			l.setLimit(clk.Nanotime(), 10)
-			clk.Advance(3*r.Window + r.Warmup)
-			if got, _ := drain(t, l, clk.Nanotime()); got != c.burst {
-				t.Fatalf("after the storm and an idle spell, admitted %d at once, want %d", got, c.burst)
-			}
-		})
-	}
-}
-
-func TestNewLimiterRejectsBadInput(t *testing.T) {
-	clk := clock.NewFake(algoEpoch)
-	for _, tc := range []struct {
-		name  string
-		r     Rule
-		limit float64
-	}{
-		{"zero limit", testRule(AlgoFixedWindow), 0},
-		{"NaN limit", testRule(AlgoLeakyBucket), math.NaN()},
-		{"inf limit", testRule(AlgoSlidingLog), math.Inf(1)},
-		{"huge log", Rule{Algorithm: AlgoSlidingLog, Limit: MaxSlidingLogLimit + 1, Window: time.Second}, MaxSlidingLogLimit + 1},
-		{"zero window", Rule{Algorithm: AlgoFixedWindow, Limit: 1}, 1},
-		{"no buckets", Rule{Algorithm: AlgoSlidingWindow, Limit: 1, Window: time.Second}, 1},
-		{"unknown", Rule{Algorithm: numAlgorithms, Limit: 1, Window: time.Second}, 1},
-	} {
-		if l, err := newLimiter(&tc.r, tc.limit, clk, 0); err == nil {
-			t.Errorf("%s: newLimiter = %T, want an error", tc.name, l)
-		}
-	}
-}
-
-// testRelease ends n in-flight permits as Exit does: only the concurrency
-// caps (holders) hold permits past Entry.
-func testRelease(l limiter, n int) {
-	if h, ok := l.(holder); ok {
-		h.release(n)
-	}
-}
-
-// testRemaining is the permits l reports left at now (every algorithm has
-// remaining; the engine does not call it through limiter).
+// testRemaining is the permits l reports left at now: every algorithm is
+// an algo.Remainer.
 func testRemaining(l limiter, now int64) float64 {
-	return l.(interface{ remaining(int64) float64 }).remaining(now)
+	return l.(algo.Remainer).Remaining(now)
+}
+
+// TestAlgoMirrors: the public enums and bounds that package algo has its
+// own copies of hold the same numbers, since values convert between them.
+func TestAlgoMirrors(t *testing.T) {
+	for _, c := range []struct {
+		name      string
+		got, want int64
+	}{
+		{"BreakerErrorRatio", int64(BreakerErrorRatio), int64(algo.BreakerErrorRatio)},
+		{"BreakerErrorCount", int64(BreakerErrorCount), int64(algo.BreakerErrorCount)},
+		{"BreakerSlowRatio", int64(BreakerSlowRatio), int64(algo.BreakerSlowRatio)},
+		{"BreakerClosed", int64(BreakerClosed), int64(algo.BreakerClosed)},
+		{"BreakerOpen", int64(BreakerOpen), int64(algo.BreakerOpen)},
+		{"BreakerHalfOpen", int64(BreakerHalfOpen), int64(algo.BreakerHalfOpen)},
+		{"PriorityLow", int64(PriorityLow), int64(algo.PriorityLow)},
+		{"PriorityNormal", int64(PriorityNormal), int64(algo.PriorityNormal)},
+		{"PriorityHigh", int64(PriorityHigh), int64(algo.PriorityHigh)},
+		{"PriorityCritical", int64(PriorityCritical), int64(algo.PriorityCritical)},
+		{"MaxProbes", MaxProbes, algo.MaxProbes},
+		{"MaxSlidingLogLimit", MaxSlidingLogLimit, algo.MaxSlidingLogLimit},
+	} {
+		if c.got != c.want {
+			t.Errorf("%s: flow %d, algo %d", c.name, c.got, c.want)
+		}
+	}
+}
+
+// TestSpecOfEveryAlgorithm: every algorithm but the lists has a Kind of
+// the same name, and specOf carries a rule's fields (defaults applied).
+func TestSpecOfEveryAlgorithm(t *testing.T) {
+	for _, a := range Algorithms() {
+		k, ok := kindOf(a)
+		if ok != !a.isList() {
+			t.Fatalf("%v: has a kind %v, want %v", a, ok, !a.isList())
+		}
+		if ok && k.String() != a.String() {
+			t.Errorf("%v: kind %v", a, k)
+		}
+	}
+	r := Rule{Resource: "r", Algorithm: AlgoCircuitBreaker, Strategy: BreakerSlowRatio, Threshold: 0.5,
+		SlowCall: time.Second, OpenFor: 3 * time.Second}.WithDefaults()
+	got := specOf(&r)
+	want := algo.Spec{Kind: algo.CircuitBreaker, Window: DefaultWindow, Breaker: algo.BreakerSpec{
+		Strategy: algo.BreakerSlowRatio, Threshold: 0.5, MinRequests: DefaultMinRequests,
+		SlowCall: time.Second, OpenFor: 3 * time.Second, Probes: DefaultProbes}}
+	if got != want {
+		t.Errorf("specOf(%+v)\n got %+v\nwant %+v", r, got, want)
+	}
+	r = Rule{Resource: "r", Algorithm: AlgoAdaptiveConcurrency, InitialLimit: 7}.WithDefaults()
+	if got := specOf(&r).Adaptive; got != (algo.AdaptiveSpec{InitialLimit: 7, MinLimit: DefaultMinLimit,
+		MaxLimit: DefaultMaxLimit, Tolerance: DefaultTolerance, Smoothing: DefaultSmoothing}) {
+		t.Errorf("adaptive spec %+v", got)
+	}
 }

@@ -4,6 +4,8 @@ import (
 	"log/slog"
 	"strconv"
 	"time"
+
+	"github.com/flowgate/flowgate/flow/internal/algo"
 )
 
 // ReasonBreakerOpen is BlockError.Reason when an open (or half-open, with
@@ -38,10 +40,10 @@ func WithBreakerListener(fn func(BreakerEvent)) Option {
 
 // breakerUse is one breaker a call passed: its Exit records the outcome.
 type breakerUse struct {
-	b   *breaker
+	b   *algo.Breaker
 	cr  *compiledRule
 	key string
-	v   breakerVerdict
+	v   algo.BreakerVerdict
 }
 
 // breaker asks cr, a circuit breaker, whether the call may pass. A
@@ -56,7 +58,7 @@ func (st *entryState) breaker(cr *compiledRule) bool {
 	}
 	e := st.eng
 	lim, err := cr.limiterFor(key, st.now)
-	b, _ := lim.(*breaker)
+	b, _ := lim.(*algo.Breaker)
 	if err != nil || b == nil {
 		e.logError("flow: building breaker", err, cr)
 		return true
@@ -64,12 +66,12 @@ func (st *entryState) breaker(cr *compiledRule) bool {
 	if st.now-cr.seen.Load() >= seenStep {
 		cr.seen.Store(st.now)
 	}
-	v := b.check(&cr.rule, st.now)
-	if v.moved {
-		e.breakerMoved(cr, key, breakerMove{from: BreakerOpen, to: BreakerHalfOpen}, st.now)
+	v := b.Check(st.now)
+	if v.Moved {
+		e.breakerMoved(cr, key, algo.BreakerMove{From: algo.BreakerOpen, To: algo.BreakerHalfOpen}, st.now)
 	}
-	if !v.ok {
-		return st.deny(cr, ReasonBreakerOpen, key, decision{retryAfter: v.retryAfter})
+	if !v.OK {
+		return st.deny(cr, ReasonBreakerOpen, key, algo.Decision{RetryAfter: v.RetryAfter})
 	}
 	st.c.brk = append(st.c.brk, breakerUse{b: b, cr: cr, key: key, v: v})
 	return true
@@ -100,7 +102,7 @@ func (c *call) exitBreakers(failed bool) {
 			}
 			at = now
 		}
-		if m, ok := u.b.record(&u.cr.rule, u.v, at, time.Duration(at-c.start), failed); ok {
+		if m, ok := u.b.Record(u.v, at, time.Duration(at-c.start), failed); ok {
 			e.breakerMoved(u.cr, u.key, m, at)
 		}
 		*u = breakerUse{}
@@ -109,18 +111,19 @@ func (c *call) exitBreakers(failed bool) {
 }
 
 // breakerMoved counts, logs and reports one transition.
-func (e *Engine) breakerMoved(cr *compiledRule, key string, m breakerMove, now int64) {
-	cr.transitions[m.to].Add(1)
+func (e *Engine) breakerMoved(cr *compiledRule, key string, m algo.BreakerMove, now int64) {
+	from, to := BreakerState(m.From), BreakerState(m.To)
+	cr.transitions[to].Add(1)
 	if e.cf.log == nil && e.cf.onBreaker == nil {
 		return
 	}
 	ev := BreakerEvent{Time: e.cf.clk.Now(), Resource: cr.rule.Resource, RuleID: cr.rule.ID, Level: cr.rule.Level,
-		Key: key, From: m.from, To: m.to, Completed: m.completed, Bad: m.bad, Measure: m.measure}
+		Key: key, From: from, To: to, Completed: m.Completed, Bad: m.Bad, Measure: m.Measure}
 	if e.cf.log != nil {
-		e.cf.log.Info("flow: circuit breaker "+m.to.String(), slog.String("resource", ev.Resource),
+		e.cf.log.Info("flow: circuit breaker "+to.String(), slog.String("resource", ev.Resource),
 			slog.String("rule", ev.RuleID), slog.String("level", ev.Level.String()), slog.String("key", key),
-			slog.String("from", m.from.String()), slog.Uint64("completed", m.completed),
-			slog.Uint64("bad", m.bad), slog.String("measure", strconv.FormatFloat(m.measure, 'g', 4, 64)))
+			slog.String("from", from.String()), slog.Uint64("completed", m.Completed),
+			slog.Uint64("bad", m.Bad), slog.String("measure", strconv.FormatFloat(m.Measure, 'g', 4, 64)))
 	}
 	if e.cf.onBreaker != nil {
 		e.cf.onBreaker(ev)
@@ -161,14 +164,13 @@ func (cr *compiledRule) breakerStats(now int64) BreakerStats {
 		s.Transitions[i] = cr.transitions[i].Load()
 	}
 	if cr.keys == nil {
-		b := cr.global.(*breaker)
-		s.State = b.state(now)
-		s.Completed, s.Bad = b.win.sum(now)
-		s.Measure, _ = trips(r, s.Completed, s.Bad)
+		b := cr.global.(*algo.Breaker)
+		s.State = BreakerState(b.State(now))
+		s.Completed, s.Bad, s.Measure = b.Window(now)
 		return s
 	}
 	cr.keys.each(func(l limiter) {
-		switch l.(*breaker).state(now) {
+		switch BreakerState(l.(*algo.Breaker).State(now)) {
 		case BreakerOpen:
 			s.OpenKeys++
 		case BreakerHalfOpen:

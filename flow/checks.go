@@ -1,6 +1,10 @@
 package flow
 
-import "sort"
+import (
+	"sort"
+
+	"github.com/flowgate/flowgate/flow/internal/algo"
+)
 
 // resourceRules is one resource compiled: the checks Entry runs for it, in
 // order, and what it feeds. Immutable once published in a ruleSet.
@@ -96,7 +100,7 @@ func (a *entryArgs) levelKey(l Level) string {
 // deny refuses the call for cr (st.refusal) and reports false; for a
 // shadow rule it counts the would-be refusal instead and reports true:
 // the call goes on as if cr had not applied.
-func (st *entryState) deny(cr *compiledRule, reason, key string, d decision) bool {
+func (st *entryState) deny(cr *compiledRule, reason, key string, d algo.Decision) bool {
 	if cr.shadow.Load() {
 		st.eng.shadowRefused(st.resource, cr, reason)
 		return true
@@ -117,26 +121,26 @@ func (st *entryState) local(cr *compiledRule, key string) bool {
 		return true
 	}
 	c := st.c
-	var d decision
+	var d algo.Decision
 	if cr.classed {
-		d = lim.(classLimiter).tryAcquireClass(st.now, c.tokens, st.a.prio, cr.shares[st.a.prio+1])
+		d = lim.(algo.ClassLimiter).TryAcquireClass(st.now, c.tokens, algo.Priority(st.a.prio), cr.shares[st.a.prio+1])
 	} else {
-		d = lim.tryAcquire(st.now, c.tokens, cr.rule.MaxWait)
+		d = lim.TryAcquire(st.now, c.tokens, cr.rule.MaxWait)
 	}
-	if !d.ok {
+	if !d.OK {
 		reason := cr.reason
-		if d.shed {
+		if d.Shed {
 			reason = ReasonPriority
 		}
 		return st.deny(cr, reason, key, d)
 	}
-	c.taken = append(c.taken, takenLim{lim: lim, at: st.now + int64(d.wait)})
+	c.taken = append(c.taken, takenLim{lim: lim, at: st.now + int64(d.Wait)})
 	if cr.holds {
-		if h, ok := lim.(holder); ok {
+		if h, ok := lim.(algo.Holder); ok {
 			c.held = append(c.held, h)
 		}
 	}
-	st.note(cr, d.wait, d.remaining, d.reset)
+	st.note(cr, d.Wait, d.Remaining, d.Reset)
 	return true
 }
 

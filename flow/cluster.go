@@ -5,6 +5,8 @@ import (
 	"log/slog"
 	"sync/atomic"
 	"time"
+
+	"github.com/flowgate/flowgate/flow/internal/algo"
 )
 
 // TokenServer decides cluster rules for every instance of a service (package
@@ -72,7 +74,7 @@ func (st *entryState) cluster(g *clusterGroup, level Level, key string) bool {
 		if i < 0 || i >= len(g.crs) {
 			i = 0
 		}
-		return st.deny(g.crs[i], ReasonClusterLimited, "", decision{retryAfter: max(0, res.RetryAfter), remaining: res.Remaining})
+		return st.deny(g.crs[i], ReasonClusterLimited, "", algo.Decision{RetryAfter: max(0, res.RetryAfter), Remaining: res.Remaining})
 	}
 	e.cl.passed.Add(1)
 	if e.cl.outage.down.Load() {
@@ -96,7 +98,7 @@ func (st *entryState) clusterFallback(g *clusterGroup, key string, err error) bo
 			e.cl.fbAllow.Add(1)
 		case "deny":
 			e.cl.fbDeny.Add(1)
-			if !st.deny(cr, ReasonClusterUnavailable, "", decision{}) {
+			if !st.deny(cr, ReasonClusterUnavailable, "", algo.Decision{}) {
 				return false
 			}
 		default:
@@ -142,10 +144,8 @@ func drainLocal(cr *compiledRule, key string, now int64) {
 	if err != nil {
 		return
 	}
-	if b, ok := lim.(*tokenBucket); ok && !b.warm {
-		if k := int(b.l.StoredPermitsAt(now)); k > 0 {
-			b.tryAcquire(now, k, 0)
-		}
+	if b, ok := lim.(*algo.Bucket); ok {
+		b.Drain(now)
 	}
 }
 

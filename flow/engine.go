@@ -178,8 +178,7 @@ func (e *Engine) Snapshot() Snapshot {
 		if r.Algorithm == AlgoCircuitBreaker {
 			s.Breakers = append(s.Breakers, cr.breakerStats(now))
 		}
-		if a, ok := cr.global.(*adaptiveConcurrency); ok {
-			as := a.stats()
+		if as, ok := adaptiveStatsOf(cr.global); ok {
 			s.Rules[len(s.Rules)-1].AdaptiveConcurrency = &as
 			s.Rules[len(s.Rules)-1].EffectiveLimit = float64(as.Limit)
 		}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/flowgate/flowgate/clock"
+	"github.com/flowgate/flowgate/flow/internal/algo"
 )
 
 // Entry asks to enter resource. It returns a Permit to Exit when the call is
@@ -130,7 +131,7 @@ type denial struct {
 	level  Level
 	reason string
 	key    string // the call's key at a keyed rule, for TopKeys
-	d      decision
+	d      algo.Decision
 	err    error // the context's error of a cancelled wait
 }
 
@@ -192,7 +193,7 @@ func (e *Engine) admitSystem(st *entryState, sys int64) bool {
 		return true
 	}
 	n := e.sysInFlight.Add(1)
-	if n > sys || (st.a.prio < PriorityNormal && n > classCap(sys, sysShares[st.a.prio+1])) {
+	if n > sys || (st.a.prio < PriorityNormal && n > algo.ClassCap(sys, sysShares[st.a.prio+1])) {
 		e.sysInFlight.Add(-1)
 		reason := ReasonSystemOverload
 		if n <= sys {
@@ -265,8 +266,8 @@ func (e *Engine) refuse(st *entryState, be *BlockError) {
 	if st.rr != nil {
 		st.rr.stats.block(st.now, r.level)
 	}
-	*be = BlockError{Resource: st.resource, Level: r.level, Reason: r.reason, RetryAfter: r.d.retryAfter,
-		Never: r.d.never, Remaining: r.d.remaining, Err: r.err}
+	*be = BlockError{Resource: st.resource, Level: r.level, Reason: r.reason, RetryAfter: r.d.RetryAfter,
+		Never: r.d.Never, Remaining: r.d.Remaining, Err: r.err}
 	if be.Never {
 		be.RetryAfter = Never
 	}
@@ -279,8 +280,8 @@ func (e *Engine) refuse(st *entryState, be *BlockError) {
 		e.recordRefusal(cr, r.key, st.now) // TopKeys: refusals only, not would-be ones
 	}
 	be.RuleID, be.Window, be.Limit = cr.rule.ID, cr.rule.Window, cr.limit()
-	if r.d.limit > 0 {
-		be.Limit = r.d.limit
+	if r.d.Limit > 0 {
+		be.Limit = r.d.Limit
 	}
 }
 
@@ -289,14 +290,14 @@ func (e *Engine) refuse(st *entryState, be *BlockError) {
 func (e *Engine) undo(st *entryState) {
 	c := st.c
 	for _, t := range c.taken {
-		t.lim.refund(t.at, c.tokens)
+		t.lim.Refund(t.at, c.tokens)
 	}
 	clear(c.taken)
 	c.taken = c.taken[:0]
 	clear(c.held) // refunded above with the rest of taken
 	c.held = c.held[:0]
 	for i := range c.brk {
-		c.brk[i].b.cancel(c.brk[i].v)
+		c.brk[i].b.Cancel(c.brk[i].v)
 		c.brk[i] = breakerUse{}
 	}
 	c.brk = c.brk[:0]

@@ -5,6 +5,7 @@ import (
 	"sync"
 	"unsafe"
 
+	"github.com/flowgate/flowgate/flow/internal/algo"
 	"github.com/flowgate/flowgate/internal/hotpath"
 )
 
@@ -32,7 +33,7 @@ import (
 // use by a call that took its key's limiter just before: its entry is
 // rewritten only under the new key's shard lock (calls hold the limiter,
 // not the entry), and its bucket is not cloned over but restarted
-// (tokenBucket.restartFrom), which writes only what calls read atomically;
+// (algo.Bucket.RestartFrom), which writes only what calls read atomically;
 // such a call may take its permits from the new key.
 //
 // Every lookup reads the fields before the pad; they never change, and sit
@@ -117,7 +118,7 @@ func (r *keyRecords) hash(en *keyEntry) *uint64 {
 }
 
 // bucketOf is the token bucket in en's record, or nil when records hold none.
-func (r *keyRecords) bucketOf(en *keyEntry) *tokenBucket {
+func (r *keyRecords) bucketOf(en *keyEntry) *algo.Bucket {
 	if !r.bucket {
 		return nil
 	}

@@ -79,8 +79,8 @@ func TestKeyRecordReuseWhileHeld(t *testing.T) {
 			for i := range 3000 {
 				now := e.now()
 				if g == 0 { // the call that took "held" before its eviction
-					if d := held.tryAcquire(now, 1, 0); d.ok && i%2 == 0 {
-						held.refund(now, 1)
+					if d := held.TryAcquire(now, 1, 0); d.OK && i%2 == 0 {
+						held.Refund(now, 1)
 					}
 					continue
 				}
@@ -89,7 +89,7 @@ func TestKeyRecordReuseWhileHeld(t *testing.T) {
 					t.Error(err)
 					return
 				}
-				lim.tryAcquire(now, 1, 0)
+				lim.TryAcquire(now, 1, 0)
 			}
 		}()
 	}

@@ -137,11 +137,11 @@ func (e *Engine) InspectKey(ruleID, key string) (KeyState, error) {
 	if lim := cr.keys.peek(cr, key, now); lim != nil {
 		ks.Tracked = true
 		if r, ok := lim.(remainer); ok {
-			ks.Remaining = r.remaining(now)
+			ks.Remaining = r.Remaining(now)
 		}
 	} else if fresh, err := cr.newLimiter(now); err == nil {
 		if r, ok := fresh.(remainer); ok {
-			ks.Remaining = r.remaining(now)
+			ks.Remaining = r.Remaining(now)
 		}
 	}
 	if t := cr.top.Load(); t != nil {
@@ -168,7 +168,7 @@ func (e *Engine) ResetKey(ruleID, key string) (bool, error) {
 
 // remainer is a limiter that reports the permits left at now (the rate
 // and window algorithms; see limiter).
-type remainer interface{ remaining(now int64) float64 }
+type remainer interface{ Remaining(now int64) float64 }
 
 func (e *Engine) keyedRule(ruleID string) (*compiledRule, error) {
 	for _, cr := range e.rules.Load().compiled {
@@ -195,7 +195,7 @@ func (t *keyTable) peek(cr *compiledRule, key string, now int64) limiter {
 		return nil
 	}
 	if g := uint32(cr.gen.Load()); en.gen != g {
-		en.lim.setLimit(now, cr.limit())
+		en.lim.SetLimit(now, cr.limit())
 		en.gen = g
 	}
 	return en.lim

@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 	"unsafe"
 
+	"github.com/flowgate/flowgate/flow/internal/algo"
 	"github.com/flowgate/flowgate/internal/hotpath"
 )
 
@@ -88,7 +89,7 @@ type keyEntry struct {
 // keyRecBucket, which adds the key's hash (128 B in all).
 type keyedBucket struct {
 	keyEntry
-	tb tokenBucket
+	tb algo.Bucket
 }
 
 // tickShift turns nanoseconds into ticks of 2^20 ns (~1.05 ms): 32-bit ages
@@ -152,7 +153,7 @@ func (t *keyTable) get(cr *compiledRule, key string, now int64) (limiter, error)
 	en := s.m.get(t.recs, h)
 	if en != nil && age(nt, en.last) <= t.ttl {
 		if g := uint32(cr.gen.Load()); en.gen != g {
-			en.lim.setLimit(now, cr.limit())
+			en.lim.SetLimit(now, cr.limit())
 			en.gen = g
 		}
 		if age(nt, en.last) > 0 {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/flowgate/flowgate/clock"
+	"github.com/flowgate/flowgate/flow/internal/algo"
 )
 
 func ipKey(i int) string {
@@ -179,8 +180,8 @@ func TestMemoryPerKey(t *testing.T) {
 		lims := make([]limiter, n)
 		before = heapInUse()
 		for i := range lims {
-			if tb, ok := lims[0].(*tokenBucket); ok {
-				lims[i] = tb.clone() // as keys get them: sharing the rate data
+			if tb, ok := lims[0].(*algo.Bucket); ok {
+				lims[i] = tb.Clone() // as keys get them: sharing the rate data
 			} else {
 				lims[i], _ = newLimiter(&d, d.Limit, clk, 0)
 			}
@@ -204,20 +205,20 @@ func TestKeyBucketsShareRateData(t *testing.T) {
 	e, clk := newTestEngine(t, Rule{ID: "u", Resource: "r", Level: LevelUser, Algorithm: AlgoTokenBucket,
 		Limit: 10, Burst: 4, Adaptive: true})
 	cr := e.rules.Load().compiled[0]
-	bucket := func(user string) *tokenBucket {
+	bucket := func(user string) *algo.Bucket {
 		t.Helper()
 		lim, err := cr.limiterFor(user, clk.Nanotime())
 		if err != nil {
 			t.Fatal(err)
 		}
-		return lim.(*tokenBucket)
+		return lim.(*algo.Bucket)
 	}
 	a, b := bucket("a"), bucket("b")
 	if a == b {
 		t.Fatal("two users share one bucket")
 	}
-	if a.l.MaxPermits() != 4 || a.l.StoredPermitsAt(clk.Nanotime()) != 4 {
-		t.Fatalf("a new key's bucket: max %v stored %v, want 4 and 4 (full)", a.l.MaxPermits(), a.l.StoredPermitsAt(clk.Nanotime()))
+	if a.Rate() != 10 || a.Remaining(clk.Nanotime()) != 4 {
+		t.Fatalf("a new key's bucket: rate %v stored %v, want 10 and 4 (full)", a.Rate(), a.Remaining(clk.Nanotime()))
 	}
 	for range 5 { // user a drains its bucket; b keeps its own
 		try(t, e, "r", WithUser("a"))
@@ -230,10 +231,10 @@ func TestKeyBucketsShareRateData(t *testing.T) {
 	}
 	e.SetAdaptiveFactor(0.5)
 	c := bucket("c")
-	if c.l.Rate() != 5 || c.l.MaxPermits() != 2 {
-		t.Fatalf("a key new after the factor 0.5: rate %v max %v, want 5 and 2", c.l.Rate(), c.l.MaxPermits())
+	if c.Rate() != 5 || c.Remaining(clk.Nanotime()) != 2 {
+		t.Fatalf("a key new after the factor 0.5: rate %v stored %v, want 5 and 2 (full)", c.Rate(), c.Remaining(clk.Nanotime()))
 	}
-	if a := bucket("a"); a.l.Rate() != 5 {
-		t.Fatalf("an existing key after the factor 0.5: rate %v, want 5", a.l.Rate())
+	if a := bucket("a"); a.Rate() != 5 {
+		t.Fatalf("an existing key after the factor 0.5: rate %v, want 5", a.Rate())
 	}
 }

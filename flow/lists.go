@@ -5,6 +5,8 @@ import (
 	"net/netip"
 	"sort"
 	"strings"
+
+	"github.com/flowgate/flowgate/flow/internal/algo"
 )
 
 // Reasons of the refusals by an allow or deny rule.
@@ -162,5 +164,5 @@ func (st *entryState) list(cr *compiledRule) bool {
 	if !cr.shadow.Load() {
 		st.rr.stats.listRefusal(cr.rule.Level, cr.rule.Algorithm == AlgoDeny)
 	}
-	return st.deny(cr, cr.reason, "", decision{})
+	return st.deny(cr, cr.reason, "", algo.Decision{})
 }

@@ -6,6 +6,8 @@ import (
 	"math/rand/v2"
 	"sync/atomic"
 	"time"
+
+	"github.com/flowgate/flowgate/flow/internal/algo"
 )
 
 // Permit is a call Entry admitted. Exit it once when the call ends; the
@@ -51,7 +53,7 @@ type call struct {
 	// taken is what Entry took, so that a refusal can give it back; what
 	// the call still holds at Exit is moved to held, grants and brk.
 	taken  []takenLim
-	held   []holder       // concurrency caps to release
+	held   []algo.Holder  // concurrency caps to release
 	grants []clusterGrant // token server grants to release, or give back on refusal
 	brk    []breakerUse   // circuit breakers to tell the outcome
 }
@@ -153,10 +155,10 @@ func (p Permit) Exit(opts ...ExitOption) {
 func (c *call) release(measured bool, now int64) {
 	e := c.eng
 	for i, l := range c.held {
-		l.release(c.tokens)
+		l.Release(c.tokens)
 		if measured {
-			if o, ok := l.(rttObserver); ok {
-				o.observe(now, now-c.start)
+			if o, ok := l.(algo.RTTObserver); ok {
+				o.Observe(now, now-c.start)
 			}
 		}
 		c.held[i] = nil

@@ -5,7 +5,6 @@ import (
 	"math"
 	"math/rand/v2"
 	"strings"
-	"sync/atomic"
 )
 
 // Priority is how important a call is when a concurrency limit, the system
@@ -91,56 +90,6 @@ func (r Reserve) validate(bad func(field, format string, args ...any)) {
 	}
 	if sum >= 1 {
 		bad("reserve", "critical+high+normal must be < 1 (low calls need a share), not %v", sum)
-	}
-}
-
-// classCap is how many permits in flight a class may fill under a limit of
-// limit: at least 1, so a low share never closes a small limit for good.
-func classCap(limit int64, share float64) int64 {
-	if share >= 1 {
-		return limit
-	}
-	return max(1, int64(float64(limit)*share+1e-9))
-}
-
-// classLimiter is the narrow hook a limiter with priority reserves offers
-// the engine: tryAcquire for a call of class p that may fill only share
-// (0..1] of the limit. Entry uses it only for the rules compiledRule.classed marks, with
-// the share of the call's class from the rule's Reserve (kept on the rule,
-// not in each key's limiter, so a tracked key costs no more).
-type classLimiter interface {
-	tryAcquireClass(now int64, n int, p Priority, share float64) decision
-}
-
-// acquireUpTo takes k in-flight permits from inFlight when the count stays
-// at most classLimit; full is the whole limit (for remaining, and to tell
-// whether the refusal was for the class). Lock-free: one CAS loop.
-func acquireUpTo(inFlight *atomic.Int64, k, classLimit, full int64) decision {
-	if k > full {
-		return decision{never: true}
-	}
-	for {
-		cur := inFlight.Load()
-		if cur+k > classLimit {
-			// shed: the whole limit had room, the class's share had not.
-			return decision{shed: cur+k <= full, remaining: float64(max(full-cur, 0))}
-		}
-		// A failed CAS means another call took or released permits in
-		// between: decide again on the new count.
-		if inFlight.CompareAndSwap(cur, cur+k) {
-			return decision{ok: true, remaining: float64(full - cur - k)}
-		}
-	}
-}
-
-// releaseFloor gives back n permits, never taking the count below zero: a
-// permit released twice (an engine bug) must not open room later.
-func releaseFloor(inFlight *atomic.Int64, n int) {
-	for {
-		cur := inFlight.Load()
-		if inFlight.CompareAndSwap(cur, max(cur-int64(n), 0)) {
-			return
-		}
 	}
 }
 

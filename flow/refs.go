@@ -23,11 +23,11 @@ import "time"
 // one's is, so it counts exactly what that one would refuse.
 func (st *entryState) ref(cr *compiledRule) bool {
 	lim, _ := cr.limiterFor("", st.now) // global: never fails
-	d := lim.tryAcquire(st.now, 1, 0)
-	if !d.ok {
+	d := lim.TryAcquire(st.now, 1, 0)
+	if !d.OK {
 		return st.deny(cr, ReasonRefResourceHot, "", d)
 	}
-	lim.refund(st.now, 1)
+	lim.Refund(st.now, 1)
 	return true
 }
 
@@ -36,7 +36,7 @@ func (st *entryState) ref(cr *compiledRule) bool {
 func feedObservers(rr *resourceRules, now int64, tokens int) {
 	for _, cr := range rr.observers {
 		lim, _ := cr.limiterFor("", now)
-		lim.tryAcquire(now, tokens, 0)
+		lim.TryAcquire(now, tokens, 0)
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 
 	"github.com/flowgate/flowgate/clock"
+	"github.com/flowgate/flowgate/flow/internal/algo"
 )
 
 // ruleSet is an immutable snapshot of the rules in force, published with an
@@ -30,7 +31,7 @@ type compiledRule struct {
 	reason  string // BlockError.Reason when this rule refuses
 	// classed: the limiter holds permits in flight and honours priority
 	// (concurrency, adaptive_concurrency): Entry asks it through
-	// classLimiter and Exit releases it.
+	// algo.ClassLimiter and Exit releases it.
 	classed bool
 	// holds: the algorithm's limiters are holders (concurrency caps, the
 	// cluster ones' local fallback too), known here so that takeLocal asks
@@ -88,7 +89,7 @@ func (cr *compiledRule) limit() float64 { return math.Float64frombits(cr.limitBi
 func (cr *compiledRule) newLimiter(now int64) (limiter, error) {
 	limit := cr.limit()
 	if p := cr.proto.Load(); p != nil && p.limit == limit {
-		return p.tb.clone(), nil
+		return p.tb.Clone(), nil
 	}
 	return cr.buildLimiter(limit, now)
 }
@@ -100,14 +101,14 @@ func (cr *compiledRule) newLimiter(now int64) (limiter, error) {
 // cloneInto when the record's bucket was never used and by restartFrom
 // when it was (a call may still hold it: see keyRecords). Other limiters,
 // and a bucket at a limit that has no prototype yet, are allocated apart.
-func (cr *compiledRule) initKey(en *keyEntry, tb *tokenBucket, now int64, nt, g uint32) error {
+func (cr *compiledRule) initKey(en *keyEntry, tb *algo.Bucket, now int64, nt, g uint32) error {
 	limit := cr.limit()
 	if tb != nil {
 		if p := cr.proto.Load(); p != nil && p.limit == limit {
-			if tb.window == 0 { // a zero bucket: never cloned (window is > 0)
-				p.tb.cloneInto(tb)
+			if tb.IsZero() {
+				p.tb.CloneInto(tb)
 			} else {
-				tb.restartFrom(p.tb)
+				tb.RestartFrom(p.tb)
 			}
 			*en = keyEntry{lim: tb, last: nt, gen: g}
 			return nil
@@ -124,11 +125,11 @@ func (cr *compiledRule) initKey(en *keyEntry, tb *tokenBucket, now int64, nt, g 
 // buildLimiter is newLimiter without a prototype at limit.
 func (cr *compiledRule) buildLimiter(limit float64, now int64) (limiter, error) {
 	lim, err := newLimiter(&cr.rule, limit, cr.clk, now)
-	if tb, ok := lim.(*tokenBucket); ok && cr.keyed {
+	if tb, ok := lim.(*algo.Bucket); ok && cr.keyed {
 		// This bucket becomes the rule's prototype; the key gets a clone.
 		// Racing builders each store theirs: any one will do.
 		cr.proto.Store(&bucketProto{tb: tb, limit: limit})
-		return tb.clone(), nil
+		return tb.Clone(), nil
 	}
 	return lim, err
 }
@@ -137,7 +138,7 @@ func (cr *compiledRule) buildLimiter(limit float64, now int64) (limiter, error) 
 // from at one effective limit, so they share its rate data. It is never
 // used to admit calls (its rate must not change).
 type bucketProto struct {
-	tb    *tokenBucket
+	tb    *algo.Bucket
 	limit float64
 }
 
@@ -190,7 +191,7 @@ func (cr *compiledRule) limiterFor(key string, now int64) (limiter, error) {
 	}
 	if cr.dynamic {
 		if g := cr.gen.Load(); cr.globalGen.Load() != g {
-			cr.global.setLimit(now, cr.limit())
+			cr.global.SetLimit(now, cr.limit())
 			cr.globalGen.Store(g)
 		}
 	}
@@ -321,7 +322,7 @@ func (e *Engine) newCompiled(r Rule, factor float64, now int64) (*compiledRule, 
 		return nil, err
 	}
 	if cr.keyed {
-		_, bucket := lim.(*tokenBucket)
+		_, bucket := lim.(*algo.Bucket)
 		cr.keys = newKeyTable(r.MaxKeys, int64(r.IdleTTL), bucket)
 	} else {
 		cr.global = lim

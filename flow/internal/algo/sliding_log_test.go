@@ -1,4 +1,4 @@
-package flow
+package algo
 
 import (
 	"math/rand/v2"
@@ -8,8 +8,8 @@ import (
 	"time"
 )
 
-func logRule(limit float64) Rule {
-	return Rule{ID: "sl", Resource: "r", Algorithm: AlgoSlidingLog, Limit: limit}.WithDefaults()
+func logSpec(limit float64) Spec {
+	return withDefaults(Spec{Kind: SlidingLog, Limit: limit})
 }
 
 // checkExact fails when more than limit stamps fall in any span [s, s+window)
@@ -30,7 +30,7 @@ func checkExact(t *testing.T, stamps []int64, limit int, window time.Duration) {
 }
 
 func TestSlidingLogExactAcrossTheBoundary(t *testing.T) {
-	l, clk := newTestLimiter(t, logRule(10), 10)
+	l, clk := newTestLimiter(t, logSpec(10), 10)
 	clk.Advance(749 * time.Millisecond) // 999ms
 	var stamps []int64
 	now := clk.Nanotime()
@@ -38,13 +38,13 @@ func TestSlidingLogExactAcrossTheBoundary(t *testing.T) {
 	for range got {
 		stamps = append(stamps, now)
 	}
-	if got != 10 || d.retryAfter != time.Second {
-		t.Fatalf("admitted %d then retryAfter %v, want 10 then 1s", got, d.retryAfter)
+	if got != 10 || d.RetryAfter != time.Second {
+		t.Fatalf("admitted %d then retryAfter %v, want 10 then 1s", got, d.RetryAfter)
 	}
 	for range 3000 { // every millisecond for 3s
 		clk.Advance(time.Millisecond)
 		now := clk.Nanotime()
-		if l.tryAcquire(now, 1, 0).ok {
+		if l.TryAcquire(now, 1, 0).OK {
 			stamps = append(stamps, now)
 		}
 	}
@@ -60,7 +60,7 @@ func TestSlidingLogExactAcrossTheBoundary(t *testing.T) {
 // refunds, and checks every admitted permit against every other.
 func TestSlidingLogExactUnderRandomTraffic(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
-	l, clk := newTestLimiter(t, logRule(7), 7)
+	l, clk := newTestLimiter(t, logSpec(7), 7)
 	type grant struct {
 		at int64
 		n  int
@@ -74,19 +74,19 @@ func TestSlidingLogExactUnderRandomTraffic(t *testing.T) {
 		if rng.IntN(3) == 0 {
 			maxWait = time.Duration(rng.IntN(int(400 * time.Millisecond)))
 		}
-		d := l.tryAcquire(now, n, maxWait)
-		if !d.ok {
-			if !d.never && d.retryAfter <= 0 {
-				t.Fatalf("refused with retryAfter %v", d.retryAfter)
+		d := l.TryAcquire(now, n, maxWait)
+		if !d.OK {
+			if !d.Never && d.RetryAfter <= 0 {
+				t.Fatalf("refused with retryAfter %v", d.RetryAfter)
 			}
 			continue
 		}
-		if d.wait > maxWait {
-			t.Fatalf("wait %v beyond maxWait %v", d.wait, maxWait)
+		if d.Wait > maxWait {
+			t.Fatalf("wait %v beyond maxWait %v", d.Wait, maxWait)
 		}
-		at := now + int64(d.wait)
+		at := now + int64(d.Wait)
 		if rng.IntN(5) == 0 { // a later level refused: give it back
-			l.refund(at, n)
+			l.Refund(at, n)
 			continue
 		}
 		kept = append(kept, grant{at, n})
@@ -106,37 +106,37 @@ func TestSlidingLogExactUnderRandomTraffic(t *testing.T) {
 // TestSlidingLogRefundOfQueuedCall: a queued call pushed out entries that
 // still count now; refunding it must not forget them.
 func TestSlidingLogRefundOfQueuedCall(t *testing.T) {
-	r := logRule(2)
+	r := logSpec(2)
 	r.Window = 10 * time.Second
 	l, clk := newTestLimiter(t, r, 2)
 	base := clk.Nanotime()
-	l.tryAcquire(base, 1, 0)                    // 0s
-	l.tryAcquire(base+int64(time.Second), 1, 0) // 1s
+	l.TryAcquire(base, 1, 0)                    // 0s
+	l.TryAcquire(base+int64(time.Second), 1, 0) // 1s
 	now := base + int64(2*time.Second)
-	d := l.tryAcquire(now, 1, 10*time.Second)
-	if !d.ok || d.wait != 8*time.Second {
+	d := l.TryAcquire(now, 1, 10*time.Second)
+	if !d.OK || d.Wait != 8*time.Second {
 		t.Fatalf("queued call = %+v, want a wait of 8s (until the 0s entry leaves)", d)
 	}
-	l.refund(now+int64(d.wait), 1)
-	if e := l.tryAcquire(now, 1, 0); e.ok {
+	l.Refund(now+int64(d.Wait), 1)
+	if e := l.TryAcquire(now, 1, 0); e.OK {
 		t.Fatalf("after the refund a call at 2s was admitted with entries at 0s and 1s still in the window")
 	}
-	if e := l.tryAcquire(base+int64(10*time.Second), 1, 0); !e.ok {
+	if e := l.TryAcquire(base+int64(10*time.Second), 1, 0); !e.OK {
 		t.Fatalf("at 10s the 0s entry has left: %+v, want ok", e)
 	}
 }
 
 func TestSlidingLogRetryAfterIsTheOldestRelevantEntry(t *testing.T) {
-	l, clk := newTestLimiter(t, logRule(3), 3)
+	l, clk := newTestLimiter(t, logSpec(3), 3)
 	base := clk.Nanotime()
 	for i := range 3 {
-		l.tryAcquire(base+int64(i)*int64(100*time.Millisecond), 1, 0)
+		l.TryAcquire(base+int64(i)*int64(100*time.Millisecond), 1, 0)
 	}
 	now := base + int64(500*time.Millisecond)
-	if d := l.tryAcquire(now, 1, 0); d.ok || d.retryAfter != 500*time.Millisecond || d.reset != 700*time.Millisecond {
+	if d := l.TryAcquire(now, 1, 0); d.OK || d.RetryAfter != 500*time.Millisecond || d.Reset != 700*time.Millisecond {
 		t.Fatalf("1 permit = %+v, want retryAfter 500ms (first entry leaves), reset 700ms", d)
 	}
-	if d := l.tryAcquire(now, 2, 0); d.ok || d.retryAfter != 600*time.Millisecond {
+	if d := l.TryAcquire(now, 2, 0); d.OK || d.RetryAfter != 600*time.Millisecond {
 		t.Fatalf("2 permits = %+v, want retryAfter 600ms (second entry leaves)", d)
 	}
 	if got := testRemaining(l, now); got != 0 {
@@ -145,10 +145,10 @@ func TestSlidingLogRetryAfterIsTheOldestRelevantEntry(t *testing.T) {
 }
 
 func TestSlidingLogMemoryBoundedAndSetLimit(t *testing.T) {
-	l, clk := newTestLimiter(t, logRule(5), 5)
+	l, clk := newTestLimiter(t, logSpec(5), 5)
 	sl := l.(*slidingLog)
 	for range 10000 {
-		l.tryAcquire(clk.Nanotime(), 1, 0)
+		l.TryAcquire(clk.Nanotime(), 1, 0)
 		clk.Advance(time.Millisecond)
 	}
 	if len(sl.buf) != 5 || sl.size > 5 {
@@ -156,18 +156,18 @@ func TestSlidingLogMemoryBoundedAndSetLimit(t *testing.T) {
 	}
 	now := clk.Nanotime()
 	before := testRemaining(l, now)
-	l.setLimit(now, 8) // grows the ring, keeps the entries in order
+	l.SetLimit(now, 8) // grows the ring, keeps the entries in order
 	if len(sl.buf) != 8 || testRemaining(l, now) != before+3 {
 		t.Fatalf("after raising to 8: ring %d, remaining %v; want 8 and %v", len(sl.buf), testRemaining(l, now), before+3)
 	}
-	l.setLimit(now, 2) // shrinks the capacity, not the ring
+	l.SetLimit(now, 2) // shrinks the capacity, not the ring
 	if len(sl.buf) != 8 {
 		t.Fatalf("lowering the limit reallocated the ring")
 	}
 }
 
 func TestSlidingLogConcurrentExact(t *testing.T) {
-	l, clk := newTestLimiter(t, logRule(10), 10)
+	l, clk := newTestLimiter(t, logSpec(10), 10)
 	var mu sync.Mutex
 	var stamps []int64
 	var wg sync.WaitGroup
@@ -177,7 +177,7 @@ func TestSlidingLogConcurrentExact(t *testing.T) {
 			defer wg.Done()
 			for range 500 {
 				now := clk.Nanotime()
-				if d := l.tryAcquire(now, 1, 0); d.ok {
+				if d := l.TryAcquire(now, 1, 0); d.OK {
 					mu.Lock()
 					stamps = append(stamps, now)
 					mu.Unlock()

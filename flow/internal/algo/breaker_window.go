@@ -1,4 +1,4 @@
-package flow
+package algo
 
 import (
 	"sync/atomic"
@@ -28,12 +28,14 @@ type breakerWindow struct {
 }
 
 const (
-	bwBuckets    = 10
-	bwCountBits  = 20
-	bwCountMax   = 1<<bwCountBits - 1
-	bwTagShift   = 2 * bwCountBits
-	bwTagMask    = 1<<(64-bwTagShift) - 1
-	minBreakerWd = 10 * time.Millisecond // a bucket of at least 1ms
+	bwBuckets   = 10
+	bwCountBits = 20
+	bwCountMax  = 1<<bwCountBits - 1
+	bwTagShift  = 2 * bwCountBits
+	bwTagMask   = 1<<(64-bwTagShift) - 1
+	// MinBreakerWindow is the shortest breaker window: a bucket of at
+	// least 1ms.
+	MinBreakerWindow = 10 * time.Millisecond
 )
 
 func (w *breakerWindow) init(window time.Duration) {

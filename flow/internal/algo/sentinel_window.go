@@ -1,4 +1,4 @@
-package flow
+package algo
 
 import (
 	"sync"
@@ -7,7 +7,7 @@ import (
 	"github.com/flowgate/flowgate/clock"
 )
 
-// sentinelWindow is AlgoSentinelWindow: the window Alibaba Sentinel (Java
+// sentinelWindow is SentinelWindow: the window Alibaba Sentinel (Java
 // and sentinel-golang) counts a QPS rule over, kept so that rules imported
 // from Sentinel decide call for call as they did there.
 //
@@ -32,7 +32,7 @@ type sentinelWindow struct {
 	prev   int64 // passes counted in bucket idx-1
 }
 
-var _ limiter = (*sentinelWindow)(nil)
+var _ Limiter = (*sentinelWindow)(nil)
 
 // newSentinelWindow aligns the buckets to the Unix epoch as Sentinel does:
 // the clock's wall time minus its monotonic reading at construction gives
@@ -69,18 +69,18 @@ func (w *sentinelWindow) untilEdge(now int64, k int64) time.Duration {
 	return nonNeg(end - now)
 }
 
-func (w *sentinelWindow) tryAcquire(now int64, n int, _ time.Duration) decision {
+func (w *sentinelWindow) TryAcquire(now int64, n int, _ time.Duration) Decision {
 	k := int64(n)
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if k > w.cap {
-		return decision{never: true}
+		return Decision{Never: true}
 	}
 	w.roll(now)
 	reset := w.untilEdge(now, 2) // both counted buckets gone
 	if w.cur+w.prev+k <= w.cap {
 		w.cur += k
-		return decision{ok: true, remaining: float64(w.cap - w.cur - w.prev), reset: reset}
+		return Decision{OK: true, Remaining: float64(w.cap - w.cur - w.prev), Reset: reset}
 	}
 	// The previous bucket drops out at the next edge; if the current one
 	// alone leaves room then, that is when the call would pass.
@@ -88,11 +88,11 @@ func (w *sentinelWindow) tryAcquire(now int64, n int, _ time.Duration) decision 
 	if w.cur+k > w.cap {
 		retry = reset
 	}
-	return decision{retryAfter: retry, reset: reset}
+	return Decision{RetryAfter: retry, Reset: reset}
 }
 
-// refund gives permits back to the current bucket when at lies in it.
-func (w *sentinelWindow) refund(at int64, n int) {
+// Refund gives permits back to the current bucket when at lies in it.
+func (w *sentinelWindow) Refund(at int64, n int) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.index(at) == w.idx {
@@ -100,14 +100,14 @@ func (w *sentinelWindow) refund(at int64, n int) {
 	}
 }
 
-// setLimit changes the capacity; the counts stay.
-func (w *sentinelWindow) setLimit(_ int64, limit float64) {
+// SetLimit changes the capacity; the counts stay.
+func (w *sentinelWindow) SetLimit(_ int64, limit float64) {
 	w.mu.Lock()
 	w.cap = capacity(limit)
 	w.mu.Unlock()
 }
 
-func (w *sentinelWindow) remaining(now int64) float64 {
+func (w *sentinelWindow) Remaining(now int64) float64 {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	used := w.cur + w.prev

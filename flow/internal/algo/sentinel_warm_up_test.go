@@ -1,4 +1,4 @@
-package flow
+package algo
 
 import (
 	"slices"
@@ -8,22 +8,22 @@ import (
 	"github.com/flowgate/flowgate/clock"
 )
 
-// sentinelWarmRule: 10/s, warm-up 10s, cold factor 3. Sentinel's marks:
+// sentinelWarmSpec: 10/s, warm-up 10s, cold factor 3. Sentinel's marks:
 // warning = ⌊10·10/2⌋ = 50, max = 50 + ⌊2·10·10/4⌋ = 100, slope =
 // 2/10/50 = 0.004, so the cold threshold is 1/(50·0.004 + 0.1) = 3.33/s.
-func sentinelWarmRule() Rule {
-	return Rule{ID: "swu", Resource: "r", Algorithm: AlgoSentinelWarmUp, Limit: 10, Warmup: 10 * time.Second}.WithDefaults()
+func sentinelWarmSpec() Spec {
+	return withDefaults(Spec{Kind: SentinelWarmUp, Limit: 10, Warmup: 10 * time.Second})
 }
 
 // perSecond drives 40 calls at the start of each of secs seconds (one
 // instant, so all land in the first bucket) and returns the passes of each.
-func perSecond(t *testing.T, l limiter, clk *clock.Fake, secs int, maxWait time.Duration) []int {
+func perSecond(t *testing.T, l Limiter, clk *clock.Fake, secs int, maxWait time.Duration) []int {
 	t.Helper()
 	var out []int
 	for range secs {
 		n := 0
 		for range 40 {
-			if d := l.tryAcquire(clk.Nanotime(), 1, maxWait); d.ok {
+			if d := l.TryAcquire(clk.Nanotime(), 1, maxWait); d.OK {
 				n++
 			}
 		}
@@ -40,8 +40,8 @@ func perSecond(t *testing.T, l limiter, clk *clock.Fake, secs int, maxWait time.
 // above ⌊10⌋/3 = 3.
 func TestSentinelWarmUpCurve(t *testing.T) {
 	clk := clock.NewFake(algoEpoch) // a whole second of Unix time
-	r := sentinelWarmRule()
-	l, err := newLimiter(&r, 10, clk, clk.Nanotime())
+	r := sentinelWarmSpec()
+	l, err := New(r, 10, clk, clk.Nanotime())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -64,37 +64,23 @@ func TestSentinelWarmUpCurve(t *testing.T) {
 // ⌈1/threshold⌉ apart, as Sentinel's throttling checker does.
 func TestSentinelWarmUpQueues(t *testing.T) {
 	clk := clock.NewFake(algoEpoch)
-	r := sentinelWarmRule()
-	l, err := newLimiter(&r, 10, clk, clk.Nanotime())
+	r := sentinelWarmSpec()
+	l, err := New(r, 10, clk, clk.Nanotime())
 	if err != nil {
 		t.Fatal(err)
 	}
 	now := clk.Nanotime()
-	if d := l.tryAcquire(now, 1, time.Second); !d.ok || d.wait != 0 {
+	if d := l.TryAcquire(now, 1, time.Second); !d.OK || d.Wait != 0 {
 		t.Fatalf("first call %+v, want ok at once", d)
 	}
-	d := l.tryAcquire(now, 1, time.Second)
-	if want := 300 * time.Millisecond; !d.ok || d.wait != want { // ⌈1e9/3.333…⌉ ns
+	d := l.TryAcquire(now, 1, time.Second)
+	if want := 300 * time.Millisecond; !d.OK || d.Wait != want { // ⌈1e9/3.333…⌉ ns
 		t.Fatalf("second call %+v, want ok after %v", d, want)
 	}
 	for range 2 {
-		l.tryAcquire(now, 1, time.Second) // 600ms, 900ms
+		l.TryAcquire(now, 1, time.Second) // 600ms, 900ms
 	}
-	if d := l.tryAcquire(now, 1, time.Second); d.ok {
+	if d := l.TryAcquire(now, 1, time.Second); d.OK {
 		t.Fatalf("fifth call %+v, want refused (its slot is 1.2s away)", d)
-	}
-}
-
-func TestSentinelWarmUpRules(t *testing.T) {
-	base := Rule{Resource: "r", Algorithm: AlgoSentinelWarmUp, Limit: 10, Warmup: time.Second}
-	with := func(f func(*Rule)) Rule { r := base; f(&r); return r }
-	wantRuleProblems(t, []ruleProblem{
-		{with(func(r *Rule) { r.Warmup = 0 }), "warmup"},
-		{with(func(r *Rule) { r.ColdFactor = 2.5 }), "coldFactor"},
-		{with(func(r *Rule) { r.Window = 2 * time.Second }), "window"},
-		{with(func(r *Rule) { r.Cluster = &ClusterSpec{} }), "cluster"},
-	})
-	if err := NewEngine().LoadRules([]Rule{with(func(r *Rule) { r.MaxWait = time.Second; r.ColdFactor = 4 })}); err != nil {
-		t.Errorf("a queueing sentinel_warm_up rule with cold factor 4: %v", err)
 	}
 }

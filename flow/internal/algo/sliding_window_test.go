@@ -1,4 +1,4 @@
-package flow
+package algo
 
 import (
 	"testing"
@@ -7,8 +7,8 @@ import (
 	"github.com/flowgate/flowgate/clock"
 )
 
-func slidingRule(buckets int) Rule {
-	return Rule{ID: "sw", Resource: "r", Algorithm: AlgoSlidingWindow, Limit: 10, Buckets: buckets}.WithDefaults()
+func slidingSpec(buckets int) Spec {
+	return withDefaults(Spec{Kind: SlidingWindow, Limit: 10, Buckets: buckets})
 }
 
 // TestSlidingWindowSubWindowsAlignedToTheEpoch: sub-windows start at whole
@@ -17,12 +17,12 @@ func slidingRule(buckets int) Rule {
 // [.200, .300), so a call at .250 has fully left the window at 1.300.
 func TestSlidingWindowSubWindowsAlignedToTheEpoch(t *testing.T) {
 	clk := clock.NewFake(algoEpoch.Add(250 * time.Millisecond))
-	r := slidingRule(10)
-	l, err := newLimiter(&r, 10, clk, clk.Nanotime())
+	r := slidingSpec(10)
+	l, err := New(r, 10, clk, clk.Nanotime())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if d := l.tryAcquire(clk.Nanotime(), 1, 0); !d.ok || d.reset != 1050*time.Millisecond {
+	if d := l.TryAcquire(clk.Nanotime(), 1, 0); !d.OK || d.Reset != 1050*time.Millisecond {
 		t.Fatalf("call at .250 = %+v, want admitted with reset 1.05s (its sub-window [.200, .300) leaves at 1.300)", d)
 	}
 }
@@ -40,7 +40,7 @@ func TestSlidingWindowEstimator(t *testing.T) {
 		// Ten buckets: the 10 sit in [200ms, 300ms), half covered at 1.25s.
 		{10, 5, 10 * time.Millisecond, 5},
 	} {
-		l, clk := newTestLimiter(t, slidingRule(tc.buckets), 10)
+		l, clk := newTestLimiter(t, slidingSpec(tc.buckets), 10)
 		if got, _ := drain(t, l, clk.Nanotime()); got != 10 {
 			t.Fatalf("buckets %d: admitted %d at once, want 10", tc.buckets, got)
 		}
@@ -50,12 +50,12 @@ func TestSlidingWindowEstimator(t *testing.T) {
 			t.Errorf("buckets %d: remaining %v, want %v", tc.buckets, got, tc.remaining)
 		}
 		got, d := drain(t, l, now)
-		if got != tc.admitted || d.retryAfter != tc.retry {
+		if got != tc.admitted || d.RetryAfter != tc.retry {
 			t.Errorf("buckets %d: admitted %d then retryAfter %v, want %d then %v",
-				tc.buckets, got, d.retryAfter, tc.admitted, tc.retry)
+				tc.buckets, got, d.RetryAfter, tc.admitted, tc.retry)
 		}
 		// Honest: on time it passes.
-		if e := l.tryAcquire(now+int64(d.retryAfter), 1, 0); !e.ok {
+		if e := l.TryAcquire(now+int64(d.RetryAfter), 1, 0); !e.OK {
 			t.Errorf("buckets %d: refused at retryAfter: %+v", tc.buckets, e)
 		}
 	}
@@ -64,7 +64,7 @@ func TestSlidingWindowEstimator(t *testing.T) {
 // TestSlidingWindowSmoothsTheBoundary: unlike fixed_window, a burst at the
 // end of one window does not buy a second full burst at the next boundary.
 func TestSlidingWindowSmoothsTheBoundary(t *testing.T) {
-	l, clk := newTestLimiter(t, slidingRule(10), 10)
+	l, clk := newTestLimiter(t, slidingSpec(10), 10)
 	clk.Advance(749 * time.Millisecond) // 999ms
 	first, _ := drain(t, l, clk.Nanotime())
 	clk.Advance(time.Millisecond)
@@ -74,40 +74,40 @@ func TestSlidingWindowSmoothsTheBoundary(t *testing.T) {
 }
 
 func TestSlidingWindowMaxWaitCountsAtOnce(t *testing.T) {
-	l, clk := newTestLimiter(t, slidingRule(10), 10)
+	l, clk := newTestLimiter(t, slidingSpec(10), 10)
 	now := clk.Nanotime()
 	drain(t, l, now)
-	d := l.tryAcquire(now, 1, 2*time.Second)
-	if !d.ok || d.wait <= 0 {
+	d := l.TryAcquire(now, 1, 2*time.Second)
+	if !d.OK || d.Wait <= 0 {
 		t.Fatalf("queued call = %+v, want admitted with a wait", d)
 	}
 	// Counted at once: a second queued call must wait longer.
-	if e := l.tryAcquire(now, 1, 2*time.Second); !e.ok || e.wait <= d.wait {
-		t.Fatalf("second queued call = %+v, want a longer wait than %v", e, d.wait)
+	if e := l.TryAcquire(now, 1, 2*time.Second); !e.OK || e.Wait <= d.Wait {
+		t.Fatalf("second queued call = %+v, want a longer wait than %v", e, d.Wait)
 	}
-	if e := l.tryAcquire(now, 1, d.wait); e.ok {
-		t.Fatalf("a call that may wait only %v was admitted: %+v", d.wait, e)
+	if e := l.TryAcquire(now, 1, d.Wait); e.OK {
+		t.Fatalf("a call that may wait only %v was admitted: %+v", d.Wait, e)
 	}
 }
 
 func TestSlidingWindowHonestRetryAfterEverywhere(t *testing.T) {
 	for _, b := range []int{1, 3, 10} {
-		l, clk := newTestLimiter(t, slidingRule(b), 10)
+		l, clk := newTestLimiter(t, slidingSpec(b), 10)
 		for i := range 3000 { // a 3-permit call every 7ms: always some refusals
 			now := clk.Nanotime()
-			d := l.tryAcquire(now, 3, 0)
-			if !d.ok && !d.never {
-				if d.retryAfter <= 0 {
-					t.Fatalf("buckets %d, call %d: retryAfter %v", b, i, d.retryAfter)
+			d := l.TryAcquire(now, 3, 0)
+			if !d.OK && !d.Never {
+				if d.RetryAfter <= 0 {
+					t.Fatalf("buckets %d, call %d: retryAfter %v", b, i, d.RetryAfter)
 				}
 				// Probe without changing state: a copy of the limiter.
 				sw := l.(*slidingWindow)
 				probe := &slidingWindow{width: sw.width, off: sw.off, head: sw.head, hs: sw.hs, cap: sw.cap, counts: append([]int32(nil), sw.counts...)}
-				if e := probe.tryAcquire(now+int64(d.retryAfter)-1000, 3, 0); e.ok {
-					t.Fatalf("buckets %d, call %d: admitted 1µs before retryAfter %v", b, i, d.retryAfter)
+				if e := probe.TryAcquire(now+int64(d.RetryAfter)-1000, 3, 0); e.OK {
+					t.Fatalf("buckets %d, call %d: admitted 1µs before retryAfter %v", b, i, d.RetryAfter)
 				}
-				if e := probe.tryAcquire(now+int64(d.retryAfter), 3, 0); !e.ok {
-					t.Fatalf("buckets %d, call %d: refused at retryAfter %v", b, i, d.retryAfter)
+				if e := probe.TryAcquire(now+int64(d.RetryAfter), 3, 0); !e.OK {
+					t.Fatalf("buckets %d, call %d: refused at retryAfter %v", b, i, d.RetryAfter)
 				}
 			}
 			clk.Advance(7 * time.Millisecond)

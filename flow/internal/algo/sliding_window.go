@@ -1,4 +1,4 @@
-package flow
+package algo
 
 import (
 	"fmt"
@@ -43,23 +43,23 @@ type slidingWindow struct {
 	counts []int32 // ring of B+1 counters: sub-window i lives at i % (B+1)
 }
 
-var _ limiter = (*slidingWindow)(nil)
+var _ Limiter = (*slidingWindow)(nil)
 
-// maxSlidingWindowLimit keeps int32 counters, queued calls included, far
-// from overflow.
-const maxSlidingWindowLimit = 1 << 29
+// MaxSlidingWindowLimit bounds a sliding_window's limit: it keeps int32
+// counters, queued calls included, far from overflow.
+const MaxSlidingWindowLimit = 1 << 29
 
 // newSlidingWindow counts from now; origin is clock.Origin's Unix ns.
 func newSlidingWindow(window time.Duration, buckets int, limit float64, now, origin int64) (*slidingWindow, error) {
 	if buckets < 1 {
-		return nil, fmt.Errorf("flow: sliding_window: buckets %d must be >= 1", buckets)
+		return nil, fmt.Errorf("sliding_window: buckets %d must be >= 1", buckets)
 	}
-	if limit > maxSlidingWindowLimit {
-		return nil, fmt.Errorf("flow: sliding_window: limit %v must be <= %d", limit, maxSlidingWindowLimit)
+	if limit > MaxSlidingWindowLimit {
+		return nil, fmt.Errorf("sliding_window: limit %v must be <= %d", limit, MaxSlidingWindowLimit)
 	}
 	width := int64(window) / int64(buckets)
 	if width < 1 {
-		return nil, fmt.Errorf("flow: sliding_window: window %v is shorter than %d buckets of 1ns", window, buckets)
+		return nil, fmt.Errorf("sliding_window: window %v is shorter than %d buckets of 1ns", window, buckets)
 	}
 	s := &slidingWindow{width: width, off: floorMod(origin, width), cap: capacity(limit), counts: make([]int32, buckets+1)}
 	s.head = floorDiv(now+s.off, width)
@@ -103,26 +103,26 @@ func (s *slidingWindow) sums() (whole, oldest float64) {
 	return float64(total - int64(o)), float64(o)
 }
 
-func (s *slidingWindow) tryAcquire(now int64, n int, maxWait time.Duration) decision {
+func (s *slidingWindow) TryAcquire(now int64, n int, maxWait time.Duration) Decision {
 	now += s.off
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if int64(n) > s.cap {
-		return decision{never: true}
+		return Decision{Never: true}
 	}
 	k, f := s.roll(now)
 	whole, oldest := s.sums()
 	c := float64(s.cap)
 	if est := whole + oldest*(1-f); est+float64(n) <= c {
 		s.counts[s.hs] += int32(n)
-		return decision{ok: true, remaining: math.Max(0, math.Floor(c-est-float64(n))), reset: s.reset(k, now)}
+		return Decision{OK: true, Remaining: math.Max(0, math.Floor(c-est-float64(n))), Reset: s.reset(k, now)}
 	}
 	wait := s.until(k, now, float64(n))
 	if wait <= maxWait {
 		s.counts[s.hs] += int32(n)
-		return decision{ok: true, wait: wait, reset: s.reset(k, now)}
+		return Decision{OK: true, Wait: wait, Reset: s.reset(k, now)}
 	}
-	return decision{retryAfter: wait, reset: s.reset(k, now)}
+	return Decision{RetryAfter: wait, Reset: s.reset(k, now)}
 }
 
 // until is how long until a call of n passes if nothing else is admitted:
@@ -151,7 +151,7 @@ func (s *slidingWindow) until(k, now int64, n float64) time.Duration {
 		}
 		// whole + oldest*(1-f) <= room  <=>  f >= 1 - (room-whole)/oldest.
 		// Rounding may miss by a nanosecond either way: settle it with the
-		// very expression tryAcquire will evaluate.
+		// very expression TryAcquire will evaluate.
 		fits := func(t int64) bool {
 			f := float64(t-start) / float64(s.width)
 			return whole+oldest*(1-f)+n <= float64(s.cap)
@@ -180,22 +180,22 @@ func (s *slidingWindow) reset(k, now int64) time.Duration {
 	return 0
 }
 
-// refund takes permits back from the newest sub-window, where the call was
+// Refund takes permits back from the newest sub-window, where the call was
 // counted (queued calls too); it never takes more than is there.
-func (s *slidingWindow) refund(at int64, n int) {
+func (s *slidingWindow) Refund(at int64, n int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.counts[s.hs] = max(s.counts[s.hs]-int32(n), 0)
 }
 
-// setLimit changes the capacity; the counts stay.
-func (s *slidingWindow) setLimit(_ int64, limit float64) {
+// SetLimit changes the capacity; the counts stay.
+func (s *slidingWindow) SetLimit(_ int64, limit float64) {
 	s.mu.Lock()
 	s.cap = capacity(limit)
 	s.mu.Unlock()
 }
 
-func (s *slidingWindow) remaining(now int64) float64 {
+func (s *slidingWindow) Remaining(now int64) float64 {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	_, f := s.roll(now + s.off)

@@ -1,4 +1,4 @@
-package flow
+package algo
 
 import (
 	"github.com/flowgate/flowgate/clock"
@@ -8,16 +8,16 @@ import (
 // newWarmUp builds Guava's SmoothWarmingUp at rate limit/Window: it starts
 // cold, ColdFactor times slower, and reaches the full rate after Warmup of
 // saturated demand.
-func newWarmUp(r *Rule, limit float64, clk clock.Clock) (limiter, error) {
-	window := r.Window.Seconds()
-	l, err := warmup.NewWarmingUp(limit/window, r.Warmup,
+func newWarmUp(s *Spec, limit float64, clk clock.Clock) (Limiter, error) {
+	window := s.Window.Seconds()
+	l, err := warmup.NewWarmingUp(limit/window, s.Warmup,
 		warmup.WithClock(clk),
-		warmup.WithColdFactor(r.ColdFactor),
+		warmup.WithColdFactor(s.ColdFactor),
 	)
 	if err != nil {
 		return nil, err
 	}
-	b := &tokenBucket{window: window, warm: true}
+	b := &Bucket{window: window, warm: true}
 	l.CloneInto(&b.l)
 	return b, nil
 }

@@ -1,4 +1,4 @@
-package flow
+package algo
 
 import (
 	"sync"
@@ -30,7 +30,7 @@ type fixedWindow struct {
 	next   int64 // permits reserved in window idx+1 by queued calls
 }
 
-var _ limiter = (*fixedWindow)(nil)
+var _ Limiter = (*fixedWindow)(nil)
 
 // newFixedWindow counts from now; origin is clock.Origin's Unix ns.
 func newFixedWindow(window time.Duration, limit float64, now, origin int64) *fixedWindow {
@@ -52,36 +52,36 @@ func (w *fixedWindow) roll(now int64) {
 	}
 }
 
-func (w *fixedWindow) tryAcquire(now int64, n int, maxWait time.Duration) decision {
+func (w *fixedWindow) TryAcquire(now int64, n int, maxWait time.Duration) Decision {
 	k, now := int64(n), now+w.off
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if k > w.cap {
-		return decision{never: true}
+		return Decision{Never: true}
 	}
 	w.roll(now)
 	toEnd := nonNeg((w.idx+1)*w.window - now)
 	if w.cur+k <= w.cap {
 		w.cur += k
-		return decision{ok: true, remaining: float64(w.cap - w.cur), reset: toEnd}
+		return Decision{OK: true, Remaining: float64(w.cap - w.cur), Reset: toEnd}
 	}
 	if w.next+k <= w.cap {
 		if toEnd <= maxWait {
 			w.next += k
-			return decision{ok: true, wait: toEnd, reset: toEnd}
+			return Decision{OK: true, Wait: toEnd, Reset: toEnd}
 		}
-		return decision{retryAfter: toEnd, reset: toEnd}
+		return Decision{RetryAfter: toEnd, Reset: toEnd}
 	}
 	// The next window is booked up by queued calls; the one after is empty.
-	return decision{retryAfter: toEnd + time.Duration(w.window), reset: toEnd}
+	return Decision{RetryAfter: toEnd + time.Duration(w.window), Reset: toEnd}
 }
 
-// refund gives permits back to the window they were counted in: next when
+// Refund gives permits back to the window they were counted in: next when
 // at lies in the next window (a queued call refunded at now+wait), else cur.
 // A refund at a moment in the current window while calls are queued for the
 // next one is ambiguous (it may be a queued call refunded at its plain now),
 // so it is kept: giving back to the wrong window could overbook the other.
-func (w *fixedWindow) refund(at int64, n int) {
+func (w *fixedWindow) Refund(at int64, n int) {
 	k := int64(n)
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -93,15 +93,15 @@ func (w *fixedWindow) refund(at int64, n int) {
 	}
 }
 
-// setLimit changes the capacity; the counts stay, so a lowered limit may
+// SetLimit changes the capacity; the counts stay, so a lowered limit may
 // leave the current window over it until the window ends.
-func (w *fixedWindow) setLimit(_ int64, limit float64) {
+func (w *fixedWindow) SetLimit(_ int64, limit float64) {
 	w.mu.Lock()
 	w.cap = capacity(limit)
 	w.mu.Unlock()
 }
 
-func (w *fixedWindow) remaining(now int64) float64 {
+func (w *fixedWindow) Remaining(now int64) float64 {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	used := w.cur

@@ -1,4 +1,4 @@
-package flow
+package algo
 
 import (
 	"math"
@@ -8,7 +8,7 @@ import (
 	"github.com/flowgate/flowgate/clock"
 )
 
-// sentinelHotspot is AlgoSentinelHotspot: the per-value limiter of
+// sentinelHotspot is SentinelHotspot: the per-value limiter of
 // sentinel-golang v1.0.4's hotspot (parameter) QPS rules (core/hotspot/
 // traffic_shaping.go), kept so that hotspot rules imported from Sentinel
 // decide call for call as they did there. It runs on Sentinel's
@@ -32,7 +32,7 @@ type sentinelHotspot struct {
 	hotState
 }
 
-// hotState is sentinelHotspot's state without its lock, so that remaining
+// hotState is sentinelHotspot's state without its lock, so that Remaining
 // can work on a copy.
 type hotState struct {
 	offset  int64 // ns to add to the engine's Nanotime for Unix time
@@ -44,10 +44,10 @@ type hotState struct {
 	tokens  int64 // reject: tokens left
 }
 
-var _ limiter = (*sentinelHotspot)(nil)
+var _ Limiter = (*sentinelHotspot)(nil)
 
-func newSentinelHotspot(r *Rule, limit float64, clk clock.Clock, now int64) *sentinelHotspot {
-	h := &sentinelHotspot{hotState: hotState{dur: r.Window.Milliseconds(), count: capacity(limit), burst: int64(r.Burst)}}
+func newSentinelHotspot(s *Spec, limit float64, clk clock.Clock, now int64) *sentinelHotspot {
+	h := &sentinelHotspot{hotState: hotState{dur: s.Window.Milliseconds(), count: capacity(limit), burst: int64(s.Burst)}}
 	h.offset = clk.Now().UnixNano() - now
 	return h
 }
@@ -68,7 +68,7 @@ func (h *hotState) refill(elapsed int64) int64 {
 	return elapsed * h.count / h.dur
 }
 
-func (h *sentinelHotspot) tryAcquire(now int64, n int, maxWait time.Duration) decision {
+func (h *sentinelHotspot) TryAcquire(now int64, n int, maxWait time.Duration) Decision {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if maxWait > 0 {
@@ -78,59 +78,59 @@ func (h *sentinelHotspot) tryAcquire(now int64, n int, maxWait time.Duration) de
 }
 
 // reject is Sentinel's rejectTrafficShapingController for one value; mu held.
-func (h *hotState) reject(now, k int64) decision {
+func (h *hotState) reject(now, k int64) Decision {
 	top := h.count + h.burst
 	if k > top {
-		return decision{never: true}
+		return Decision{Never: true}
 	}
 	ms := h.unixMs(now)
 	if !h.started {
 		h.started, h.last, h.tokens = true, ms, top-k
-		return decision{ok: true, remaining: float64(h.tokens), reset: h.until(now, ms+h.dur+1)}
+		return Decision{OK: true, Remaining: float64(h.tokens), Reset: h.until(now, ms+h.dur+1)}
 	}
 	elapsed := ms - h.last
 	if elapsed > h.dur {
 		v := min(h.refill(elapsed)+h.tokens, top) - k
 		if v >= 0 {
 			h.tokens, h.last = v, ms
-			return decision{ok: true, remaining: float64(v), reset: h.until(now, ms+h.dur+1)}
+			return Decision{OK: true, Remaining: float64(v), Reset: h.until(now, ms+h.dur+1)}
 		}
 	} else if h.tokens >= k {
 		h.tokens -= k
-		return decision{ok: true, remaining: float64(h.tokens), reset: h.until(now, h.last+h.dur+1)}
+		return Decision{OK: true, Remaining: float64(h.tokens), Reset: h.until(now, h.last+h.dur+1)}
 	}
 	// The first millisecond both past the window and with enough refilled.
 	need := (k - h.tokens) * h.dur
 	at := h.last + max(h.dur+1, need/h.count+min(need%h.count, 1))
-	return decision{retryAfter: h.until(now, at), reset: h.until(now, at)}
+	return Decision{RetryAfter: h.until(now, at), Reset: h.until(now, at)}
 }
 
 // queue is Sentinel's throttlingTrafficShapingController for one value;
 // mu held.
-func (h *hotState) queue(now, k int64, maxWait time.Duration) decision {
+func (h *hotState) queue(now, k int64, maxWait time.Duration) Decision {
 	ms := h.unixMs(now)
 	if !h.started {
 		h.started, h.last = true, ms
-		return decision{ok: true}
+		return Decision{OK: true}
 	}
 	expected := h.last + k*h.dur/h.count
 	wait := expected - ms
 	if wait <= 0 {
 		h.last = ms
-		return decision{ok: true}
+		return Decision{OK: true}
 	}
 	if time.Duration(wait)*time.Millisecond < maxWait {
 		h.last = expected
-		return decision{ok: true, wait: time.Duration(wait) * time.Millisecond}
+		return Decision{OK: true, Wait: time.Duration(wait) * time.Millisecond}
 	}
 	// It passes from the first millisecond whose wait is under maxWait.
 	at := expected - (int64(maxWait)+int64(time.Millisecond)-1)/int64(time.Millisecond) + 1
-	return decision{retryAfter: h.until(now, at)}
+	return Decision{RetryAfter: h.until(now, at)}
 }
 
-// refund gives tokens back (reject); a queued slot is kept: the queue
+// Refund gives tokens back (reject); a queued slot is kept: the queue
 // cannot tell whose slot is whose.
-func (h *sentinelHotspot) refund(_ int64, n int) {
+func (h *sentinelHotspot) Refund(_ int64, n int) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.started {
@@ -138,15 +138,15 @@ func (h *sentinelHotspot) refund(_ int64, n int) {
 	}
 }
 
-// setLimit changes the tokens per Window; the tokens left stay.
-func (h *sentinelHotspot) setLimit(_ int64, limit float64) {
+// SetLimit changes the tokens per Window; the tokens left stay.
+func (h *sentinelHotspot) SetLimit(_ int64, limit float64) {
 	h.mu.Lock()
 	h.count = capacity(limit)
 	h.mu.Unlock()
 }
 
-// remaining is what a reject-mode call would find now, without taking it.
-func (h *sentinelHotspot) remaining(now int64) float64 {
+// Remaining is what a reject-mode call would find now, without taking it.
+func (h *sentinelHotspot) Remaining(now int64) float64 {
 	h.mu.Lock()
 	s := h.hotState
 	h.mu.Unlock()
@@ -158,20 +158,4 @@ func (h *sentinelHotspot) remaining(now int64) float64 {
 		return float64(min(s.refill(elapsed)+s.tokens, top))
 	}
 	return float64(s.tokens)
-}
-
-// validateSentinelHotspot checks what only sentinel_hotspot requires.
-func (r Rule) validateSentinelHotspot(bad func(field, format string, args ...any)) {
-	if r.Algorithm != AlgoSentinelHotspot {
-		return
-	}
-	if d := r.WithDefaults(); d.Window <= 0 || d.Window%time.Millisecond != 0 {
-		bad("window", "must be a positive whole number of milliseconds for sentinel_hotspot (Sentinel's clock), not %v", d.Window)
-	}
-	if r.Burst != math.Trunc(r.Burst) {
-		bad("burst", "must be a whole number for sentinel_hotspot (Sentinel's burstCount), not %v", r.Burst)
-	}
-	if r.Cluster != nil {
-		bad("cluster", "not supported for sentinel_hotspot (the token server keeps no Sentinel hotspot state)")
-	}
 }

@@ -1,4 +1,4 @@
-package flow
+package algo
 
 import (
 	"fmt"
@@ -12,7 +12,7 @@ import (
 // a call of n passes at t only when the (cap-n+1)-th newest permit left the
 // window by t, and older ones left before it. So the log is a ring of
 // timestamps allocated once, never a growing slice: memory is 8 bytes per
-// permit of the limit, per key (Rule.Limit is bounded by MaxSlidingLogLimit).
+// permit of the limit, per key (the limit is bounded by MaxSlidingLogLimit).
 //
 // A call of n permits is n entries, stamped with the moment it goes ahead.
 // With maxWait > 0 a call may queue for the moment its permits become
@@ -29,13 +29,17 @@ type slidingLog struct {
 	size   int     // entries held
 }
 
-var _ limiter = (*slidingLog)(nil)
+var _ Limiter = (*slidingLog)(nil)
+
+// MaxSlidingLogLimit bounds a sliding_log's limit: it keeps one timestamp
+// (8 bytes) per permit of the limit, per key.
+const MaxSlidingLogLimit = 1 << 20
 
 // newSlidingLog sizes the ring for the larger of the nominal and effective
 // limits, so an adaptive factor moving between them never reallocates.
 func newSlidingLog(window time.Duration, sizeFor, limit float64) (*slidingLog, error) {
 	if sizeFor > MaxSlidingLogLimit {
-		return nil, fmt.Errorf("flow: sliding_log: limit %v must be <= %d (it keeps one timestamp per permit)", sizeFor, MaxSlidingLogLimit)
+		return nil, fmt.Errorf("sliding_log: limit %v must be <= %d (it keeps one timestamp per permit)", sizeFor, MaxSlidingLogLimit)
 	}
 	l := &slidingLog{window: int64(window), cap: capacity(limit)}
 	l.buf = make([]int64, max(capacity(sizeFor), l.cap))
@@ -85,23 +89,23 @@ func (l *slidingLog) inWindow(now int64) int64 {
 	return int64(l.size - lo)
 }
 
-func (l *slidingLog) tryAcquire(now int64, n int, maxWait time.Duration) decision {
+func (l *slidingLog) TryAcquire(now int64, n int, maxWait time.Duration) Decision {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if int64(n) > l.cap {
-		return decision{never: true}
+		return Decision{Never: true}
 	}
 	t := l.earliest(now, n)
 	wait := time.Duration(t - now)
 	if wait > 0 && wait > maxWait {
-		return decision{retryAfter: wait, reset: l.reset(now)}
+		return Decision{RetryAfter: wait, Reset: l.reset(now)}
 	}
 	l.push(t, n)
-	return decision{
-		ok:        true,
-		wait:      wait,
-		remaining: float64(max(l.cap-l.inWindow(now), 0)),
-		reset:     l.reset(now),
+	return Decision{
+		OK:        true,
+		Wait:      wait,
+		Remaining: float64(max(l.cap-l.inWindow(now), 0)),
+		Reset:     l.reset(now),
 	}
 }
 
@@ -113,7 +117,7 @@ func (l *slidingLog) reset(now int64) time.Duration {
 	return nonNeg(l.entry(l.size-1) + l.window - now)
 }
 
-// refund removes the call's n entries when they are still the newest ones
+// Refund removes the call's n entries when they are still the newest ones
 // (all stamped at): entries with one stamp are interchangeable. Otherwise a
 // later call has stamped after it, removing the newest would forget that
 // call's real moments, so the entries are kept.
@@ -125,7 +129,7 @@ func (l *slidingLog) reset(now int64) time.Duration {
 // of min(oldest kept, at-Window): no later than what was pushed out, hence
 // never more permissive than before the call (at most conservative, until
 // those copies leave the window).
-func (l *slidingLog) refund(at int64, n int) {
+func (l *slidingLog) Refund(at int64, n int) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if n <= 0 || l.size < n {
@@ -148,10 +152,10 @@ func (l *slidingLog) refund(at int64, n int) {
 	}
 }
 
-// setLimit changes the capacity. A capacity above the ring's size grows the
+// SetLimit changes the capacity. A capacity above the ring's size grows the
 // ring (one allocation, off the per-call path: limits change rarely), keeping
 // the entries in order.
-func (l *slidingLog) setLimit(_ int64, limit float64) {
+func (l *slidingLog) SetLimit(_ int64, limit float64) {
 	c := min(capacity(limit), MaxSlidingLogLimit)
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -166,7 +170,7 @@ func (l *slidingLog) setLimit(_ int64, limit float64) {
 	l.buf, l.head = buf, 0
 }
 
-func (l *slidingLog) remaining(now int64) float64 {
+func (l *slidingLog) Remaining(now int64) float64 {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return float64(max(l.cap-l.inWindow(now), 0))

@@ -1,4 +1,4 @@
-package flow
+package algo
 
 import (
 	"cmp"
@@ -8,19 +8,19 @@ import (
 	"time"
 )
 
-func leakyRule(maxWait time.Duration) Rule {
-	return Rule{ID: "lb", Resource: "r", Algorithm: AlgoLeakyBucket, Limit: 10, MaxWait: maxWait}.WithDefaults()
+func leakySpec() Spec {
+	return withDefaults(Spec{Kind: LeakyBucket, Limit: 10})
 }
 
 func TestLeakyBucketSpacingExact(t *testing.T) {
-	l, clk := newTestLimiter(t, leakyRule(0), 10)
+	l, clk := newTestLimiter(t, leakySpec(), 10)
 	var admitted []int64
 	for range 2000 { // a call every millisecond for 2s
 		now := clk.Nanotime()
-		if d := l.tryAcquire(now, 1, 0); d.ok {
+		if d := l.TryAcquire(now, 1, 0); d.OK {
 			admitted = append(admitted, now)
-		} else if d.retryAfter <= 0 || d.retryAfter > 100*time.Millisecond {
-			t.Fatalf("retryAfter %v, want in (0, 100ms]", d.retryAfter)
+		} else if d.RetryAfter <= 0 || d.RetryAfter > 100*time.Millisecond {
+			t.Fatalf("retryAfter %v, want in (0, 100ms]", d.RetryAfter)
 		}
 		clk.Advance(time.Millisecond)
 	}
@@ -35,7 +35,7 @@ func TestLeakyBucketSpacingExact(t *testing.T) {
 }
 
 func TestLeakyBucketNoBurstAfterIdle(t *testing.T) {
-	l, clk := newTestLimiter(t, leakyRule(0), 10)
+	l, clk := newTestLimiter(t, leakySpec(), 10)
 	clk.Advance(time.Hour)
 	if got, _ := drain(t, l, clk.Nanotime()); got != 1 {
 		t.Fatalf("after an idle hour admitted %d at once, want 1: idle time is not banked", got)
@@ -43,64 +43,64 @@ func TestLeakyBucketNoBurstAfterIdle(t *testing.T) {
 }
 
 func TestLeakyBucketTokensAreSpacings(t *testing.T) {
-	l, clk := newTestLimiter(t, leakyRule(0), 10)
+	l, clk := newTestLimiter(t, leakySpec(), 10)
 	now := clk.Nanotime()
-	l.tryAcquire(now, 1, 0)
-	d := l.tryAcquire(now, 3, 0)
-	if d.ok || d.retryAfter != 300*time.Millisecond {
+	l.TryAcquire(now, 1, 0)
+	d := l.TryAcquire(now, 3, 0)
+	if d.OK || d.RetryAfter != 300*time.Millisecond {
 		t.Fatalf("3 permits right after 1 = %+v, want refused for 3 spacings (300ms)", d)
 	}
-	now += int64(d.retryAfter)
-	if d := l.tryAcquire(now, 3, 0); !d.ok {
+	now += int64(d.RetryAfter)
+	if d := l.TryAcquire(now, 3, 0); !d.OK {
 		t.Fatalf("3 permits at retryAfter refused: %+v", d)
 	}
 }
 
 func TestLeakyBucketQueuesWithinMaxWait(t *testing.T) {
 	const maxWait = 250 * time.Millisecond
-	l, clk := newTestLimiter(t, leakyRule(maxWait), 10)
+	l, clk := newTestLimiter(t, leakySpec(), 10)
 	now := clk.Nanotime()
 	for i, want := range []time.Duration{0, 100 * time.Millisecond, 200 * time.Millisecond} {
-		if d := l.tryAcquire(now, 1, maxWait); !d.ok || d.wait != want {
+		if d := l.TryAcquire(now, 1, maxWait); !d.OK || d.Wait != want {
 			t.Fatalf("call %d = %+v, want queued for %v", i, d, want)
 		}
 	}
-	d := l.tryAcquire(now, 1, maxWait)
-	if d.ok || d.retryAfter != 300*time.Millisecond {
+	d := l.TryAcquire(now, 1, maxWait)
+	if d.OK || d.RetryAfter != 300*time.Millisecond {
 		t.Fatalf("4th call = %+v, want refused: its slot is 300ms away", d)
 	}
 	// Refunding the latest slot gives it back.
-	l.refund(now+int64(200*time.Millisecond), 1)
-	if d := l.tryAcquire(now, 1, maxWait); !d.ok || d.wait != 200*time.Millisecond {
+	l.Refund(now+int64(200*time.Millisecond), 1)
+	if d := l.TryAcquire(now, 1, maxWait); !d.OK || d.Wait != 200*time.Millisecond {
 		t.Fatalf("after refunding the latest slot = %+v, want the 200ms slot", d)
 	}
 	// A slot with a later one queued behind it is kept: no double booking.
-	l.refund(now+int64(100*time.Millisecond), 1)
-	if d := l.tryAcquire(now, 1, time.Second); !d.ok || d.wait != 300*time.Millisecond {
+	l.Refund(now+int64(100*time.Millisecond), 1)
+	if d := l.TryAcquire(now, 1, time.Second); !d.OK || d.Wait != 300*time.Millisecond {
 		t.Fatalf("after refunding a middle slot = %+v, want the next free slot, 300ms", d)
 	}
 }
 
 func TestLeakyBucketNeverWithoutQueue(t *testing.T) {
-	l, clk := newTestLimiter(t, leakyRule(0), 10)
+	l, clk := newTestLimiter(t, leakySpec(), 10)
 	now := clk.Nanotime()
-	if d := l.tryAcquire(now, 11, 0); !d.never {
+	if d := l.TryAcquire(now, 11, 0); !d.Never {
 		t.Fatalf("11 permits at limit 10 without a queue = %+v, want never", d)
 	}
 	// With a queue the call waits its 11 spacings instead.
-	l.tryAcquire(now, 1, 0)
-	if d := l.tryAcquire(now, 11, 2*time.Second); !d.ok || d.wait != 1100*time.Millisecond {
+	l.TryAcquire(now, 1, 0)
+	if d := l.TryAcquire(now, 11, 2*time.Second); !d.OK || d.Wait != 1100*time.Millisecond {
 		t.Fatalf("11 permits with maxWait 2s = %+v, want queued 1.1s", d)
 	}
 }
 
 func TestLeakyBucketSetLimitKeepsQueue(t *testing.T) {
-	l, clk := newTestLimiter(t, leakyRule(time.Second), 10)
+	l, clk := newTestLimiter(t, leakySpec(), 10)
 	now := clk.Nanotime()
-	l.tryAcquire(now, 1, time.Second)
-	l.tryAcquire(now, 1, time.Second) // slot at +100ms
-	l.setLimit(now, 5)                // 200ms spacing from now on
-	if d := l.tryAcquire(now, 1, time.Second); !d.ok || d.wait != 300*time.Millisecond {
+	l.TryAcquire(now, 1, time.Second)
+	l.TryAcquire(now, 1, time.Second) // slot at +100ms
+	l.SetLimit(now, 5)                // 200ms spacing from now on
+	if d := l.TryAcquire(now, 1, time.Second); !d.OK || d.Wait != 300*time.Millisecond {
 		t.Fatalf("after halving = %+v, want the slot 200ms after the queued one (300ms)", d)
 	}
 }
@@ -110,7 +110,7 @@ func TestLeakyBucketSetLimitKeepsQueue(t *testing.T) {
 // ahead there are always the later call's spacings, never a double booking.
 func TestLeakyBucketRandomTrafficKeepsSpacing(t *testing.T) {
 	rng := rand.New(rand.NewPCG(5, 6))
-	l, clk := newTestLimiter(t, leakyRule(0), 10)
+	l, clk := newTestLimiter(t, leakySpec(), 10)
 	type slot struct {
 		at int64
 		n  int
@@ -121,17 +121,17 @@ func TestLeakyBucketRandomTrafficKeepsSpacing(t *testing.T) {
 		now := clk.Nanotime()
 		n := 1 + rng.IntN(3)
 		maxWait := time.Duration(rng.IntN(3)) * 200 * time.Millisecond
-		d := l.tryAcquire(now, n, maxWait)
-		if !d.ok {
+		d := l.TryAcquire(now, n, maxWait)
+		if !d.OK {
 			continue
 		}
-		at := now + int64(d.wait)
+		at := now + int64(d.Wait)
 		switch rng.IntN(5) {
 		case 0:
-			l.refund(at, n)
+			l.Refund(at, n)
 		case 1:
-			l.refund(now, n) // only honoured when the call went at once
-			if d.wait != 0 {
+			l.Refund(now, n) // only honoured when the call went at once
+			if d.Wait != 0 {
 				ran = append(ran, slot{at, n}) // kept: counts as taken
 			}
 		default:

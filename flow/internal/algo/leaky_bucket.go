@@ -1,4 +1,4 @@
-package flow
+package algo
 
 import (
 	"math"
@@ -15,7 +15,7 @@ import (
 //
 // The whole state is last, the slot of the latest admitted call, updated by
 // compare-and-swap: no lock, and no goroutine ever sleeps here (the engine
-// waits decision.wait on its own clock).
+// waits Decision.Wait on its own clock).
 type leakyBucket struct {
 	last   atomic.Int64  // slot of the latest admitted call, clock.Nanotime
 	limit  atomic.Uint64 // float64 bits: permits per window
@@ -23,7 +23,7 @@ type leakyBucket struct {
 	window int64
 }
 
-var _ limiter = (*leakyBucket)(nil)
+var _ Limiter = (*leakyBucket)(nil)
 
 // idleLast marks a bucket that has admitted nothing: far enough in the past
 // that any first call passes at once, near enough that adding costs cannot
@@ -33,7 +33,7 @@ const idleLast = math.MinInt64 / 4
 func newLeakyBucket(window time.Duration, limit float64, now int64) *leakyBucket {
 	b := &leakyBucket{window: int64(window)}
 	b.last.Store(idleLast)
-	b.setLimit(now, limit)
+	b.SetLimit(now, limit)
 	return b
 }
 
@@ -45,12 +45,12 @@ func (b *leakyBucket) cost(n int) int64 {
 	return int64(math.Ceil(float64(n) / math.Float64frombits(b.limit.Load()) * float64(b.window)))
 }
 
-func (b *leakyBucket) tryAcquire(now int64, n int, maxWait time.Duration) decision {
+func (b *leakyBucket) TryAcquire(now int64, n int, maxWait time.Duration) Decision {
 	// Without a queue, a call larger than the window's quota would need the
 	// bucket idle for more than a whole window and would then put more than
 	// limit permits through at one instant: refuse it for good.
 	if maxWait <= 0 && int64(n) > b.cap.Load() {
-		return decision{never: true}
+		return Decision{Never: true}
 	}
 	cost := b.cost(n)
 	for {
@@ -60,19 +60,19 @@ func (b *leakyBucket) tryAcquire(now int64, n int, maxWait time.Duration) decisi
 			// Early enough: go now. The slot becomes now, not last+cost, so
 			// idle time is not banked as a burst (Sentinel does the same).
 			if b.last.CompareAndSwap(last, now) {
-				return decision{ok: true, reset: b.resetAt(now, now)}
+				return Decision{OK: true, Reset: b.resetAt(now, now)}
 			}
 			continue // another call moved the queue: decide again
 		}
 		wait := slot - now
 		if wait > int64(maxWait) {
 			// Honest: with nothing else admitted, this call passes at slot.
-			return decision{retryAfter: time.Duration(wait), reset: b.resetAt(last, now)}
+			return Decision{RetryAfter: time.Duration(wait), Reset: b.resetAt(last, now)}
 		}
 		// Queue: take the slot. A failed CAS means someone took a slot in
 		// between, and ours moves back by their cost, so decide again.
 		if b.last.CompareAndSwap(last, slot) {
-			return decision{ok: true, wait: time.Duration(wait), reset: b.resetAt(slot, now)}
+			return Decision{OK: true, Wait: time.Duration(wait), Reset: b.resetAt(slot, now)}
 		}
 	}
 }
@@ -83,25 +83,25 @@ func (b *leakyBucket) resetAt(last, now int64) time.Duration {
 	return nonNeg(last + b.cost(int(b.cap.Load())) - now)
 }
 
-// refund moves the latest slot back by the call's cost, but only while that
+// Refund moves the latest slot back by the call's cost, but only while that
 // slot is still the call's own (last == at): once a later call has queued
 // behind it, moving back would hand that later call's slot out twice, so the
 // unused slot just stays idle. For a call that went at once the slot is
 // moved to at-cost, which is no earlier than where it was before the call.
-func (b *leakyBucket) refund(at int64, n int) {
+func (b *leakyBucket) Refund(at int64, n int) {
 	b.last.CompareAndSwap(at, at-b.cost(n))
 }
 
-// setLimit changes the spacing for calls from now on; the latest slot stays
+// SetLimit changes the spacing for calls from now on; the latest slot stays
 // where it is, so calls already queued keep their slots.
-func (b *leakyBucket) setLimit(_ int64, limit float64) {
+func (b *leakyBucket) SetLimit(_ int64, limit float64) {
 	b.limit.Store(math.Float64bits(limit))
 	b.cap.Store(capacity(limit))
 }
 
-// remaining is the largest call that would pass at once: the idle time since
+// Remaining is the largest call that would pass at once: the idle time since
 // the latest slot, in permits, up to the capacity.
-func (b *leakyBucket) remaining(now int64) float64 {
+func (b *leakyBucket) Remaining(now int64) float64 {
 	idle := float64(now - b.last.Load())
 	if idle <= 0 {
 		return 0

@@ -1,4 +1,4 @@
-package flow
+package algo
 
 import (
 	"testing"
@@ -9,17 +9,17 @@ import (
 // 4s warm-up, cold factor 3. Each call is Guava's acquire(): it waits what
 // the decision says, on the fake clock.
 func TestWarmUpGuavaColdStart(t *testing.T) {
-	r := Rule{ID: "w", Resource: "r", Algorithm: AlgoWarmUp, Limit: 2, Warmup: 4 * time.Second}.WithDefaults()
+	r := withDefaults(Spec{Kind: WarmUp, Limit: 2, Warmup: 4 * time.Second})
 	l, clk := newTestLimiter(t, r, 2)
 	ms := time.Millisecond
 	acquire8 := func(want []time.Duration) {
 		t.Helper()
 		for i, w := range want {
-			d := l.tryAcquire(clk.Nanotime(), 1, time.Hour)
-			if !d.ok || d.wait != w {
+			d := l.TryAcquire(clk.Nanotime(), 1, time.Hour)
+			if !d.OK || d.Wait != w {
 				t.Fatalf("acquire %d = %+v, want wait %v", i, d, w)
 			}
-			clk.Advance(d.wait)
+			clk.Advance(d.Wait)
 		}
 	}
 	cold := []time.Duration{0, 1375 * ms, 1125 * ms, 875 * ms, 625 * ms, 500 * ms, 500 * ms, 500 * ms}
@@ -33,13 +33,13 @@ func TestWarmUpGuavaColdStart(t *testing.T) {
 }
 
 func TestWarmUpRefusesWhileCold(t *testing.T) {
-	r := Rule{ID: "w", Resource: "r", Algorithm: AlgoWarmUp, Limit: 2, Warmup: 4 * time.Second}.WithDefaults()
+	r := withDefaults(Spec{Kind: WarmUp, Limit: 2, Warmup: 4 * time.Second})
 	l, clk := newTestLimiter(t, r, 2)
 	now := clk.Nanotime()
-	if d := l.tryAcquire(now, 1, 0); !d.ok {
+	if d := l.TryAcquire(now, 1, 0); !d.OK {
 		t.Fatalf("first call refused: %+v", d)
 	}
-	if d := l.tryAcquire(now, 1, 0); d.ok || d.retryAfter != 1375*time.Millisecond {
+	if d := l.TryAcquire(now, 1, 0); d.OK || d.RetryAfter != 1375*time.Millisecond {
 		t.Fatalf("second call = %+v, want refused for the cold interval 1.375s", d)
 	}
 	if got := testRemaining(l, now); got != 0 {

@@ -1,4 +1,4 @@
-package flow
+package algo
 
 import (
 	"math"
@@ -17,16 +17,15 @@ import (
 //	next     = limit × gradient (+ √limit, the queue allowance, see below)
 //	limit    = limit × (1 − smoothing) + next × smoothing, in [minLimit, maxLimit]
 //
-// Where this differs from Gradient2, and why (adaptive/simulate, C = 50 and
-// 500 concurrent calls, L = 10ms, 3× offered load; see the README):
+// Where this differs from Gradient2, and why (adaptive/simulate drives it
+// against a service of fixed capacity):
 //   - growth by √limit happens only while the limit is in use (a call was
 //     refused in the window) and the queue at the service, estimated as
 //     Vegas does (limit × (1 − long/short)), is under queueFloor of the
 //     limit. Without this gate the limit grows until latency reaches
-//     tolerance × long: measured 79..88 for C = 50 (p99 25ms) and 740..794
-//     for C = 500 (p99 23.5ms); with it 58..59 (p99 17.5ms) and 547..556
-//     (p99 17ms), at the same goodput (0.98). Vegas alone has no tolerance
-//     and grows by log10(limit) a window: slower from initialLimit 20;
+//     tolerance × long, well past the service's capacity, with a longer
+//     tail and no more goodput. Vegas alone has no tolerance and grows by
+//     log10(limit) a window: slower from initialLimit 20;
 //   - the long-term RTT falls halfway to a lower window mean at once and
 //     rises only slowly (time constant longRTTRise). Gradient2's long RTT
 //     averages 600 samples and so follows a queue's latency up, and the
@@ -39,8 +38,8 @@ import (
 // atomic adds. The Exit that completes a window closes it under a TryLock:
 // no call ever waits for the update, and a sample landing between the two
 // swaps is counted in the next window (a rounding, not a loss). Exits
-// sample like the statistics: on the real clock 1 in 8 (WithRTSampling),
-// so a window then spans more calls.
+// sample like the statistics: on the real clock 1 in 8 (the engine's
+// WithRTSampling), so a window then spans more calls.
 type adaptiveConcurrency struct {
 	inFlight  atomic.Int64
 	limit     atomic.Int64  // the current whole limit
@@ -58,7 +57,7 @@ type adaptiveConcurrency struct {
 	shortNs atomic.Int64 // last window's mean RTT, for Snapshot
 	longNs  atomic.Int64 // long-term RTT, for Snapshot
 
-	cfg adaptiveConfig
+	cfg AdaptiveSpec
 
 	mu       sync.Mutex // held (TryLock) by the Exit closing a window
 	est      float64    // the limit before rounding; under mu
@@ -66,17 +65,18 @@ type adaptiveConcurrency struct {
 	lastTime int64      // when the last window closed; under mu
 }
 
-// adaptiveConfig is the part of a Rule the algorithm reads.
-type adaptiveConfig struct {
-	minLimit, maxLimit   float64
-	tolerance, smoothing float64
+// AdaptiveSpec is what adaptive_concurrency reads of its rule.
+type AdaptiveSpec struct {
+	InitialLimit, MinLimit, MaxLimit int     // the limit it starts at, and its bounds
+	Tolerance                        float64 // how far the short RTT may rise over the long one before the limit falls
+	Smoothing                        float64 // the weight, in (0, 1], of each new estimate
 }
 
 const (
 	// longRTTRise is the time constant with which the long-term RTT follows
 	// a short-term RTT above it: a service that got slower is followed in
-	// minutes, a queue at the limit raises the floor by well under 1% a
-	// minute (see the steady-state figures in the README).
+	// minutes, while a queue at the limit raises the floor by well under
+	// 1% a minute.
 	longRTTRise = 10 * time.Minute
 	// minWindowSamples is the fewest samples a window averages over.
 	minWindowSamples = 10
@@ -89,64 +89,55 @@ const (
 	queueFloor = 0.1
 )
 
-var _ limiter = (*adaptiveConcurrency)(nil)
-var _ classLimiter = (*adaptiveConcurrency)(nil)
-var _ rttObserver = (*adaptiveConcurrency)(nil)
+var _ Limiter = (*adaptiveConcurrency)(nil)
+var _ ClassLimiter = (*adaptiveConcurrency)(nil)
+var _ RTTObserver = (*adaptiveConcurrency)(nil)
 
-func newAdaptiveConcurrency(r *Rule) *adaptiveConcurrency {
-	a := &adaptiveConcurrency{cfg: adaptiveConfig{
-		minLimit: float64(r.MinLimit), maxLimit: float64(r.MaxLimit),
-		tolerance: r.Tolerance, smoothing: r.Smoothing,
-	}}
-	a.est = float64(r.InitialLimit)
+func newAdaptiveConcurrency(cfg AdaptiveSpec) *adaptiveConcurrency {
+	a := &adaptiveConcurrency{cfg: cfg}
+	a.est = float64(cfg.InitialLimit)
 	for i := range a.dyn {
 		a.dyn[i].Store(math.Float64bits(1))
 	}
-	a.limit.Store(int64(r.InitialLimit))
+	a.limit.Store(int64(cfg.InitialLimit))
 	return a
 }
 
-func (a *adaptiveConcurrency) tryAcquire(now int64, n int, _ time.Duration) decision {
-	return a.tryAcquireClass(now, n, PriorityNormal, 1)
+func (a *adaptiveConcurrency) TryAcquire(now int64, n int, _ time.Duration) Decision {
+	return a.TryAcquireClass(now, n, PriorityNormal, 1)
 }
 
-func (a *adaptiveConcurrency) tryAcquireClass(_ int64, n int, p Priority, share float64) decision {
+func (a *adaptiveConcurrency) TryAcquireClass(_ int64, n int, p Priority, share float64) Decision {
 	limit := a.limit.Load()
 	if p < PriorityCritical {
 		share *= math.Float64frombits(a.dyn[p+1].Load())
 	}
-	d := acquireUpTo(&a.inFlight, int64(n), classCap(limit, share), limit)
-	if !d.ok {
+	d := acquireUpTo(&a.inFlight, int64(n), ClassCap(limit, share), limit)
+	if !d.OK {
 		// Load first: no cache-line write per refusal once the bit is set.
 		if bit := uint32(1) << (p + 1); a.refusedBy.Load()&bit == 0 {
 			a.refusedBy.Or(bit)
 		}
 	}
-	d.limit = float64(limit)
+	d.Limit = float64(limit)
 	return d
 }
 
-func (a *adaptiveConcurrency) refund(_ int64, n int) { a.release(n) }
+func (a *adaptiveConcurrency) Refund(_ int64, n int) { a.Release(n) }
 
-func (a *adaptiveConcurrency) release(n int) { releaseFloor(&a.inFlight, n) }
+func (a *adaptiveConcurrency) Release(n int) { releaseFloor(&a.inFlight, n) }
 
-// setLimit is a no-op: the algorithm owns its limit (the CPU factor does not
+// SetLimit is a no-op: the algorithm owns its limit (the CPU factor does not
 // apply to adaptive_concurrency rules).
-func (a *adaptiveConcurrency) setLimit(int64, float64) {}
+func (a *adaptiveConcurrency) SetLimit(int64, float64) {}
 
-func (a *adaptiveConcurrency) remaining(int64) float64 {
+func (a *adaptiveConcurrency) Remaining(int64) float64 {
 	return float64(max(a.limit.Load()-a.inFlight.Load(), 0))
 }
 
-// rttObserver is the narrow hook Exit feeds response times through: at,
-// the Exit's clock reading, and rtt, the call's time since Entry (ns).
-type rttObserver interface {
-	observe(at, rtt int64)
-}
-
-// observe adds one RTT sample; the Exit that fills the window updates the
+// Observe adds one RTT sample; the Exit that fills the window updates the
 // limit.
-func (a *adaptiveConcurrency) observe(at, rtt int64) {
+func (a *adaptiveConcurrency) Observe(at, rtt int64) {
 	a.winSum.Add(max(rtt, 0))
 	if a.winN.Add(1) < windowSamples(a.limit.Load()) || !a.mu.TryLock() {
 		return
@@ -212,7 +203,7 @@ func (a *adaptiveConcurrency) update(short float64, inUse bool, dt time.Duration
 		a.long += (short - a.long) * (1 - math.Exp(-float64(dt)/float64(longRTTRise)))
 	}
 	c := &a.cfg
-	gradient := min(max(c.tolerance*a.long/short, 0.5), 1)
+	gradient := min(max(c.Tolerance*a.long/short, 0.5), 1)
 	next := a.est * gradient
 	// Grow by the queue allowance only while the limit is in use (someone
 	// was turned away: otherwise the window says nothing about a higher
@@ -225,13 +216,14 @@ func (a *adaptiveConcurrency) update(short float64, inUse bool, dt time.Duration
 	if queued := a.est * (1 - a.long/short); inUse && queued < queueFloor*a.est {
 		next += math.Sqrt(a.est)
 	}
-	a.est = min(max(a.est*(1-c.smoothing)+next*c.smoothing, c.minLimit), c.maxLimit)
+	a.est = min(max(a.est*(1-c.Smoothing)+next*c.Smoothing, float64(c.MinLimit)), float64(c.MaxLimit))
 	a.limit.Store(int64(a.est))
 	a.shortNs.Store(int64(short))
 	a.longNs.Store(int64(a.long))
 }
 
-// AdaptiveStats is the state of an adaptive_concurrency rule's limiter.
+// AdaptiveStats is the state of an adaptive_concurrency limiter; the
+// engine's public AdaptiveStats has the same fields.
 type AdaptiveStats struct {
 	Limit    int64         // the current concurrency limit
 	InFlight int64         // calls holding a permit now
@@ -239,7 +231,15 @@ type AdaptiveStats struct {
 	LongRTT  time.Duration // the long-term (no-queue) response time estimate
 }
 
-func (a *adaptiveConcurrency) stats() AdaptiveStats {
+// AdaptiveReporter is a limiter that reports AdaptiveStats.
+type AdaptiveReporter interface {
+	AdaptiveStats() AdaptiveStats
+}
+
+var _ AdaptiveReporter = (*adaptiveConcurrency)(nil)
+
+// AdaptiveStats reads the limit, the calls in flight and the RTTs now.
+func (a *adaptiveConcurrency) AdaptiveStats() AdaptiveStats {
 	return AdaptiveStats{Limit: a.limit.Load(), InFlight: a.inFlight.Load(),
 		ShortRTT: time.Duration(a.shortNs.Load()), LongRTT: time.Duration(a.longNs.Load())}
 }

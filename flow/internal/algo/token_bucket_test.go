@@ -1,28 +1,28 @@
-package flow
+package algo
 
 import (
 	"testing"
 	"time"
 )
 
-func bucketRule(limit, burst float64) Rule {
-	return Rule{ID: "tb", Resource: "r", Algorithm: AlgoTokenBucket, Limit: limit, Burst: burst}.WithDefaults()
+func bucketSpec(limit, burst float64) Spec {
+	return withDefaults(Spec{Kind: TokenBucket, Limit: limit, Burst: burst})
 }
 
 func TestTokenBucketStartsFull(t *testing.T) {
-	l, clk := newTestLimiter(t, bucketRule(20, 40), 20)
+	l, clk := newTestLimiter(t, bucketSpec(20, 40), 20)
 	now := clk.Nanotime()
 	if got := testRemaining(l, now); got != 40 {
 		t.Fatalf("remaining on a fresh bucket = %v, want 40 (full)", got)
 	}
 	// 40 stored permits, then Guava's one request that goes into debt.
-	if got, d := drain(t, l, now); got != 41 || d.retryAfter != 50*time.Millisecond {
-		t.Fatalf("admitted %d then retryAfter %v, want 41 then 50ms (one interval at 20/s)", got, d.retryAfter)
+	if got, d := drain(t, l, now); got != 41 || d.RetryAfter != 50*time.Millisecond {
+		t.Fatalf("admitted %d then retryAfter %v, want 41 then 50ms (one interval at 20/s)", got, d.RetryAfter)
 	}
 }
 
 func TestTokenBucketGuavaRefill(t *testing.T) {
-	l, clk := newTestLimiter(t, bucketRule(20, 40), 20)
+	l, clk := newTestLimiter(t, bucketSpec(20, 40), 20)
 	drain(t, l, clk.Nanotime())
 	// The debt (50ms) is paid first, then a permit is stored every 50ms.
 	clk.Advance(300 * time.Millisecond)
@@ -41,17 +41,17 @@ func TestTokenBucketGuavaRefill(t *testing.T) {
 }
 
 func TestTokenBucketSetLimitScalesBurst(t *testing.T) {
-	l, clk := newTestLimiter(t, bucketRule(20, 40), 20)
+	l, clk := newTestLimiter(t, bucketSpec(20, 40), 20)
 	now := clk.Nanotime()
-	l.setLimit(now, 10) // Guava: stored keeps its share of maxPermits
+	l.SetLimit(now, 10) // Guava: stored keeps its share of maxPermits
 	if got := testRemaining(l, now); got != 20 {
 		t.Fatalf("remaining after halving the rate = %v, want 20", got)
 	}
-	if got, d := drain(t, l, now); got != 21 || d.retryAfter != 100*time.Millisecond {
-		t.Fatalf("admitted %d then retryAfter %v, want 21 then 100ms", got, d.retryAfter)
+	if got, d := drain(t, l, now); got != 21 || d.RetryAfter != 100*time.Millisecond {
+		t.Fatalf("admitted %d then retryAfter %v, want 21 then 100ms", got, d.RetryAfter)
 	}
 	// Built directly at an adaptive factor of 0.5: the same bucket.
-	r := bucketRule(20, 40)
+	r := bucketSpec(20, 40)
 	l2, clk2 := newTestLimiter(t, r, 10)
 	if got := testRemaining(l2, clk2.Nanotime()); got != 20 {
 		t.Fatalf("built at limit 10 for Limit 20 Burst 40: remaining %v, want 20", got)
@@ -59,34 +59,34 @@ func TestTokenBucketSetLimitScalesBurst(t *testing.T) {
 }
 
 func TestTokenBucketMaxWaitQueuesAndRefunds(t *testing.T) {
-	l, clk := newTestLimiter(t, bucketRule(10, 10), 10)
+	l, clk := newTestLimiter(t, bucketSpec(10, 10), 10)
 	now := clk.Nanotime()
 	drain(t, l, now) // 11 admitted: 100ms owed
-	d1 := l.tryAcquire(now, 1, 250*time.Millisecond)
-	d2 := l.tryAcquire(now, 1, 250*time.Millisecond)
-	d3 := l.tryAcquire(now, 1, 250*time.Millisecond)
-	if !d1.ok || d1.wait != 100*time.Millisecond || !d2.ok || d2.wait != 200*time.Millisecond {
+	d1 := l.TryAcquire(now, 1, 250*time.Millisecond)
+	d2 := l.TryAcquire(now, 1, 250*time.Millisecond)
+	d3 := l.TryAcquire(now, 1, 250*time.Millisecond)
+	if !d1.OK || d1.Wait != 100*time.Millisecond || !d2.OK || d2.Wait != 200*time.Millisecond {
 		t.Fatalf("queued calls = %+v, %+v; want waits 100ms and 200ms", d1, d2)
 	}
-	if d3.ok || d3.retryAfter != 300*time.Millisecond {
+	if d3.OK || d3.RetryAfter != 300*time.Millisecond {
 		t.Fatalf("third queued call = %+v, want refused with retryAfter 300ms", d3)
 	}
 	// Refunding the last queued call at its moment gives its slot back.
-	l.refund(now+int64(d2.wait), 1)
-	if d := l.tryAcquire(now, 1, 250*time.Millisecond); !d.ok || d.wait != 200*time.Millisecond {
+	l.Refund(now+int64(d2.Wait), 1)
+	if d := l.TryAcquire(now, 1, 250*time.Millisecond); !d.OK || d.Wait != 200*time.Millisecond {
 		t.Fatalf("after the refund = %+v, want the 200ms slot again", d)
 	}
 }
 
 func TestTokenBucketReset(t *testing.T) {
-	l, clk := newTestLimiter(t, bucketRule(10, 10), 10)
+	l, clk := newTestLimiter(t, bucketSpec(10, 10), 10)
 	now := clk.Nanotime()
-	d := l.tryAcquire(now, 4, 0)
-	if !d.ok || d.remaining != 6 || d.reset != 400*time.Millisecond {
-		t.Fatalf("tryAcquire(4) = %+v, want ok, remaining 6, reset 400ms", d)
+	d := l.TryAcquire(now, 4, 0)
+	if !d.OK || d.Remaining != 6 || d.Reset != 400*time.Millisecond {
+		t.Fatalf("TryAcquire(4) = %+v, want ok, remaining 6, reset 400ms", d)
 	}
 	drain(t, l, now)
-	if d := l.tryAcquire(now, 1, 0); d.ok || d.reset != 100*time.Millisecond+time.Second {
+	if d := l.TryAcquire(now, 1, 0); d.OK || d.Reset != 100*time.Millisecond+time.Second {
 		t.Fatalf("refused = %+v, want reset 1.1s (100ms debt, then 10 permits at 100ms)", d)
 	}
 }
@@ -96,13 +96,13 @@ func TestTokenBucketReset(t *testing.T) {
 // committed. With permits stored the bucket owes nothing and serves it at
 // once, with the remaining count of the same decision.
 func TestTokenBucketStaleNow(t *testing.T) {
-	l, clk := newTestLimiter(t, bucketRule(20, 40), 20)
+	l, clk := newTestLimiter(t, bucketSpec(20, 40), 20)
 	clk.Advance(time.Second)
 	now := clk.Nanotime()
-	if d := l.tryAcquire(now, 1, 0); !d.ok || d.remaining != 39 {
+	if d := l.TryAcquire(now, 1, 0); !d.OK || d.Remaining != 39 {
 		t.Fatalf("first = %+v, want ok with 39 remaining", d)
 	}
-	if d := l.tryAcquire(now-int64(time.Millisecond), 1, 0); !d.ok || d.wait != 0 || d.remaining != 38 {
+	if d := l.TryAcquire(now-int64(time.Millisecond), 1, 0); !d.OK || d.Wait != 0 || d.Remaining != 38 {
 		t.Fatalf("1ms stale = %+v, want ok at once with 38 remaining", d)
 	}
 	if got := testRemaining(l, now); got != 38 {

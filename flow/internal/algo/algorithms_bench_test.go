@@ -1,4 +1,4 @@
-package flow
+package algo
 
 import (
 	"reflect"
@@ -10,20 +10,20 @@ import (
 )
 
 // benchLimiter builds one algorithm at limit per second on clk.
-func benchLimiter(b testing.TB, a Algorithm, limit float64, clk clock.Clock) limiter {
-	r := testRule(a)
+func benchLimiter(b testing.TB, a Kind, limit float64, clk clock.Clock) Limiter {
+	r := testSpec(a)
 	r.Limit = limit
-	if a == AlgoTokenBucket {
+	if a == TokenBucket {
 		r.Burst = limit
 	}
-	l, err := newLimiter(&r, limit, clk, clock.Nanotime(clk))
+	l, err := New(r, limit, clk, clock.Nanotime(clk))
 	if err != nil {
 		b.Fatal(err)
 	}
 	return l
 }
 
-// BenchmarkAlgorithms/<algo>/fixed-now: tryAcquire at one instant, so after
+// BenchmarkAlgorithms/<algo>/fixed-now: TryAcquire at one instant, so after
 // the first calls every call is a refusal (the blocked path).
 // /real-clock: the clock read per call and a limit high enough that calls
 // pass (the pass path); concurrency releases each permit.
@@ -36,16 +36,16 @@ func BenchmarkAlgorithms(b *testing.B) {
 			now := clk.Nanotime()
 			b.ReportAllocs()
 			for b.Loop() {
-				l.tryAcquire(now, 1, 0)
+				l.TryAcquire(now, 1, 0)
 			}
 		})
 		b.Run(c.algo.String()+"/real-clock", func(b *testing.B) {
 			clk := clock.Real()
 			l := benchLimiter(b, c.algo, benchHighLimit(c.algo), clk)
-			conc := c.algo == AlgoConcurrency
+			conc := c.algo == Concurrency
 			b.ReportAllocs()
 			for b.Loop() {
-				if d := l.tryAcquire(clock.Nanotime(clk), 1, 0); d.ok && conc {
+				if d := l.TryAcquire(clock.Nanotime(clk), 1, 0); d.OK && conc {
 					testRelease(l, 1)
 				}
 			}
@@ -53,11 +53,11 @@ func BenchmarkAlgorithms(b *testing.B) {
 		b.Run(c.algo.String()+"/real-clock-parallel", func(b *testing.B) {
 			clk := clock.Real()
 			l := benchLimiter(b, c.algo, benchHighLimit(c.algo), clk)
-			conc := c.algo == AlgoConcurrency
+			conc := c.algo == Concurrency
 			b.ReportAllocs()
 			b.RunParallel(func(pb *testing.PB) {
 				for pb.Next() {
-					if d := l.tryAcquire(clock.Nanotime(clk), 1, 0); d.ok && conc {
+					if d := l.TryAcquire(clock.Nanotime(clk), 1, 0); d.OK && conc {
 						testRelease(l, 1)
 					}
 				}
@@ -77,14 +77,14 @@ func TestLimiterMemory(t *testing.T) {
 	clk := clock.NewFake(algoEpoch)
 	const n = 10000
 	for _, c := range algoCases() {
-		keep := make([]limiter, n)
+		keep := make([]Limiter, n)
 		var before, after runtime.MemStats
 		runtime.GC()
 		runtime.ReadMemStats(&before)
 		proto := benchLimiter(t, c.algo, 10, clk)
 		for i := range keep {
-			if tb, ok := proto.(*tokenBucket); ok {
-				keep[i] = tb.clone() // a key's bucket: see compiledRule.newLimiter
+			if tb, ok := proto.(*Bucket); ok {
+				keep[i] = tb.Clone() // a key's bucket: cloned from the rule's prototype
 				continue
 			}
 			keep[i] = benchLimiter(t, c.algo, 10, clk)
@@ -93,9 +93,9 @@ func TestLimiterMemory(t *testing.T) {
 		runtime.ReadMemStats(&after)
 		per := float64(after.HeapAlloc-before.HeapAlloc) / n
 		runtime.KeepAlive(keep)
-		t.Logf("%-14s %6.1f bytes per limiter on the heap (struct %d bytes)", c.algo, per, structSize(keep[0]))
+		t.Logf("%-14s %6.1f bytes per Limiter on the heap (struct %d bytes)", c.algo, per, structSize(keep[0]))
 		if per > 200 {
-			t.Errorf("%v: %.1f bytes per limiter, budget 200", c.algo, per)
+			t.Errorf("%v: %.1f bytes per Limiter, budget 200", c.algo, per)
 		}
 	}
 }
@@ -108,10 +108,10 @@ func TestAlgorithmsZeroAlloc(t *testing.T) {
 		l := benchLimiter(t, c.algo, 10, clk)
 		allocs := testing.AllocsPerRun(1000, func() {
 			now := clk.Nanotime()
-			if d := l.tryAcquire(now, 1, 50*time.Millisecond); d.ok {
-				l.refund(now+int64(d.wait), 1)
+			if d := l.TryAcquire(now, 1, 50*time.Millisecond); d.OK {
+				l.Refund(now+int64(d.Wait), 1)
 			}
-			l.tryAcquire(now, 2, 0)
+			l.TryAcquire(now, 2, 0)
 			testRelease(l, 1)
 			_ = testRemaining(l, now)
 			clk.Advance(7 * time.Millisecond)
@@ -123,12 +123,12 @@ func TestAlgorithmsZeroAlloc(t *testing.T) {
 }
 
 // benchHighLimit is a limit per second high enough that calls pass.
-func benchHighLimit(a Algorithm) float64 {
-	if a == AlgoSlidingLog {
+func benchHighLimit(a Kind) float64 {
+	if a == SlidingLog {
 		return MaxSlidingLogLimit // 8 MiB of ring: the largest allowed
 	}
 	return 1e8
 }
 
 // structSize is unsafe.Sizeof of the limiter's own struct (not what it owns).
-func structSize(l limiter) uintptr { return reflect.TypeOf(l).Elem().Size() }
+func structSize(l Limiter) uintptr { return reflect.TypeOf(l).Elem().Size() }

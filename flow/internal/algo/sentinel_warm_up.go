@@ -1,4 +1,4 @@
-package flow
+package algo
 
 import (
 	"math"
@@ -8,11 +8,11 @@ import (
 	"github.com/flowgate/flowgate/clock"
 )
 
-// sentinelWarmUp is AlgoSentinelWarmUp: Alibaba Sentinel's warm-up
+// sentinelWarmUp is SentinelWarmUp: Alibaba Sentinel's warm-up
 // (WarmUpController in Java, the WarmUp token calculator in
 // sentinel-golang v1.0.4, core/flow/tc_warm_up.go), kept so that warm-up
 // rules imported from Sentinel decide call for call as they did there. It
-// is not Guava's SmoothWarmingUp (AlgoWarmUp): Sentinel computes a QPS
+// is not Guava's SmoothWarmingUp (WarmUp): Sentinel computes a QPS
 // threshold from a token count, and a separate checker admits against it.
 //
 // The threshold. With count = Limit per second, P = Warmup in seconds and
@@ -49,7 +49,7 @@ type sentinelWarmUp struct {
 	warmState
 }
 
-// warmState is sentinelWarmUp's state without its lock, so that remaining
+// warmState is sentinelWarmUp's state without its lock, so that Remaining
 // can work on a copy.
 type warmState struct {
 	offset  int64 // ns to add to the engine's Nanotime for Unix time
@@ -66,16 +66,16 @@ type warmState struct {
 	last    int64    // throttling: Unix ns of the latest admitted slot; 0 before the first
 }
 
-var _ limiter = (*sentinelWarmUp)(nil)
+var _ Limiter = (*sentinelWarmUp)(nil)
 
 // sentinelBucketMs is the bucket length of Sentinel's default 1 s statistic.
 const sentinelBucketMs = 500
 
-func newSentinelWarmUp(r *Rule, limit float64, clk clock.Clock, now int64) *sentinelWarmUp {
-	w := &sentinelWarmUp{warmState: warmState{cold: uint32(r.ColdFactor), warm: r.Warmup}}
+func newSentinelWarmUp(s *Spec, limit float64, clk clock.Clock, now int64) *sentinelWarmUp {
+	w := &sentinelWarmUp{warmState: warmState{cold: uint32(s.ColdFactor), warm: s.Warmup}}
 	w.offset = clk.Now().UnixNano() - now
 	w.idx = floorDiv(w.unixMs(now), sentinelBucketMs)
-	w.period(r.Warmup, limit)
+	w.period(s.Warmup, limit)
 	return w
 }
 
@@ -144,7 +144,7 @@ func (w *warmState) threshold() float64 {
 	return math.Nextafter(1/(above*w.slope+1/w.count), math.MaxFloat64)
 }
 
-func (w *sentinelWarmUp) tryAcquire(now int64, n int, maxWait time.Duration) decision {
+func (w *sentinelWarmUp) TryAcquire(now int64, n int, maxWait time.Duration) Decision {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	ms := w.unixMs(now)
@@ -153,7 +153,7 @@ func (w *sentinelWarmUp) tryAcquire(now int64, n int, maxWait time.Duration) dec
 	qps := w.threshold()
 	k := int64(n)
 	if float64(k) > w.count {
-		return decision{never: true} // the threshold never exceeds count
+		return Decision{Never: true} // the threshold never exceeds count
 	}
 	if maxWait > 0 {
 		return w.queue(now, k, qps, maxWait)
@@ -161,7 +161,7 @@ func (w *sentinelWarmUp) tryAcquire(now int64, n int, maxWait time.Duration) dec
 	reset := w.untilEdge(now, 2)
 	if used := w.passes[0] + w.passes[1]; float64(used+k) <= qps {
 		w.passes[0] += k
-		return decision{ok: true, remaining: math.Max(0, math.Floor(qps)-float64(used+k)), reset: reset}
+		return Decision{OK: true, Remaining: math.Max(0, math.Floor(qps)-float64(used+k)), Reset: reset}
 	}
 	// The earliest the count can drop: the previous bucket leaves at the
 	// next edge, the current one at the edge after.
@@ -169,30 +169,30 @@ func (w *sentinelWarmUp) tryAcquire(now int64, n int, maxWait time.Duration) dec
 	if float64(w.passes[0]+k) > qps {
 		retry = reset
 	}
-	return decision{retryAfter: retry, reset: reset}
+	return Decision{RetryAfter: retry, Reset: reset}
 }
 
 // queue is Sentinel's ThrottlingChecker at threshold qps; mu held.
-func (w *warmState) queue(now, k int64, qps float64, maxWait time.Duration) decision {
+func (w *warmState) queue(now, k int64, qps float64, maxWait time.Duration) Decision {
 	if float64(k) > qps {
 		// More permits than the threshold now: Sentinel refuses it; it may
 		// pass once the rule is warmer, which happens at a second's sync.
-		return decision{retryAfter: w.untilSecond(now)}
+		return Decision{RetryAfter: w.untilSecond(now)}
 	}
 	cur := now + w.offset
 	interval := int64(math.Ceil(float64(k) / qps * float64(time.Second)))
 	if w.last+interval <= cur {
 		w.last = cur
 		w.passes[0] += k
-		return decision{ok: true}
+		return Decision{OK: true}
 	}
 	wait := w.last + interval - cur
 	if wait > int64(maxWait) {
-		return decision{retryAfter: time.Duration(wait - int64(maxWait))}
+		return Decision{RetryAfter: time.Duration(wait - int64(maxWait))}
 	}
 	w.last += interval
 	w.passes[0] += k
-	return decision{ok: true, wait: time.Duration(wait)}
+	return Decision{OK: true, Wait: time.Duration(wait)}
 }
 
 // untilEdge is the time from now to the end of bucket idx+k-1.
@@ -206,9 +206,9 @@ func (w *warmState) untilSecond(now int64) time.Duration {
 	return time.Duration(int64(time.Second) - floorMod(now+w.offset, int64(time.Second)))
 }
 
-// refund gives permits back to the current bucket when at lies in it. A
+// Refund gives permits back to the current bucket when at lies in it. A
 // queued slot is kept: the queue cannot tell whose slot is whose.
-func (w *sentinelWarmUp) refund(at int64, n int) {
+func (w *sentinelWarmUp) Refund(at int64, n int) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if floorDiv(w.unixMs(at), sentinelBucketMs) == w.idx {
@@ -216,17 +216,17 @@ func (w *sentinelWarmUp) refund(at int64, n int) {
 	}
 }
 
-// setLimit recomputes the token marks for the new count; the stored tokens
+// SetLimit recomputes the token marks for the new count; the stored tokens
 // and the counts stay.
-func (w *sentinelWarmUp) setLimit(_ int64, limit float64) {
+func (w *sentinelWarmUp) SetLimit(_ int64, limit float64) {
 	w.mu.Lock()
 	w.period(w.warm, limit)
 	w.mu.Unlock()
 }
 
-// remaining works on a copy: a sync it ran would read the buckets before
+// Remaining works on a copy: a sync it ran would read the buckets before
 // the first call of the second does.
-func (w *sentinelWarmUp) remaining(now int64) float64 {
+func (w *sentinelWarmUp) Remaining(now int64) float64 {
 	w.mu.Lock()
 	s := w.warmState
 	w.mu.Unlock()
@@ -234,17 +234,4 @@ func (w *sentinelWarmUp) remaining(now int64) float64 {
 	s.roll(ms)
 	s.sync(ms)
 	return math.Max(0, math.Floor(s.threshold())-float64(s.passes[0]+s.passes[1]))
-}
-
-// validateSentinelWarmUp checks what only sentinel_warm_up requires.
-func (r Rule) validateSentinelWarmUp(bad func(field, format string, args ...any)) {
-	if r.Algorithm != AlgoSentinelWarmUp {
-		return
-	}
-	if d := r.WithDefaults(); d.Window != time.Second {
-		bad("window", "must be 1s for sentinel_warm_up (Sentinel syncs its tokens per second), not %v", d.Window)
-	}
-	if r.Cluster != nil {
-		bad("cluster", "not supported for sentinel_warm_up (the token server keeps no Sentinel warm-up state; Sentinel's own cluster flow checker has no warm-up either)")
-	}
 }

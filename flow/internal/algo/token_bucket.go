@@ -1,0 +1,166 @@
+package algo
+
+import (
+	"math"
+	"time"
+
+	"github.com/flowgate/flowgate/clock"
+	"github.com/flowgate/flowgate/warmup"
+)
+
+// Bucket is a Guava token bucket from package warmup: SmoothBursty for
+// TokenBucket, SmoothWarmingUp for WarmUp. Both share this adapter; only the
+// constructors differ. It is exported for what a key table does with it:
+// clone a rule's prototype per key (Clone) and drain it (Drain).
+//
+// Guava's semantics carry over unchanged, including the one that surprises:
+// a request is granted when the bucket owes nothing, however many permits it
+// asks for, and the NEXT request pays for it. So no request is ever "never"
+// for a token bucket; a request larger than the burst simply pushes later
+// ones back.
+type Bucket struct {
+	// window is the rule's Window in seconds: rate = limit / window.
+	window float64
+	// warm marks a warming-up bucket, which reports no remaining permits
+	// nor a reset time (see Remaining).
+	warm bool
+	l    warmup.Limiter // by value: no pointer hop to the state
+}
+
+// The per-key cost of a token bucket: this struct, 96 B with the
+// warmup.Limiter and its state inline; the rate data is shared by every key
+// of a rule (see Clone).
+
+var _ Limiter = (*Bucket)(nil)
+
+// newTokenBucket builds SmoothBursty at rate limit/Window, starting FULL, as
+// x/time/rate and the seed articles' scripts do (Guava starts empty). Burst
+// is stated for the nominal s.Limit; Guava's maxBurstSeconds = Burst/rate
+// keeps it proportional to the rate, so under an adaptive factor f the bucket
+// holds f*Burst, exactly as if SetRate had scaled it later.
+func newTokenBucket(s *Spec, limit float64, clk clock.Clock) (Limiter, error) {
+	window := s.Window.Seconds()
+	burstSeconds := s.Burst / (s.Limit / window)
+	rate := limit / window
+	l, err := warmup.NewBursty(rate,
+		warmup.WithClock(clk),
+		warmup.WithMaxBurstSeconds(burstSeconds),
+		warmup.WithStoredPermits(math.Inf(1)), // clamped to maxPermits: full
+	)
+	if err != nil {
+		return nil, err
+	}
+	b := &Bucket{window: window}
+	l.CloneInto(&b.l)
+	return b, nil
+}
+
+// Clone is a fresh bucket like b (b's rate, full or cold as a new one
+// starts) sharing b's immutable rate data: the keys of a keyed rule are
+// cloned from one prototype, which itself never admits a call (its rate
+// must not change).
+func (b *Bucket) Clone() *Bucket {
+	c := new(Bucket)
+	b.CloneInto(c)
+	return c
+}
+
+// CloneInto makes dst what Clone would return, in place. dst must be a
+// zero Bucket that nothing uses yet (see IsZero).
+func (b *Bucket) CloneInto(dst *Bucket) {
+	dst.window, dst.warm = b.window, b.warm
+	b.l.CloneInto(&dst.l)
+}
+
+// IsZero reports whether b is a zero Bucket, never cloned into (a built
+// bucket's window is > 0).
+func (b *Bucket) IsZero() bool { return b.window == 0 }
+
+// RestartFrom puts b, a bucket cloned before from one of the same rule's
+// prototypes, in the state p.Clone would start in now, while calls may
+// still hold b (see warmup.Limiter.Restart): how a key table hands a
+// record's bucket on to a new key.
+func (b *Bucket) RestartFrom(p *Bucket) { b.l.Restart(&p.l) }
+
+// Drain takes every permit a bursty bucket has stored at now. A warming-up
+// bucket keeps them: its stored permits are its cold state, not a burst,
+// and taking them would slow the next callers instead.
+func (b *Bucket) Drain(now int64) {
+	if b.warm {
+		return
+	}
+	if k := int(b.l.StoredPermitsAt(now)); k > 0 {
+		b.TryAcquire(now, k, 0)
+	}
+}
+
+func (b *Bucket) TryAcquire(now int64, n int, maxWait time.Duration) Decision {
+	res, err := b.reserve(now, n, maxWait)
+	if err == nil && res.OK {
+		remaining, reset := b.quota(&res)
+		return Decision{OK: true, Wait: res.Wait, Remaining: remaining, Reset: reset}
+	}
+	return b.refusal(&res, err)
+}
+
+// reserve is the Guava reservation TryAcquire decides from.
+func (b *Bucket) reserve(now int64, n int, maxWait time.Duration) (warmup.Reservation, error) {
+	return b.l.TryReserveAt(now, n, maxWait)
+}
+
+// quota is what a granted reservation leaves: the permits stored and the
+// time to refill, as the reservation saw them (reading the bucket again
+// could see another call's reservation). A warming-up bucket reports
+// neither (see Remaining).
+func (b *Bucket) quota(res *warmup.Reservation) (remaining float64, reset time.Duration) {
+	if b.warm {
+		return 0, 0
+	}
+	return res.Stored, res.Refill
+}
+
+// refusal is the decision for a reservation that was not granted.
+func (b *Bucket) refusal(res *warmup.Reservation, err error) Decision {
+	if err != nil { // n <= 0: never valid
+		return Decision{Never: true}
+	}
+	// Refused: nothing is stored, and the debt is paid at res.Wait.
+	return Decision{RetryAfter: res.Wait, Reset: res.Wait + b.reset(0)}
+}
+
+// reset is how long the bucket needs to fill up from stored permits.
+func (b *Bucket) reset(stored float64) time.Duration {
+	if b.warm {
+		return 0
+	}
+	missing := b.l.MaxPermits() - stored
+	if missing <= 0 {
+		return 0
+	}
+	// A bursty bucket stores one permit per stable interval.
+	return time.Duration(missing * b.l.StableIntervalMicros() * 1e3)
+}
+
+func (b *Bucket) Refund(at int64, n int) { b.l.Refund(at, n) }
+
+// SetLimit is Guava's setRate: elapsed time is credited at the old rate, the
+// stored permits keep their share of maxPermits, and the burst scales with
+// the rate.
+func (b *Bucket) SetLimit(_ int64, limit float64) {
+	_ = b.l.SetRate(limit / b.window) // limit > 0: only invalid rates fail
+}
+
+// Rate is the bucket's rate now, in permits per second: the effective
+// limit per Window.
+func (b *Bucket) Rate() float64 { return b.l.Rate() }
+
+// Remaining is the stored permits of a bursty bucket: what a burst may take
+// now without anyone waiting (plus Guava's one request that goes into debt).
+// A warming-up bucket reports 0: its stored permits measure how cold it is,
+// and each of them costs more than a fresh one, so none is spare room.
+func (b *Bucket) Remaining(now int64) float64 {
+	if b.warm {
+		return 0
+	}
+	return b.l.StoredPermitsAt(now)
+}
