@@ -24,31 +24,35 @@ import (
 	"github.com/flowgate/flowgate/rules"
 )
 
-// The guide is README.md and the pages under docs/. Three tests keep it honest:
+// The guide is README.md and the pages under docs/. Three tests keep it
+// honest, each naming the file and line of what it rejects:
 //
-//   - TestDocsLinks: every relative link in the guide and in bench/README.md
-//     names a file inside the repository, every #anchor names a heading of its
-//     target, and README.md links every page under docs/.
-//   - TestDocsRuleBlocks: every ```json block is parsed by rules.Parse. A block
-//     holding one rule object (it has "id" or "algorithm") is parsed as
-//     {"rules": [block]}; a block that is not a rules document at all is marked
-//     ```json fragment and left alone.
-//   - TestDocsGoBlocks: every ```go block is type-checked against the module
-//     (export data from one `go list -export`; skipped with -short). A block is
-//     one of three kinds, told from its text:
-//   - a complete file: it starts with a package clause; checked as is;
-//   - declarations: it parses as a file's body (funcs, types, vars); checked
-//     as one file of a package that imports the names listed in docImports;
-//   - statements: anything else; checked as the body of a function returning
-//     error, whose parameters (docParams) are the values such snippets assume
-//     (eng, ctx, logger, ...). A snippet may redeclare them.
-//     Only in declarations and statements, an unused import or variable is not an
-//     error (a snippet shows a call, not a program). A block whose first line is
-//     `// go get github.com/flowgate/flowgate/contrib/NAME` is checked in that
-//     module (contrib/NAME) with its framework imported.
+// TestDocsLinks: every relative link in the guide and in bench/README.md names
+// a file inside the repository, every #anchor names a heading of its target
+// (GitHub's anchors), and README.md links every page under docs/.
 //
-// A failure names the file and line of the block (errors carry //line
-// positions, so a type error names the line inside the Markdown file).
+// TestDocsRuleBlocks: every ```json block is parsed by rules.Parse. A block
+// holding one rule object (it has "id" or "algorithm") is parsed as
+// {"rules": [block]}; a JSON block that is not rules at all must be marked
+// ```json fragment, and is then left alone.
+//
+// TestDocsGoBlocks: every ```go block is type-checked against the module,
+// with the export data of one `go list -export -deps` (so it is skipped with
+// -short). A block is one of three kinds, told from its text:
+//
+//   - a complete file starts with a package clause, and is checked as is;
+//   - declarations parse as a file's body (funcs, types, vars), and are checked
+//     as a file that imports the packages of docImports by those names;
+//   - statements are anything else, checked as the body of a function that
+//     returns error, whose parameters (docParams) are the values snippets
+//     assume: eng, ctx, logger, mux and the like. A snippet may redeclare them.
+//
+// In declarations and statements an unused import or variable is forgiven (a
+// snippet shows a call, not a program); nothing else is. A block whose first
+// line is `// go get github.com/flowgate/flowgate/contrib/NAME` is checked in
+// that module, contrib/NAME, with its framework imported (docModuleImports).
+// Errors carry //line positions, so a type error names the line inside the
+// Markdown file.
 
 // docImports are the packages a snippet may use without importing, by the
 // name it uses.
