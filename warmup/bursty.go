@@ -93,14 +93,22 @@ func (c *rateConfig) span(p float64) int64 {
 	return maxBurstNs
 }
 
-// freshCost is Guava's wait for f fresh permits: whole microseconds,
-// truncated and saturating as Java's (long) cast, here in nanoseconds.
+// freshCost is Guava's wait for f fresh permits, (long)(f*stableIntervalMicros)
+// microseconds, here in nanoseconds; never from 292 years on.
 func (c *rateConfig) freshCost(f float64) int64 {
-	m := javaLong(f * c.stable)
-	if m > never/1000 {
-		return never
+	if m := javaLong(f * c.stable); m < never/1000 {
+		return m * 1000
 	}
-	return m * 1000
+	return never
+}
+
+// wholeMicros truncates ns to whole microseconds, as Guava's waits are,
+// saturating at never.
+func wholeMicros(ns float64) int64 {
+	if m := javaLong(ns) / 1000; m < never/1000 {
+		return m * 1000
+	}
+	return never
 }
 
 // storedAt is the stored permits of word e at t.
@@ -138,8 +146,10 @@ func (c *rateConfig) grant(e, t int64, permits int) (next, at int64) {
 		}
 		return t, t
 	}
-	// The store emptied, the rest fresh from now on.
-	return saturatedAdd(t, c.freshCost(n-stored)), t
+	// The store emptied, the rest fresh from now on: Guava's
+	// (long)((n-stored)*stable), computed on the time the permits stand
+	// for, exact in nanoseconds where the float of stored is not.
+	return saturatedAdd(t, wholeMicros(n*c.interval-float64(t-base))), t
 }
 
 // refund gives permits back to the word at t: fresh ones first, never
