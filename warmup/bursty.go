@@ -27,14 +27,23 @@ import (
 // rescales the stored permits by the ratio of the maxPermits, maxBurstSeconds
 // times the rate, so the time they stand for, permits times interval, is
 // unchanged, and a debt is time already. So SetRate swaps the rate (an
-// immutable rateConfig behind an atomic pointer) and leaves the word alone,
-// but for leaving a +Inf rate (see setRateBursty). A call loads the word,
-// then the rate, so the rate it uses is at least as new as the one the word
-// was last written under; a call racing a SetRate is computed wholly at the
-// old rate or wholly at the new, and its compare-and-swap applies it to the
-// word as it then is. That is each reservation a Guava step, at a rate that
-// was current during the call, on the state at its commit, with no lock,
-// retry for SetRate or version number.
+// immutable rateConfig behind an atomic pointer, by compare-and-swap so
+// that concurrent SetRates are ordered) and leaves the word alone, but for
+// leaving a +Inf rate (see setRateBursty). A call loads the word, then the
+// rate, computes, and swaps the word only if it still holds what it
+// loaded. A call racing a SetRate is therefore computed wholly at the old
+// rate or wholly at the new one, whichever its load found, and committed
+// to the word it was computed from: each grant is a Guava step, at a rate
+// current during the call, on the state at its commit. No lock, no version
+// number, and a SetRate never makes a call retry.
+//
+// Refund is the same loop: computed on the word it loaded, committed only
+// to it. Right after its reservation it subtracts what the grant added,
+// with the same truncated spans: exactly for a grant wholly from the store
+// or wholly fresh; for one partly from each, within the microsecond
+// Guava's cast took off its fresh wait. Later, or after other calls, it
+// still never moves the debt before now nor fills the store past
+// maxPermits.
 //
 // Times are Guava's: now is truncated to whole microseconds, the wait for
 // fresh permits is (long)(fresh*stableIntervalMicros) microseconds, so
