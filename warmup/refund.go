@@ -6,9 +6,11 @@ package warmup
 // above maxPermits). Safe under concurrency; never creates more than maxPermits.
 //
 // With no other reservation in between, Refund leaves the limiter as it would
-// be had the reservation never been made (exactly, right after it; for a
-// bursty limiter, later too). Otherwise it is a best effort: the split of a
-// reservation between stored and fresh permits is not kept.
+// be had the reservation never been made: right after it, and for a bursty
+// limiter later too; exactly, but that a bursty grant partly from the store
+// and partly fresh comes back within a microsecond (see bursty.go).
+// Otherwise it is a best effort: the split of a reservation between stored
+// and fresh permits is not kept.
 func (l *Limiter) Refund(now int64, permits int) {
 	if permits <= 0 {
 		return
