@@ -51,7 +51,7 @@ type rateConfig struct {
 	burstNs      int64   // bursty: maxBurstSeconds in nanoseconds, the time a full bucket holds
 	burstSeconds float64 // bursty: maxBurstSeconds
 	coldFactor   float64 // warming up
-	warmup       int64   // warming up: warmupPeriodMicros
+	warmup       int64   // warming up: warmupPeriodMicros; -1 marks a bursty limiter
 	// WithStoredPermits as given at construction, carried from rate to rate
 	// so Clone starts a limiter as the constructor did.
 	optStored float64

@@ -43,9 +43,8 @@ func (l *Limiter) TryReserveAt(now int64, permits int, maxWait time.Duration) (R
 	return l.reserve(now, permits, int64(max(maxWait/time.Microsecond, 0))), nil
 }
 
-// TryReserveAtShared is TryReserveAt, kept for callers that reserve on a
-// limiter many cores use at once: the one-word state needs no different
-// access for them.
+// TryReserveAtShared is TryReserveAt: a limiter many cores reserve on at
+// once needs no other access to its one word.
 func (l *Limiter) TryReserveAtShared(now int64, permits int, maxWait time.Duration) (Reservation, error) {
 	return l.TryReserveAt(now, permits, maxWait)
 }
