@@ -192,12 +192,12 @@ func (l *Limiter) reserveBursty(m int64, permits int, timeout int64) Reservation
 	t := m * 1000
 	for {
 		e := l.word.Load()
-		c := l.rate.Load() // after the word: see above
 		if e > t && timeout != unbounded && (e == never || e-timeout > t) {
-			// Guava's canAcquire is false: refused with no write. The
-			// word held e at a moment after the caller's now.
+			// Guava's canAcquire is false: refused on one load, with no
+			// write. The word held e at a moment after the caller's now.
 			return Reservation{Wait: waitFor(e, t)}
 		}
+		c := l.rate.Load() // after the word: see above
 		next, at := c.grant(e, t, permits)
 		if next == e || l.word.CompareAndSwap(e, next) {
 			// Granted: nothing to write (a +Inf rate, or permits worth
