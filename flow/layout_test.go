@@ -15,18 +15,18 @@ func TestShardSize(t *testing.T) {
 }
 
 // TestKeyRecordSize: a key's record is its entry, its token bucket if any,
-// and its hash in 128 bytes (two cache lines) or 32, as the entry and the
+// and its hash in at most 128 bytes (two cache lines) or 32, as the entry and the
 // bucket allocated from the heap took, so that records packed in chunks
 // cost no more memory per key; entry first and hash last (keyRecords reads
 // both kinds through one accessor).
 func TestKeyRecordSize(t *testing.T) {
-	if n := unsafe.Sizeof(keyRecBucket{}); n != 128 {
-		t.Fatalf("keyRecBucket is %d B, want 128", n)
+	if n := unsafe.Sizeof(keyRecBucket{}); n > 128 {
+		t.Fatalf("keyRecBucket is %d B, want <= 128", n)
 	}
 	if n := unsafe.Sizeof(keyRecPlain{}); n != 32 {
 		t.Fatalf("keyRecPlain is %d B, want 32", n)
 	}
-	if unsafe.Offsetof(keyRecBucket{}.h) != 120 || unsafe.Offsetof(keyRecPlain{}.h) != 24 {
+	if unsafe.Offsetof(keyRecBucket{}.h) != unsafe.Sizeof(keyRecBucket{})-8 || unsafe.Offsetof(keyRecPlain{}.h) != 24 {
 		t.Fatal("a record's hash is not its last word")
 	}
 }

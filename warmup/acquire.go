@@ -25,25 +25,20 @@ func (l *Limiter) Acquire(ctx context.Context, permits int) (time.Duration, erro
 	if err := ctx.Err(); err != nil {
 		return 0, err
 	}
-	m := l.micros(clock.Nanotime(l.clk))
-	deadline, hasDeadline := ctx.Deadline()
-	for spins := 0; ; spins++ {
-		w0, w1, st := l.snapshot()
-		// The wait is known before reserving: max(nextFree-now, 0), since
-		// resync moves nextFree only up to now.
-		wait := microsToDuration(max(st.next-m, 0))
-		if hasDeadline && wait > 0 && time.Until(deadline) < wait {
-			return 0, ErrWouldPassDeadline
-		}
-		l.reserveEarliestAvailable(&st, permits, m)
-		if l.commit(w0, w1, &st) {
-			if err := l.sleep(ctx, permits, wait); err != nil {
-				return 0, err
-			}
-			return wait, nil
-		}
-		lostRace(spins)
+	// With a deadline: reserve only if the wait ends before it, as
+	// TryAcquire with the time left; without one, whatever the wait.
+	timeout := int64(unbounded)
+	if d, ok := ctx.Deadline(); ok {
+		timeout = int64(max(time.Until(d)/time.Microsecond, 0))
 	}
+	r := l.reserve(clock.Nanotime(l.rate.Load().clk), permits, timeout)
+	if !r.OK {
+		return 0, ErrWouldPassDeadline
+	}
+	if err := l.sleep(ctx, permits, r.Wait); err != nil {
+		return 0, err
+	}
+	return r.Wait, nil
 }
 
 // TryAcquire takes permits if they can be used within timeout (negative counts
@@ -60,8 +55,7 @@ func (l *Limiter) TryAcquire(ctx context.Context, permits int, timeout time.Dura
 			timeout = min(timeout, time.Until(d))
 		}
 	}
-	now := clock.Nanotime(l.clk)
-	r, err := l.TryReserveAt(now, permits, timeout)
+	r, err := l.TryReserveAt(clock.Nanotime(l.rate.Load().clk), permits, timeout)
 	if err != nil || !r.OK {
 		return false, err
 	}
@@ -77,15 +71,7 @@ func (l *Limiter) Reserve(permits int) (time.Duration, error) {
 	if permits <= 0 {
 		return 0, errPermits(permits)
 	}
-	m := l.micros(clock.Nanotime(l.clk))
-	for spins := 0; ; spins++ {
-		w0, w1, st := l.snapshot()
-		at := l.reserveEarliestAvailable(&st, permits, m)
-		if l.commit(w0, w1, &st) {
-			return microsToDuration(max(at-m, 0)), nil
-		}
-		lostRace(spins)
-	}
+	return l.reserve(clock.Nanotime(l.rate.Load().clk), permits, unbounded).Wait, nil
 }
 
 // sleep waits on the limiter's clock; if ctx ends first the permits go back.
@@ -93,9 +79,10 @@ func (l *Limiter) sleep(ctx context.Context, permits int, d time.Duration) error
 	if d <= 0 {
 		return nil
 	}
-	err := l.clk.Sleep(ctx, d)
+	clk := l.rate.Load().clk
+	err := clk.Sleep(ctx, d)
 	if err != nil {
-		l.Refund(clock.Nanotime(l.clk), permits)
+		l.Refund(clock.Nanotime(clk), permits)
 		if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 			return err
 		}

@@ -177,3 +177,28 @@ func runChunk(g, n int, f func()) chunkCost {
 	wg.Wait()
 	return chunkCost{wall: time.Since(start), cpu: cpuTime() - cpu}
 }
+
+// BenchmarkReserveSteady is the limiter alone, without a clock read: now
+// advances a microsecond a call, at a rate that keeps permits stored
+// (pass: every call a grant) or one that refuses nearly every call (block).
+// Deterministic, so instruction counts compare between versions.
+func BenchmarkReserveSteady(b *testing.B) {
+	for _, r := range []struct {
+		name string
+		rate float64
+	}{{"pass", 2e6}, {"block", 100}} {
+		b.Run(r.name, func(b *testing.B) {
+			c := clock.NewFake(time.Unix(0, 0))
+			l, err := NewBursty(r.rate, WithClock(c))
+			if err != nil {
+				b.Fatal(err)
+			}
+			now := c.Nanotime()
+			b.ReportAllocs()
+			for b.Loop() {
+				now += int64(time.Microsecond)
+				_, _ = l.TryReserveAt(now, 1, 0)
+			}
+		})
+	}
+}

@@ -32,7 +32,7 @@ func TestCloneStartsFresh(t *testing.T) {
 		if clone.rate.Load() != proto.rate.Load() {
 			t.Fatalf("%s: the clone has its own rate data", name)
 		}
-		if got, want := snap(clone), snap(fresh); got.next != want.next || got.stored != want.stored || *got.rateConfig != *want.rateConfig {
+		if got, want := snap(clone), snap(fresh); got.word != want.word || got.next != want.next || got.stored != want.stored || *got.rateConfig != *want.rateConfig {
 			t.Fatalf("%s: clone %+v %+v, fresh %+v %+v", name, got, *got.rateConfig, want, *want.rateConfig)
 		}
 		now := s.clk.Nanotime()

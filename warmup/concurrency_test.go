@@ -1,6 +1,8 @@
 package warmup
 
 import (
+	"math"
+	"sort"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -124,5 +126,146 @@ func TestConcurrentSetRate(t *testing.T) {
 	}
 	if got := l.StoredPermitsAt(c.Nanotime()); got < 0 || got > l.MaxPermits() {
 		t.Fatalf("stored permits %v outside [0, %v]", got, l.MaxPermits())
+	}
+}
+
+// TestConcurrentSameInstantMatchesSerial: at one instant the outcome of
+// one-permit calls does not depend on their order, so goroutines racing
+// on a bursty limiter must be granted exactly what one goroutine is: the
+// same reservations (stored, partly stored, fresh with a wait, refused)
+// and the same state after.
+func TestConcurrentSameInstantMatchesSerial(t *testing.T) {
+	c := clock.NewFake(epoch)
+	build := func() *Limiter {
+		l, err := NewBursty(10, WithClock(c), WithStoredPermits(4.5))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return l
+	}
+	serial, racing := build(), build()
+	now := c.Nanotime() + int64(30*time.Millisecond) // 0.3 permit more credited
+	const calls, goroutines = 400, 8
+	const maxWait = 350 * time.Millisecond
+	want := make([]Reservation, calls)
+	for i := range want {
+		want[i], _ = serial.TryReserveAt(now, 1, maxWait)
+	}
+	got := make([]Reservation, calls)
+	var wg sync.WaitGroup
+	for g := range goroutines {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := g; i < calls; i += goroutines {
+				got[i], _ = racing.TryReserveAt(now, 1, maxWait)
+			}
+		}()
+	}
+	wg.Wait()
+	order := func(rs []Reservation) {
+		sort.Slice(rs, func(i, j int) bool {
+			a, b := rs[i], rs[j]
+			if a.OK != b.OK {
+				return a.OK
+			}
+			if a.Wait != b.Wait {
+				return a.Wait < b.Wait
+			}
+			return a.Stored > b.Stored
+		})
+	}
+	order(want)
+	order(got)
+	// 4.8 stored: four from the store, one partly, four more with waits
+	// of 20, 120, 220 and 320ms; the rest refused.
+	if granted := sort.Search(calls, func(i int) bool { return !want[i].OK }); granted != 9 {
+		t.Fatalf("serial run granted %d, want 9: %+v", granted, want[:10])
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Fatalf("reservation %d (sorted): racing %+v, serial %+v", i, got[i], want[i])
+		}
+	}
+	if g, w := snap(racing).word, snap(serial).word; g != w {
+		t.Fatalf("word after: racing %d, serial %d", g, w)
+	}
+}
+
+// TestConcurrentSetRateAtOneInstant: goroutines take one permit each at one
+// instant, until refused, from a full bucket of one second's burst whose
+// rate another goroutine keeps switching between 100/s and 200/s. Every
+// grant must be a Guava step at one rate or the other, costing 10ms or
+// 5ms of the burst's second: then that second plus the debt left is a
+// whole number of 5ms steps, between one and two per grant. A grant
+// computed at a rate it did not use, or on a word it did not read, would
+// break the count.
+func TestConcurrentSetRateAtOneInstant(t *testing.T) {
+	for round := range 20 {
+		c := clock.NewFake(epoch)
+		l, err := NewBursty(100, WithClock(c), WithStoredPermits(math.Inf(1)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		now := c.Nanotime()
+		stop, setterDone, first := make(chan struct{}), make(chan struct{}), make(chan struct{})
+		var sets atomic.Int64
+		go func() {
+			defer close(setterDone)
+			var once sync.Once
+			defer once.Do(func() { close(first) })
+			for i := 0; ; i++ {
+				if i == 1 {
+					once.Do(func() { close(first) }) // the reservers start once a SetRate has run
+				}
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				if err := l.SetRate(float64(100 * (1 + i%2))); err != nil {
+					t.Error(err)
+					return
+				}
+				sets.Add(1)
+			}
+		}()
+		var granted atomic.Int64
+		var wg sync.WaitGroup
+		<-first
+		for range 4 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for {
+					r, _ := l.TryReserveAt(now, 1, 0)
+					if !r.OK {
+						return
+					}
+					granted.Add(1)
+				}
+			}()
+		}
+		wg.Wait()
+		close(stop)
+		<-setterDone
+		r, _ := l.TryReserveAt(now, 1, 0)
+		if r.OK {
+			t.Fatalf("round %d: granted after every goroutine was refused: %+v", round, r)
+		}
+		const step = 5 * time.Millisecond
+		g, spent := granted.Load(), time.Second+r.Wait
+		if spent%step != 0 {
+			t.Fatalf("round %d: %d grants spent %v (1s + debt %v): not whole 5ms steps", round, g, spent, r.Wait)
+		}
+		if steps := int64(spent / step); steps < g || steps > 2*g {
+			t.Fatalf("round %d: %d grants spent %d steps of 5ms, want %d to %d", round, g, steps, g, 2*g)
+		}
+		if g < 101 || g > 201 {
+			t.Fatalf("round %d: granted %d, want 101 (all at 100/s) to 201 (all at 200/s)", round, g)
+		}
+		if sets.Load() == 0 {
+			t.Fatalf("round %d: no SetRate ran", round)
+		}
 	}
 }

@@ -11,18 +11,19 @@
 // Guava's SmoothRateLimiter). A warming-up limiter starts cold, a bursty one
 // empty; WithStoredPermits overrides both.
 //
-// The state is two 64-bit words (nextFree and the stored permits) swapped
-// together by one 16-byte compare-and-swap, so a grant is one atomic
-// instruction after the Guava math, and a refusal is one load; see reserve.go.
+// A bursty limiter's nextFree and stored permits are one instant, the moment
+// its bucket is empty, kept in one 64-bit word and updated by
+// compare-and-swap: lock-free on every architecture, a grant one CAS, a
+// refusal one load (bursty.go). A warming-up limiter keeps Guava's two
+// numbers under a mutex (warming.go).
 //
-// Time is kept in whole microseconds since construction and every float to
-// integer conversion saturates, as Java's (long) cast does, so waits match
-// Guava's to the microsecond (nextFree saturates at 2^56 us, over two
-// thousand years, rather than at Long.MAX_VALUE). Two deliberate departures
-// from Guava: a zero warm-up period stores nothing (Guava computes 0/0 there
-// and its stored permits turn NaN, which makes every later wait zero), and a
-// cold factor below 1 is refused. Acquire and TryAcquire read the limiter's clock and
-// sleep on it; the flow engine calls TryReserveAt (TryReserveAtShared for a
-// limiter every core uses), Refund and StoredPermitsAt with a time it read
-// once, and never sleeps here.
+// Time is kept in whole microseconds since construction, as Guava's
+// nowMicros, and every float to integer conversion saturates, as Java's
+// (long) cast does, so waits match Guava's to the microsecond. Two
+// deliberate departures from Guava: a zero warm-up period stores nothing
+// (Guava computes 0/0 there and its stored permits turn NaN, which makes
+// every later wait zero), and a cold factor below 1 is refused. Acquire and
+// TryAcquire read the limiter's clock and sleep on it; the flow engine calls
+// TryReserveAt, Refund and StoredPermitsAt with a time it read once, and
+// never sleeps here.
 package warmup

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -18,29 +17,45 @@ var ErrInvalidArgument = errors.New("warmup: invalid argument")
 // Limiter is a Guava SmoothRateLimiter: SmoothBursty (NewBursty) or
 // SmoothWarmingUp (NewWarmingUp). It is safe for concurrent use. Most callers
 // want Acquire (wait for permits) or TryAcquire (take them only if they come
-// within a timeout).
+// within a timeout). The zero Limiter is not usable: build one with NewBursty
+// or NewWarmingUp, or from another with Clone or CloneInto.
 //
 // The struct is small on purpose: the flow engine keeps one per user or IP key.
 type Limiter struct {
-	// words hold the mutable state, two words changed together by one
-	// 16-byte compare-and-swap (see reserve.go and pair): nextFree (Guava's
-	// nextFreeTicketMicros, with the rate version in its top byte) and the
-	// stored permits. A grant costs one CAS; a refusal reads two words.
-	// Three words, so an aligned pair always fits inside, and inline, so
-	// reaching the state costs no pointer hop (a cache miss when the engine
-	// walks thousands of per-key limiters).
-	words [3]uint64
-	// rate is the current rate and its derived constants, immutable,
-	// replaced whole by SetRate.
+	// word is a bursty limiter's whole state: the instant its bucket is (or
+	// was) empty, in nanoseconds since origin. It is changed only by
+	// compare-and-swap; see bursty.go. A warming-up limiter does not use it.
+	word atomic.Int64
+	// rate is the current rate and what was fixed at construction,
+	// immutable, shared by clones, replaced whole by SetRate and Restart.
 	rate atomic.Pointer[rateConfig]
-	// guard makes the two-word CAS atomic where the CPU has no 16-byte CAS.
-	guard sync.Mutex
+	// origin is clock.Nanotime at construction: time counts from here.
+	origin int64
+	// warm is a warming-up limiter's Guava state and its mutex; nil for a
+	// bursty limiter (see warming.go).
+	warm *warmState
+}
+
+// rateConfig is a rate and the constants derived from it, with what was
+// fixed at construction (copied from rate to rate). Immutable once
+// published, so a call that loaded it reads one consistent rate.
+type rateConfig struct {
+	stable    float64 // Guava's stableIntervalMicros: 1e6 / rate (0 at +Inf)
+	interval  float64 // bursty: the stable interval in nanoseconds, 1e9 / rate
+	maxP      float64 // maxPermits
+	threshold float64 // warming up: thresholdPermits
+	slope     float64 // warming up: slope of the cost line above threshold
 
 	// Fixed at construction.
-	param  float64 // bursty: maxBurstSeconds; warming up: coldFactor
-	warmup int64   // warming up: warmupPeriodMicros; -1 marks a bursty limiter
-	origin int64   // clock.Nanotime at construction: micros count from here
-	clk    clock.Clock
+	clk          clock.Clock
+	burstNs      int64   // bursty: maxBurstSeconds in nanoseconds, the time a full bucket holds
+	burstSeconds float64 // bursty: maxBurstSeconds
+	coldFactor   float64 // warming up
+	warmup       int64   // warming up: warmupPeriodMicros; -1 marks a bursty limiter
+	// WithStoredPermits as given at construction, carried from rate to rate
+	// so Clone starts a limiter as the constructor did.
+	optStored float64
+	hasStored bool
 }
 
 // Option configures a Limiter at construction.
@@ -104,8 +119,12 @@ func NewBursty(permitsPerSecond float64, opts ...Option) (*Limiter, error) {
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
 	}
-	l := &Limiter{param: c.burstSeconds, warmup: -1, clk: c.clk}
-	l.start(permitsPerSecond, c)
+	cfg := &rateConfig{clk: c.clk, burstSeconds: c.burstSeconds, burstNs: burstNanos(c.burstSeconds),
+		warmup: -1, optStored: c.stored, hasStored: c.hasStored}
+	cfg.setBursty(permitsPerSecond)
+	l := &Limiter{origin: clock.Nanotime(c.clk)}
+	l.word.Store(cfg.startWord(0))
+	l.rate.Store(cfg)
 	return l, nil
 }
 
@@ -132,8 +151,17 @@ func NewWarmingUp(permitsPerSecond float64, warmupPeriod time.Duration, opts ...
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
 	}
-	l := &Limiter{param: c.coldFactor, warmup: int64(warmupPeriod / time.Microsecond), clk: c.clk}
-	l.start(permitsPerSecond, c)
+	cfg := &rateConfig{clk: c.clk, coldFactor: c.coldFactor, warmup: int64(warmupPeriod / time.Microsecond),
+		optStored: c.stored, hasStored: c.hasStored}
+	// Guava's factory: setRate on a fresh limiter, whose maxPermits 0 marks
+	// the initial state (cold), then our optional override.
+	w := &warmState{}
+	w.setRate(cfg, permitsPerSecond, 0, &rateConfig{})
+	if c.hasStored {
+		w.stored = cfg.initialStored()
+	}
+	l := &Limiter{origin: clock.Nanotime(c.clk), warm: w}
+	l.rate.Store(cfg)
 	return l, nil
 }
 
@@ -151,28 +179,23 @@ func checkStored(c settings) error {
 	return nil
 }
 
-// start is Guava's factory: setRate on a fresh limiter (maxPermits 0 marks the
-// initial state), then our optional override of the stored permits.
-func (l *Limiter) start(rate float64, c settings) {
-	l.origin = clock.Nanotime(l.clk)
-	cfg := new(rateConfig) // all zero: maxPermits 0 marks the initial state
-	st := state{rateConfig: cfg}
-	l.setRate(&st, cfg, rate, 0)
-	cfg.optStored, cfg.hasStored = c.stored, c.hasStored
-	if c.hasStored {
-		st.stored = cfg.initialStored(l.warmup < 0)
+// initialStored is what a limiter built at this rate starts with: Guava's
+// (bursty empty, warming up cold), or WithStoredPermits clamped.
+func (c *rateConfig) initialStored() float64 {
+	switch {
+	case c.hasStored:
+		return max(0, min(c.optStored, c.maxP))
+	case c.warmup < 0: // bursty
+		return 0
 	}
-	p := l.pair()
-	p[0], p[1] = encodeNext(st.next, 0), math.Float64bits(st.stored)
-	l.rate.Store(cfg)
+	return c.maxP
 }
 
 // Clone returns a new limiter of l's kind, options and current rate, in the
 // state a new one starts in (its time counts from now on l's clock): what
 // NewBursty or NewWarmingUp with the same arguments would return. It shares
-// l's immutable rate data (a 64-byte block) instead of building its own
-// until its first SetRate, which is what makes one limiter per user or IP
-// cheap.
+// l's immutable rate data instead of building its own until its first
+// SetRate, which is what makes one limiter per user or IP cheap.
 func (l *Limiter) Clone() *Limiter {
 	n := new(Limiter)
 	l.CloneInto(n)
@@ -184,126 +207,56 @@ func (l *Limiter) Clone() *Limiter {
 // limiter). dst must be a zero Limiter that nothing uses yet.
 func (l *Limiter) CloneInto(dst *Limiter) {
 	c := l.rate.Load()
-	dst.param, dst.warmup, dst.clk, dst.origin = l.param, l.warmup, l.clk, clock.Nanotime(l.clk)
-	p := dst.pair()
-	p[0], p[1] = encodeNext(0, c.ver), math.Float64bits(c.initialStored(l.warmup < 0))
+	dst.origin = clock.Nanotime(c.clk)
+	if l.warm != nil {
+		dst.warm = &warmState{stored: c.initialStored()}
+	} else {
+		dst.word.Store(c.startWord(0))
+	}
 	dst.rate.Store(c)
 }
 
-// Restart puts l, a limiter CloneInto built from a limiter of the same
-// kind and options as from (the same rule's prototypes), in the state
-// from.Clone would start in now, keeping l's own origin, while other calls
-// may still be using l: they see either the old state or the new one,
-// never a mix, as with SetRate. It writes only the state words (with one
-// CAS) and the rate pointer, so a table can hand a limiter on to a new key
-// while a call for the key before it is still finishing; that call may
-// then take its permits from the new key's limiter. It allocates only when
-// l runs under another rate configuration than from's that happens to
-// carry the same version number.
+// Restart puts l, a limiter CloneInto built from a prototype of the same
+// kind and burst as from (the same rule's prototypes, at one limit or
+// another), in the state from.Clone would start in now, keeping l's own
+// origin. It allocates nothing.
+//
+// Other calls may still be using l. On a warming-up limiter they come
+// before or after the Restart (it holds the mutex). On a bursty one a call
+// racing it decides from the old state or the new one, at the old rate or
+// the new one: Restart stores the rate, then the state word, and a call
+// reads the word, then the rate, so a call's compare-and-swap against the
+// old word fails once the new word is in, and one that succeeded before is
+// overwritten. Every mix is a state a SetRate could leave, because a bursty
+// word means the same instant at any rate of the same burst (see bursty.go).
 func (l *Limiter) Restart(from *Limiter) {
 	c := from.rate.Load()
-	stored := math.Float64bits(c.initialStored(l.warmup < 0))
-	for {
-		old, w0, w1 := l.settled()
-		next := l.micros(clock.Nanotime(l.clk)) // what a clone made now counts as 0
-		cfg := c
-		if cfg != old && cfg.ver == old.ver {
-			// Readers pair the words with the rate by version: a new
-			// configuration must carry a new one.
-			cp := *c
-			cp.ver = (old.ver + 1) & 0xff
-			cfg = &cp
-		}
-		if l.cas(w0, w1, encodeNext(next, cfg.ver), stored) {
-			if cfg != old {
-				l.rate.Store(cfg)
-			}
-			return
-		}
+	m := l.micros(clock.Nanotime(l.rate.Load().clk)) // what a clone made now counts as 0
+	if l.warm != nil {
+		l.warm.restart(l, c, m)
+		return
 	}
-}
-
-// settled returns the state words and the rate they were written under,
-// waiting out a SetRate or Restart between its CAS of the words and its
-// store of the rate.
-func (l *Limiter) settled() (old *rateConfig, w0, w1 uint64) {
-	for spins := 0; ; spins++ {
-		old = l.rate.Load()
-		w0, w1 = l.load128()
-		if w0>>verShift == old.ver {
-			return old, w0, w1
-		}
-		backoff(spins)
-	}
+	l.rate.Store(c)
+	l.word.Store(c.startWord(m * 1000))
 }
 
 // SetRate changes the stable rate as Guava's setRate does: time elapsed so far
 // is credited at the old rate, stored permits keep their proportion of
 // maxPermits, and the next request still pays the previous request's cost at the
 // old rate. permitsPerSecond must be > 0; +Inf is allowed.
+//
+// On a bursty limiter SetRate does not block and reservations do not wait
+// for it: see bursty.go for why swapping the rate alone is exact.
 func (l *Limiter) SetRate(permitsPerSecond float64) error {
 	if err := checkRate(permitsPerSecond); err != nil {
 		return err
 	}
-	now := l.micros(clock.Nanotime(l.clk))
-	cfg := new(rateConfig)
-	for {
-		old, w0, w1 := l.settled()
-		st := decode(w0, w1, old)
-		l.setRate(&st, cfg, permitsPerSecond, now)
-		cfg.ver = (old.ver + 1) & 0xff
-		cfg.optStored, cfg.hasStored = old.optStored, old.hasStored
-		// The CAS bumps the version: concurrent SetRates are ordered by it,
-		// calls that read the old state fail their CAS, and calls that see
-		// the new version before the store below wait for it (snapshot).
-		if l.cas(w0, w1, encodeNext(st.next, cfg.ver), math.Float64bits(st.stored)) {
-			l.rate.Store(cfg)
-			return nil
-		}
+	if l.warm != nil {
+		l.warm.setRateNow(l, permitsPerSecond)
+		return nil
 	}
-}
-
-// setRate is Guava's doSetRate on both levels: it resyncs st under its
-// current rate, then fills cfg for the new rate and moves st to it.
-func (l *Limiter) setRate(st *state, cfg *rateConfig, rate float64, now int64) {
-	l.resync(st, now)
-	old := st.maxP
-	st.rateConfig = cfg
-	st.stable = 1e6 / rate
-	if l.warmup < 0 {
-		st.maxP = 0 // a zero burst stays zero even at +Inf (0*Inf would be NaN)
-		if l.param > 0 {
-			st.maxP = l.param * rate
-		}
-		switch {
-		case old == math.Inf(1): // stored would be NaN below
-			st.stored = st.maxP
-		case old == 0: // initial state: empty
-			st.stored = 0
-		default:
-			st.stored = st.stored * st.maxP / old
-		}
-		return
-	}
-	if l.warmup == 0 {
-		// No warm-up: nothing is ever stored. Guava divides 0 by 0 here and
-		// can end up with NaN stored permits, which would wait for nothing.
-		st.threshold, st.maxP, st.slope, st.stored = 0, 0, 0, 0
-		return
-	}
-	w := float64(l.warmup)
-	cold := st.stable * l.param
-	st.threshold = 0.5 * w / st.stable
-	st.maxP = st.threshold + 2.0*w/(st.stable+cold)
-	st.slope = (cold - st.stable) / (st.maxP - st.threshold)
-	switch {
-	case old == math.Inf(1): // stored would be NaN below
-		st.stored = 0
-	case old == 0: // initial state: cold
-		st.stored = st.maxP
-	default:
-		st.stored = st.stored * st.maxP / old
-	}
+	l.setRateBursty(permitsPerSecond)
+	return nil
 }
 
 // Rate reports the stable rate in permits per second.
@@ -317,9 +270,23 @@ func (l *Limiter) StableIntervalMicros() float64 { return l.rate.Load().stable }
 func (l *Limiter) MaxPermits() float64 { return l.rate.Load().maxP }
 
 // StoredPermitsAt reports the permits available at now (after Guava's resync), for
-// "remaining" headers and snapshots. Does not change state.
+// "remaining" headers and snapshots. Does not change state. now is
+// clock.Nanotime of the limiter's clock.
 func (l *Limiter) StoredPermitsAt(now int64) float64 {
-	st := l.read()
-	l.resync(&st, l.micros(now))
-	return storedOrMax(&st)
+	m := l.micros(now)
+	if l.warm != nil {
+		return l.warm.storedAt(l, m)
+	}
+	e := l.word.Load()
+	return l.rate.Load().storedAt(e, m*1000)
+}
+
+// micros turns a clock.Nanotime reading into Guava's nowMicros: whole
+// microseconds since construction. A reading from before construction (the
+// engine reads the clock once, then may create a limiter) counts as 0.
+func (l *Limiter) micros(now int64) int64 {
+	if d := now - l.origin; d > 0 {
+		return d / 1000
+	}
+	return 0
 }

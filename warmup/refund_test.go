@@ -5,11 +5,50 @@ import (
 	"time"
 )
 
-// snap reads the limiter's whole state for comparisons.
-func snap(l *Limiter) state { return l.read() }
+// view is a limiter's whole state, for comparisons.
+type view struct {
+	word   int64   // bursty: the instant the bucket is empty, ns since origin
+	next   int64   // warming up: Guava's nextFree, micros since origin
+	stored float64 // warming up: Guava's stored permits
+	*rateConfig
+}
 
-// nextFree is the limiter's nextFree in micros.
-func nextFree(l *Limiter) int64 { return l.read().next }
+// snap reads the limiter's whole state.
+func snap(l *Limiter) view {
+	if w := l.warm; w != nil {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		return view{next: w.next, stored: w.stored, rateConfig: l.rate.Load()}
+	}
+	e := l.word.Load()
+	return view{word: e, rateConfig: l.rate.Load()}
+}
+
+// nextFree is Guava's nextFree in micros: a warming-up limiter's, or a
+// bursty limiter's word, which is nextFree while the bucket owes.
+func nextFree(l *Limiter) int64 {
+	if v := snap(l); l.warm == nil {
+		return v.word / 1000
+	} else {
+		return v.next
+	}
+}
+
+// storedView is the stored permits at now and the maxPermits of the same
+// rate (read once, so that a concurrent SetRate cannot split them).
+func storedView(l *Limiter, now int64) (stored, maxP float64) {
+	m := l.micros(now)
+	if w := l.warm; w != nil {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		c, cp := l.rate.Load(), warmState{next: w.next, stored: w.stored}
+		cp.resync(c, m)
+		return storedOrMax(cp.stored, c.maxP), c.maxP
+	}
+	e := l.word.Load()
+	c := l.rate.Load()
+	return c.storedAt(e, m*1000), c.maxP
+}
 
 func TestRefund(t *testing.T) {
 	s := newStopwatch(t)
@@ -55,8 +94,10 @@ func TestRefund(t *testing.T) {
 	want := s.bursty(5)
 	want.TryReserveAt(0, 1, 0)
 	want.Refund(ms(300), 0) // no-op
-	if got := nextFree(c); got != 300_000 {
-		t.Fatalf("nextFree after a late Refund = %dus, want 300000us", got)
+	// Guava's state: nextFree 300ms, 0.5 permit stored; one word: empty
+	// at 200ms.
+	if got := snap(c).word; got != 200_000_000 {
+		t.Fatalf("word after a late Refund = %dns, want 200000000ns", got)
 	}
 	if got, w := c.StoredPermitsAt(ms(300)), want.StoredPermitsAt(ms(300)); got != w || got != 0.5 {
 		t.Fatalf("late Refund: stored %v, without the reservation %v; want both 0.5", got, w)

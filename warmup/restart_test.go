@@ -84,8 +84,8 @@ func TestRestartWhileUsed(t *testing.T) {
 				if r.OK && (i+g)%3 == 0 {
 					l.Refund(s.clk.Nanotime(), 1)
 				}
-				if st := snap(l); st.stored < 0 || st.stored > st.maxP {
-					t.Errorf("stored %v outside [0, %v]", st.stored, st.maxP)
+				if stored, maxP := storedView(l, s.clk.Nanotime()); stored < 0 || stored > maxP {
+					t.Errorf("stored %v outside [0, %v]", stored, maxP)
 					return
 				}
 			}

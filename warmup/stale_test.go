@@ -6,24 +6,25 @@ import (
 	"time"
 )
 
-// TestStaleNowWithStoredPermits: a caller whose now is older than a moment
-// already committed is served as if it had read the clock at that moment,
-// when the bursty limiter owes nothing (permits stored).
-func TestStaleNowWithStoredPermits(t *testing.T) {
+// TestStaleNowServedAtItsOwnNow: a caller whose now is older than a moment
+// already committed sees the permits stored up to its own now, and takes
+// them from the same store, so what it leaves is what it would leave had
+// it come at the later moment.
+func TestStaleNowServedAtItsOwnNow(t *testing.T) {
 	s := newStopwatch(t)
 	ms := func(n int64) int64 { return n * int64(time.Millisecond) }
 	b := s.bursty(10, WithStoredPermits(5)) // 100ms per permit, 5 stored
 	if r, _ := b.TryReserveAt(ms(50), 1, 0); !r.OK || r.Wait != 0 || r.Stored != 4.5 {
-		// at 50ms: 0.5 permit credited (capped at 5), one taken
+		// at 50ms: 0.5 permit credited, one taken
 		t.Fatalf("first reservation = %+v, want OK, no wait, 4.5 stored", r)
 	}
-	// 10ms stale: nextFree is 50ms, 4.5 permits stored.
+	// 10ms stale: 4.4 permits were stored at 40ms.
 	r, _ := b.TryReserveAt(ms(40), 1, 0)
-	if !r.OK || r.Wait != 0 || r.Stored != 3.5 {
-		t.Fatalf("stale now with stored permits = %+v, want OK, no wait, 3.5 stored", r)
+	if !r.OK || r.Wait != 0 || math.Abs(r.Stored-3.4) > 1e-9 {
+		t.Fatalf("stale now with stored permits = %+v, want OK, no wait, 3.4 stored", r)
 	}
-	if got := nextFree(b); got != 50000 {
-		t.Fatalf("nextFree = %vus, want 50000 (the stale call moves nothing)", got)
+	if got := b.StoredPermitsAt(ms(50)); got != 3.5 {
+		t.Fatalf("stored at 50ms = %v, want 3.5 (5.5 credited, 2 taken)", got)
 	}
 	// Drain the store: the last one goes into debt (Guava), then a stale now
 	// is a real wait and is refused with the honest time.
@@ -34,6 +35,19 @@ func TestStaleNowWithStoredPermits(t *testing.T) {
 	r, _ = b.TryReserveAt(ms(40), 1, 0)
 	if r.OK || r.Wait != 60*time.Millisecond {
 		t.Fatalf("stale now in debt = %+v, want refused with wait 60ms (nextFree 100ms)", r)
+	}
+	// A bucket emptied exactly at 100ms was empty until then: a caller
+	// 5ms stale is refused with 5ms to wait, where one at 100ms gets the
+	// free request.
+	e := s.bursty(10)
+	if r, _ := e.TryReserveAt(ms(100), 1, 0); !r.OK || r.Stored != 0 {
+		t.Fatalf("the permit stored by 100ms = %+v, want OK and 0 stored", r)
+	}
+	if r, _ := e.TryReserveAt(ms(95), 1, 0); r.OK || r.Wait != 5*time.Millisecond {
+		t.Fatalf("5ms stale at the empty instant = %+v, want refused with wait 5ms", r)
+	}
+	if r, _ := e.TryReserveAt(ms(100), 1, 0); !r.OK || r.Wait != 0 {
+		t.Fatalf("at 100ms = %+v, want the free request", r)
 	}
 }
 

@@ -27,7 +27,7 @@ type Bucket struct {
 	l    warmup.Limiter // by value: no pointer hop to the state
 }
 
-// The per-key cost of a token bucket: this struct, 96 B with the
+// The per-key cost of a token bucket is this struct, with the
 // warmup.Limiter and its state inline; the rate data is shared by every key
 // of a rule (see Clone).
 
