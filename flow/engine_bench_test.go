@@ -139,8 +139,7 @@ func BenchmarkDecideExitPass(b *testing.B) {
 }
 
 // BenchmarkEntryBlockedParallel: refusals from every P at once. A refusal
-// writes nothing to the bucket but reads its state as a reservation would
-// (asking for the line exclusive, see hotpath.LoadForWrite), and counts itself in
+// writes nothing to the bucket but reads its state, and counts itself in
 // the resource's current statistics bucket: both lines move between cores.
 func BenchmarkEntryBlockedParallel(b *testing.B) {
 	e := benchEngine(b, Rule{ID: "tb", Resource: "r", Algorithm: AlgoTokenBucket, Limit: 1, Window: time.Hour})
