@@ -18,7 +18,7 @@ import (
 	"github.com/flowgate/flowgate/admin"
 	"github.com/flowgate/flowgate/cluster/remote"
 	"github.com/flowgate/flowgate/flow"
-	"github.com/flowgate/flowgate/internal/redistest"
+	"github.com/flowgate/flowgate/internal/testing/redistest"
 	"github.com/redis/go-redis/v9"
 )
 
