@@ -6,7 +6,7 @@ import (
 	"testing"
 )
 
-// TestArrowsRunOneWay keeps DESIGN.md's dependency rule from regressing: a
+// TestArrowsRunOneWay keeps the module's dependency rule from regressing: a
 // producer (a token server, the alerter, the CPU controller) never imports
 // its consumer (the metrics exporter), so a program that uses one does not
 // link Prometheus or OpenTelemetry for it; and adaptive and alerting, which

@@ -22,8 +22,8 @@ import (
 	"github.com/flowgate/flowgate/cluster/remote"
 	"github.com/flowgate/flowgate/cluster/tokenrpc"
 	"github.com/flowgate/flowgate/flow"
-	"github.com/flowgate/flowgate/internal/promtest"
-	"github.com/flowgate/flowgate/internal/redistest"
+	"github.com/flowgate/flowgate/internal/testing/promtest"
+	"github.com/flowgate/flowgate/internal/testing/redistest"
 	"github.com/flowgate/flowgate/metrics"
 	"github.com/flowgate/flowgate/rules"
 )

@@ -14,7 +14,7 @@ import (
 	"github.com/flowgate/flowgate/admin"
 	"github.com/flowgate/flowgate/clock"
 	"github.com/flowgate/flowgate/flow"
-	"github.com/flowgate/flowgate/internal/browsertest"
+	"github.com/flowgate/flowgate/internal/testing/browsertest"
 	"github.com/flowgate/flowgate/rules"
 )
 

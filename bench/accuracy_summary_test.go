@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/flowgate/flowgate/internal/accuracy"
+	"github.com/flowgate/flowgate/internal/testing/accuracy"
 )
 
 // TestAccuracySummary: the README's row folds a setting's cells the way

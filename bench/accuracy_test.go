@@ -15,8 +15,8 @@ import (
 
 	"github.com/flowgate/flowgate/cluster"
 	"github.com/flowgate/flowgate/flow"
-	"github.com/flowgate/flowgate/internal/accuracy"
-	"github.com/flowgate/flowgate/internal/redistest"
+	"github.com/flowgate/flowgate/internal/testing/accuracy"
+	"github.com/flowgate/flowgate/internal/testing/redistest"
 	"github.com/go-redis/redis_rate/v10"
 	"github.com/redis/go-redis/v9"
 )
@@ -25,7 +25,7 @@ import (
 // scripts/bench-accuracy.sh): N instances, each with its own go-redis
 // client (library defaults), token server and engine, share one global
 // cluster rule on one redis-server; a paced load is offered and every
-// outcome's time recorded (internal/accuracy). The grid is accGrid; the
+// outcome's time recorded (internal/testing/accuracy). The grid is accGrid; the
 // environment cuts it down (each a comma-separated subset):
 //
 //	ACC_NS=1,2,4,8,16,32  ACC_LOADS=0.5,0.8,1,2,10  ACC_SHAPES=even,skewed,moving

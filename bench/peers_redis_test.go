@@ -8,7 +8,7 @@ import (
 
 	"github.com/flowgate/flowgate/cluster"
 	"github.com/flowgate/flowgate/flow"
-	"github.com/flowgate/flowgate/internal/redistest"
+	"github.com/flowgate/flowgate/internal/testing/redistest"
 	"github.com/go-redis/redis_rate/v10"
 	"github.com/redis/go-redis/v9"
 )
@@ -17,9 +17,9 @@ import (
 // them: flowgate's Engine.Entry + Exit with a user-level cluster rule
 // decided by cluster.RedisTokenServer (with and without leasing), against
 // redis_rate's Limiter.Allow, on one redis-server started by
-// internal/redistest, for one hot user and for 10 000 and 100 000 users.
-// Both sides get the limit the
-// BenchmarkCluster comparison uses (1/s refill, a burst of 1e8: never
+// internal/testing/redistest, for one hot user and for 10 000 and 100 000
+// users. Both sides get the limit the BenchmarkCluster comparison uses
+// (1/s refill, a burst of 1e8: never
 // reached in a run, so every decision admits and each key's state lives
 // about as long on both sides); see the note at its constants.
 //

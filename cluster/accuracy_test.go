@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/flowgate/flowgate/flow"
-	"github.com/flowgate/flowgate/internal/accuracy"
-	"github.com/flowgate/flowgate/internal/redistest"
+	"github.com/flowgate/flowgate/internal/testing/accuracy"
+	"github.com/flowgate/flowgate/internal/testing/redistest"
 )
 
 // TestLeasingAccuracy is the small version of the bench module's accuracy

@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/flowgate/flowgate/flow"
-	"github.com/flowgate/flowgate/internal/redistest"
+	"github.com/flowgate/flowgate/internal/testing/redistest"
 )
 
 // TestEveryKeyExpires: every key a decision writes has an expiry, set in

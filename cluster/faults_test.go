@@ -11,7 +11,7 @@ import (
 
 	"github.com/flowgate/flowgate/clock"
 	"github.com/flowgate/flowgate/flow"
-	"github.com/flowgate/flowgate/internal/redistest"
+	"github.com/flowgate/flowgate/internal/testing/redistest"
 	"github.com/redis/go-redis/v9"
 )
 

@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/flowgate/flowgate/flow"
-	"github.com/flowgate/flowgate/internal/redistest"
+	"github.com/flowgate/flowgate/internal/testing/redistest"
 )
 
 // heldCount is how many leases s renews.

@@ -40,6 +40,5 @@ var (
 	t0              = clustertest.T0
 	hammer          = clustertest.Hammer
 	hammerFor       = clustertest.HammerFor
-	hammerUntil     = clustertest.HammerUntil
 	coldBound       = clustertest.ColdBound
 )

@@ -105,28 +105,12 @@ func (t *leaseTable) get(p *plan, key string) *lease {
 // acquire serves req from its lease, taking a new batch when it runs out.
 func (t *leaseTable) acquire(ctx context.Context, p *plan, req *flow.TokenRequest) (flow.TokenResult, error) {
 	s := t.s
-	l := t.get(p, req.Key)
+	l := t.lockLive(p, req.Key)
 	if l == nil { // table full: decide in Redis
-		var nonce any = ""
-		if p.nonce {
-			nonce = s.newNonce()
-		}
-		r, err := s.call(ctx, mainAcquire, p, req.Key, nonce, req.Tokens, 5, nil)
-		if err != nil {
-			return flow.TokenResult{}, err
-		}
-		return flow.TokenResult{Allowed: r.allowed, Refused: r.refused, Remaining: float64(r.remaining), RetryAfter: r.retry}, nil
-	}
-	n := req.Tokens
-	l.mu.Lock()
-	for l.dead { // swept meanwhile: its permits went back, use the new one
-		l.mu.Unlock()
-		if l = t.get(p, req.Key); l == nil {
-			return t.acquire(ctx, p, req) // the table filled up meanwhile
-		}
-		l.mu.Lock()
+		return t.acquireInRedis(ctx, p, req)
 	}
 	defer l.mu.Unlock()
+	n := req.Tokens
 	now := s.now()
 	if now < l.refUnt {
 		s.st.leaseLocal.Add(1)
@@ -150,15 +134,53 @@ func (t *leaseTable) acquire(ctx context.Context, p *plan, req *flow.TokenReques
 	if l.left > 0 { // fewer than n left: give them back, take a batch
 		t.returnLocked(ctx, p, req.Key, l)
 	}
-	nonce := ""
-	if p.nonce {
-		nonce = s.newNonce()
+	return t.takeBatchLocked(ctx, p, req, l, now)
+}
+
+// lockLive returns key's lease locked, or nil when the table is full. A
+// lease the sweep removed while we waited for its lock has given its
+// permits back, so we look again and use the one that replaced it.
+func (t *leaseTable) lockLive(p *plan, key string) *lease {
+	for {
+		l := t.get(p, key)
+		if l == nil {
+			return nil
+		}
+		l.mu.Lock()
+		if !l.dead {
+			return l
+		}
+		l.mu.Unlock()
 	}
-	r, err := s.call(ctx, mainLease, p, req.Key, nonce, max(l.size, n), 8, nil)
+}
+
+// acquireInRedis decides req in Redis without a lease.
+func (t *leaseTable) acquireInRedis(ctx context.Context, p *plan, req *flow.TokenRequest) (flow.TokenResult, error) {
+	var nonce any = ""
+	if p.nonce {
+		nonce = t.s.newNonce()
+	}
+	r, err := t.s.call(ctx, mainAcquire, p, req.Key, nonce, req.Tokens, 5, nil)
 	if err != nil {
 		return flow.TokenResult{}, err
 	}
-	s.st.leaseFetches.Add(1)
+	return flow.TokenResult{Allowed: r.allowed, Refused: r.refused, Remaining: float64(r.remaining), RetryAfter: r.retry}, nil
+}
+
+// takeBatchLocked takes a batch of max(l.size, req.Tokens) permits into l,
+// whose lock the caller holds and which holds no permits, and serves req
+// from it. A refusal is kept in l and repeated locally for up to Period.
+func (t *leaseTable) takeBatchLocked(ctx context.Context, p *plan, req *flow.TokenRequest, l *lease, now int64) (flow.TokenResult, error) {
+	n := req.Tokens
+	nonce := ""
+	if p.nonce {
+		nonce = t.s.newNonce()
+	}
+	r, err := t.s.call(ctx, mainLease, p, req.Key, nonce, max(l.size, n), 8, nil)
+	if err != nil {
+		return flow.TokenResult{}, err
+	}
+	t.s.st.leaseFetches.Add(1)
 	if !r.allowed {
 		res := flow.TokenResult{Refused: r.refused, Remaining: float64(r.remaining), RetryAfter: r.retry}
 		wait := t.cf.Period

@@ -6,7 +6,7 @@ import (
 
 	"github.com/flowgate/flowgate/cluster/internal/clustertest"
 	"github.com/flowgate/flowgate/flow"
-	"github.com/flowgate/flowgate/internal/redistest"
+	"github.com/flowgate/flowgate/internal/testing/redistest"
 )
 
 // TestParamRulesAcrossEngines: a cluster param rule with items is exact

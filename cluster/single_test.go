@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/flowgate/flowgate/flow"
-	"github.com/flowgate/flowgate/internal/redistest"
+	"github.com/flowgate/flowgate/internal/testing/redistest"
 )
 
 // TestSingleRuleScriptMatchesGeneric: the one-rule acquire script (the

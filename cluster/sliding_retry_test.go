@@ -6,7 +6,7 @@ import (
 	"math"
 	"testing"
 
-	"github.com/flowgate/flowgate/internal/redistest"
+	"github.com/flowgate/flowgate/internal/testing/redistest"
 )
 
 // slidingAt runs sliding_window.lua's check at a chosen instant on a real

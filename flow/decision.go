@@ -1,5 +1,7 @@
 package flow
 
+import "context"
+
 // Decision is the outcome of Decide, returned by value so that a refusal
 // allocates nothing: the BlockError lives in the Decision, on the caller's
 // stack, instead of behind the error Entry returns.
@@ -20,7 +22,7 @@ type Decision struct {
 // needed.
 func (e *Engine) Decide(resource string, opts ...EntryOption) (d Decision) {
 	var err error
-	d.Permit, err = e.decide(nil, resource, opts, &d.Block)
+	d.Permit, err = e.decide(context.Background(), resource, opts, &d.Block)
 	d.Allowed = err == nil
 	return d
 }

@@ -6,7 +6,7 @@ import (
 )
 
 func TestDefaultEngine(t *testing.T) {
-	if Default() != Default() {
+	if a, b := Default(), Default(); a != b {
 		t.Fatal("Default returned two engines")
 	}
 	// The process-wide engine starts with no rules: every call passes.

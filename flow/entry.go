@@ -32,7 +32,7 @@ import (
 // are pooled); a refusal allocates the *BlockError (Decide refuses without
 // allocating).
 func (e *Engine) Entry(resource string, opts ...EntryOption) (Permit, error) {
-	return e.decide(nil, resource, opts, nil)
+	return e.decide(context.Background(), resource, opts, nil)
 }
 
 // entryArgs is the parsed form of the EntryOptions of one call.

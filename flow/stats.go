@@ -156,20 +156,6 @@ func (s *resourceStats) laneBucket(now int64, lane uint32) *laneBucket {
 	return s.laneBucketAt(s.epochOf(now), lane)
 }
 
-// passIn counts an admitted call that did not wait in lane at now and
-// returns the bucket it counted in. last is the bucket the caller's
-// permit counted in before, when it was one of s's (or nil): a permit
-// keeps its lane, so while now is in last's epoch, last is the bucket,
-// found without laneBucket's arithmetic.
-func (s *resourceStats) passIn(now int64, lane uint32, last *laneBucket) *laneBucket {
-	idx := s.epochOf(now)
-	if last == nil || last.epoch.Load() != idx {
-		last = s.laneBucketAt(idx, lane)
-	}
-	last.passed.Add(1)
-	return last
-}
-
 // laneBucketAt is lane's bucket for epoch idx (see laneBucket).
 func (s *resourceStats) laneBucketAt(idx int64, lane uint32) *laneBucket {
 	b := &s.lanes[lanePad+(uint64(lane)&s.laneMask)*s.stride+uint64(idx)%uint64(len(s.ring))]

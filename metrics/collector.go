@@ -143,7 +143,6 @@ func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	s := c.eng.Snapshot()
 	d := &c.d
-
 	for i := range s.Resources {
 		c.collectResource(ch, &s.Resources[i])
 	}
@@ -151,40 +150,48 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	for _, res := range idleResources(&s) {
 		c.collectResource(ch, zeroStats(res, &s))
 	}
-
 	for i := range s.Rules {
-		r := &s.Rules[i]
-		lv, id := r.Level.String(), ruleLabel(r.ID, i)
-		list := r.Algorithm == flow.AlgoAllow || r.Algorithm == flow.AlgoDeny // no limit, no window
-		if r.Algorithm != flow.AlgoCircuitBreaker && !list {                  // a breaker has no limit
-			ch <- constMetric(d.ruleLimit, prometheus.GaugeValue, r.EffectiveLimit, r.Resource, lv, id)
-		}
-		if !list {
-			ch <- constMetric(d.ruleWindow, prometheus.GaugeValue, r.Window.Seconds(), r.Resource, lv, id)
-		}
-		ch <- constMetric(d.ruleKeys, prometheus.GaugeValue, float64(r.Keys), r.Resource, lv, id)
-		ch <- constMetric(d.ruleInfo, prometheus.GaugeValue, 1,
-			r.Resource, lv, id, r.Algorithm.String(), boolLabel(r.Adaptive), boolLabel(r.Cluster))
-		if a := r.AdaptiveConcurrency; a != nil {
-			ch <- constMetric(d.adaptiveLimit, prometheus.GaugeValue, float64(a.Limit), r.Resource, id)
-			ch <- constMetric(d.adaptiveRTT, prometheus.GaugeValue, a.ShortRTT.Seconds(), r.Resource, id, EstimateShort)
-			ch <- constMetric(d.adaptiveRTT, prometheus.GaugeValue, a.LongRTT.Seconds(), r.Resource, id, EstimateLong)
-		}
+		c.collectRule(ch, &s.Rules[i], i)
 	}
-
 	c.collectBreakers(ch, &s)
 	c.collectShadow(ch, &s)
 	c.collectLists(ch, &s)
 	ch <- constMetric(d.factor, prometheus.GaugeValue, s.AdaptiveFactor)
 	ch <- constMetric(d.systemMax, prometheus.GaugeValue, float64(s.SystemLimit))
-
 	for _, k := range labelKeys(clusterResults, s.Cluster.Requests) {
 		ch <- constMetric(d.clusterRequests, prometheus.CounterValue, float64(s.Cluster.Requests[k]), k)
 	}
 	for _, k := range labelKeys(fallbackPolicies, s.Cluster.Fallbacks) {
 		ch <- constMetric(d.clusterFallbacks, prometheus.CounterValue, float64(s.Cluster.Fallbacks[k]), k)
 	}
+	c.collectSources(ch)
+}
 
+// collectRule sends the gauges of the i-th rule in force.
+func (c *collector) collectRule(ch chan<- prometheus.Metric, r *flow.RuleStats, i int) {
+	d := &c.d
+	lv, id := r.Level.String(), ruleLabel(r.ID, i)
+	hasLimit, hasWindow := ruleGauges(r)
+	if hasLimit {
+		ch <- constMetric(d.ruleLimit, prometheus.GaugeValue, r.EffectiveLimit, r.Resource, lv, id)
+	}
+	if hasWindow {
+		ch <- constMetric(d.ruleWindow, prometheus.GaugeValue, r.Window.Seconds(), r.Resource, lv, id)
+	}
+	ch <- constMetric(d.ruleKeys, prometheus.GaugeValue, float64(r.Keys), r.Resource, lv, id)
+	ch <- constMetric(d.ruleInfo, prometheus.GaugeValue, 1,
+		r.Resource, lv, id, r.Algorithm.String(), boolLabel(r.Adaptive), boolLabel(r.Cluster))
+	if a := r.AdaptiveConcurrency; a != nil {
+		ch <- constMetric(d.adaptiveLimit, prometheus.GaugeValue, float64(a.Limit), r.Resource, id)
+		ch <- constMetric(d.adaptiveRTT, prometheus.GaugeValue, a.ShortRTT.Seconds(), r.Resource, id, EstimateShort)
+		ch <- constMetric(d.adaptiveRTT, prometheus.GaugeValue, a.LongRTT.Seconds(), r.Resource, id, EstimateLong)
+	}
+}
+
+// collectSources sends what the optional sources (WithCPU, WithCluster,
+// WithReload, WithAlerts) report; a source not given sends nothing.
+func (c *collector) collectSources(ch chan<- prometheus.Metric) {
+	d := &c.d
 	if c.cfg.cpu != nil {
 		if v := c.cfg.cpu(); !math.IsNaN(v) {
 			ch <- constMetric(d.cpu, prometheus.GaugeValue, v)
@@ -206,6 +213,14 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 			ch <- constMetric(d.alertsFiring, prometheus.GaugeValue, boolValue(firing), a.Alert, a.Resource)
 		}
 	}
+}
+
+// ruleGauges says which of the per-rule limit and window gauges a rule
+// has: an allow or deny list has neither, a circuit breaker a window but
+// no limit.
+func ruleGauges(r *flow.RuleStats) (limit, window bool) {
+	list := r.Algorithm == flow.AlgoAllow || r.Algorithm == flow.AlgoDeny
+	return !list && r.Algorithm != flow.AlgoCircuitBreaker, !list
 }
 
 // collectCluster sends a token server's latency histogram and breaker state.

@@ -74,67 +74,8 @@ func RegisterOTel(eng *flow.Engine, mp metric.MeterProvider, opts ...Option) (un
 	}
 	o := &otelObserver{eng: eng, cfg: newConfig(opts)}
 	m := mp.Meter(ScopeName)
-	var errs []error
-	i64c := func(name, unit, desc string) metric.Int64ObservableCounter {
-		x, err := m.Int64ObservableCounter(name, metric.WithUnit(unit), metric.WithDescription(desc))
-		errs = append(errs, err)
-		return x
-	}
-	i64g := func(name, unit, desc string) metric.Int64ObservableGauge {
-		x, err := m.Int64ObservableGauge(name, metric.WithUnit(unit), metric.WithDescription(desc))
-		errs = append(errs, err)
-		return x
-	}
-	f64g := func(name, unit, desc string) metric.Float64ObservableGauge {
-		x, err := m.Float64ObservableGauge(name, metric.WithUnit(unit), metric.WithDescription(desc))
-		errs = append(errs, err)
-		return x
-	}
-	o.requests = i64c(OTelRequests, "{request}",
-		"Calls to Entry by result (passed at once, waited then passed, blocked) and the level that blocked them.")
-	o.errors = i64c(OTelRequestErrors, "{request}", "Admitted calls that exited with an error.")
-	o.active, err = m.Int64ObservableUpDownCounter(OTelActiveRequests, metric.WithUnit("{request}"),
-		metric.WithDescription("Calls admitted and not yet exited."))
-	errs = append(errs, err)
-	o.ruleLimit = f64g(OTelRuleLimit, "{request}",
-		"Effective limit of a rule now, after the adaptive factor: requests per window, or in flight for concurrency rules.")
-	o.ruleWindow = f64g(OTelRuleWindow, "s", "Window a rule's limit is counted over.")
-	o.ruleKeys = i64g(OTelRuleKeys, "{key}", "Users or IPs a rule tracks now (0 for global rules).")
-	o.factor = f64g(OTelAdaptiveFactor, "1", "Scale applied to the limits of adaptive rules, in (0,1].")
-	o.adaptiveLimit = i64g(OTelAdaptiveLimit, "{request}", "Current concurrency limit of an adaptive_concurrency rule (global level).")
-	o.adaptiveRTT = f64g(OTelAdaptiveRTT, "s", "Response-time estimates of an adaptive_concurrency rule: short (last window) and long (no-queue).")
-	o.systemMax = i64g(OTelSystemLimit, "{request}", "In-flight calls above which the system guard blocks; 0 when off.")
-	o.clusterReqs = i64c(OTelClusterRequests, "{request}", "Requests to the cluster token server by answer.")
-	o.fallbacks = i64c(OTelClusterFallbacks, "{request}", "Cluster decisions taken by a rule's fallback policy.")
-	insts := []metric.Observable{o.requests, o.errors, o.active, o.ruleLimit, o.ruleWindow, o.ruleKeys,
-		o.factor, o.systemMax, o.clusterReqs, o.fallbacks, o.adaptiveLimit, o.adaptiveRTT}
-	bi, err := o.breakers.register(m)
-	errs = append(errs, err)
-	insts = append(insts, bi...)
-	o.shadow, err = registerOTelShadow(m)
-	errs = append(errs, err)
-	insts = append(insts, o.shadow)
-	o.lists, err = registerOTelLists(m)
-	errs = append(errs, err)
-	insts = append(insts, o.lists)
-	if o.cfg.cpu != nil {
-		o.cpu = f64g(OTelCPU, "1", "CPU utilisation of the CPU this process may use, as last sampled.")
-		insts = append(insts, o.cpu)
-	}
-	if o.cfg.cluster != nil {
-		o.breaker = i64g(OTelClusterBreaker, "1", "1 while the breaker in front of the token server is open.")
-		insts = append(insts, o.breaker)
-	}
-	if o.cfg.reload != nil {
-		o.reloadOK = i64g(OTelReloadSuccessful, "1", "1 if the last rule reload succeeded, else 0.")
-		o.reloadTime = f64g(OTelReloadLastSuccess, "s", "Unix time of the last successful rule reload; 0 if none.")
-		insts = append(insts, o.reloadOK, o.reloadTime)
-	}
-	if o.cfg.alerts != nil {
-		o.alertsFiring = i64g(OTelAlertsFiring, "{alert}", "1 while a flowgate alert fires, 0 after it resolved.")
-		insts = append(insts, o.alertsFiring)
-	}
-	if err := errors.Join(errs...); err != nil {
+	insts, err := o.createInstruments(m)
+	if err != nil {
 		return nil, err
 	}
 	reg, err := m.RegisterCallback(o.observe, insts...)
@@ -142,6 +83,85 @@ func RegisterOTel(eng *flow.Engine, mp metric.MeterProvider, opts ...Option) (un
 		return nil, err
 	}
 	return reg.Unregister, nil
+}
+
+// createInstruments creates the instruments o observes on m: those every
+// engine has, then one per optional source the options gave. It returns
+// them all for RegisterCallback, or every creation error at once.
+func (o *otelObserver) createInstruments(m metric.Meter) ([]metric.Observable, error) {
+	mk := &otelMaker{m: m}
+	o.requests = mk.counter(OTelRequests, "{request}",
+		"Calls to Entry by result (passed at once, waited then passed, blocked) and the level that blocked them.")
+	o.errors = mk.counter(OTelRequestErrors, "{request}", "Admitted calls that exited with an error.")
+	o.active = mk.upDownCounter(OTelActiveRequests, "{request}", "Calls admitted and not yet exited.")
+	o.ruleLimit = mk.floatGauge(OTelRuleLimit, "{request}",
+		"Effective limit of a rule now, after the adaptive factor: requests per window, or in flight for concurrency rules.")
+	o.ruleWindow = mk.floatGauge(OTelRuleWindow, "s", "Window a rule's limit is counted over.")
+	o.ruleKeys = mk.gauge(OTelRuleKeys, "{key}", "Users or IPs a rule tracks now (0 for global rules).")
+	o.factor = mk.floatGauge(OTelAdaptiveFactor, "1", "Scale applied to the limits of adaptive rules, in (0,1].")
+	o.adaptiveLimit = mk.gauge(OTelAdaptiveLimit, "{request}", "Current concurrency limit of an adaptive_concurrency rule (global level).")
+	o.adaptiveRTT = mk.floatGauge(OTelAdaptiveRTT, "s", "Response-time estimates of an adaptive_concurrency rule: short (last window) and long (no-queue).")
+	o.systemMax = mk.gauge(OTelSystemLimit, "{request}", "In-flight calls above which the system guard blocks; 0 when off.")
+	o.clusterReqs = mk.counter(OTelClusterRequests, "{request}", "Requests to the cluster token server by answer.")
+	o.fallbacks = mk.counter(OTelClusterFallbacks, "{request}", "Cluster decisions taken by a rule's fallback policy.")
+	bi, err := o.breakers.register(m)
+	mk.keep(err, bi...)
+	o.shadow, err = registerOTelShadow(m)
+	mk.keep(err, o.shadow)
+	o.lists, err = registerOTelLists(m)
+	mk.keep(err, o.lists)
+	if o.cfg.cpu != nil {
+		o.cpu = mk.floatGauge(OTelCPU, "1", "CPU utilisation of the CPU this process may use, as last sampled.")
+	}
+	if o.cfg.cluster != nil {
+		o.breaker = mk.gauge(OTelClusterBreaker, "1", "1 while the breaker in front of the token server is open.")
+	}
+	if o.cfg.reload != nil {
+		o.reloadOK = mk.gauge(OTelReloadSuccessful, "1", "1 if the last rule reload succeeded, else 0.")
+		o.reloadTime = mk.floatGauge(OTelReloadLastSuccess, "s", "Unix time of the last successful rule reload; 0 if none.")
+	}
+	if o.cfg.alerts != nil {
+		o.alertsFiring = mk.gauge(OTelAlertsFiring, "{alert}", "1 while a flowgate alert fires, 0 after it resolved.")
+	}
+	return mk.insts, errors.Join(mk.errs...)
+}
+
+// otelMaker creates asynchronous instruments on one meter, keeping each
+// for the callback's registration and each error, so that a failed
+// registration reports all of them.
+type otelMaker struct {
+	m     metric.Meter
+	insts []metric.Observable
+	errs  []error
+}
+
+func (mk *otelMaker) keep(err error, insts ...metric.Observable) {
+	mk.insts = append(mk.insts, insts...)
+	mk.errs = append(mk.errs, err)
+}
+
+func (mk *otelMaker) counter(name, unit, desc string) metric.Int64ObservableCounter {
+	x, err := mk.m.Int64ObservableCounter(name, metric.WithUnit(unit), metric.WithDescription(desc))
+	mk.keep(err, x)
+	return x
+}
+
+func (mk *otelMaker) upDownCounter(name, unit, desc string) metric.Int64ObservableUpDownCounter {
+	x, err := mk.m.Int64ObservableUpDownCounter(name, metric.WithUnit(unit), metric.WithDescription(desc))
+	mk.keep(err, x)
+	return x
+}
+
+func (mk *otelMaker) gauge(name, unit, desc string) metric.Int64ObservableGauge {
+	x, err := mk.m.Int64ObservableGauge(name, metric.WithUnit(unit), metric.WithDescription(desc))
+	mk.keep(err, x)
+	return x
+}
+
+func (mk *otelMaker) floatGauge(name, unit, desc string) metric.Float64ObservableGauge {
+	x, err := mk.m.Float64ObservableGauge(name, metric.WithUnit(unit), metric.WithDescription(desc))
+	mk.keep(err, x)
+	return x
 }
 
 type otelObserver struct {
@@ -164,42 +184,15 @@ type otelObserver struct {
 
 func (o *otelObserver) observe(_ context.Context, ob metric.Observer) error {
 	s := o.eng.Snapshot()
-	resource := func(r *flow.ResourceStats) {
-		res := AttrResource.String(r.Resource)
-		global := AttrLevel.String(flow.LevelGlobal.String())
-		passed := o.guard.passed(r.Resource, r.Passed)
-		ob.ObserveInt64(o.requests, clampInt64(passed), metric.WithAttributes(res, AttrResult.String(ResultPassed), global))
-		ob.ObserveInt64(o.requests, clampInt64(r.Waited), metric.WithAttributes(res, AttrResult.String(ResultWaited), global))
-		for lv := flow.Level(0); lv < flow.NumLevels; lv++ {
-			ob.ObserveInt64(o.requests, clampInt64(r.Blocked[lv]),
-				metric.WithAttributes(res, AttrResult.String(ResultBlocked), AttrLevel.String(lv.String())))
-		}
-		ob.ObserveInt64(o.errors, clampInt64(r.Errors), metric.WithAttributes(res))
-		ob.ObserveInt64(o.active, r.InFlight, metric.WithAttributes(res))
-	}
 	for i := range s.Resources {
-		resource(&s.Resources[i])
+		o.observeResource(ob, &s.Resources[i])
 	}
+	// A resource with rules but no traffic yet still gets its zero series.
 	for _, name := range idleResources(&s) {
-		resource(zeroStats(name, &s))
+		o.observeResource(ob, zeroStats(name, &s))
 	}
 	for i := range s.Rules {
-		r := &s.Rules[i]
-		attrs := metric.WithAttributes(AttrResource.String(r.Resource), AttrLevel.String(r.Level.String()), AttrRule.String(ruleLabel(r.ID, i)))
-		list := r.Algorithm == flow.AlgoAllow || r.Algorithm == flow.AlgoDeny // no limit, no window
-		if r.Algorithm != flow.AlgoCircuitBreaker && !list {                  // a breaker has no limit
-			ob.ObserveFloat64(o.ruleLimit, r.EffectiveLimit, attrs)
-		}
-		if !list {
-			ob.ObserveFloat64(o.ruleWindow, r.Window.Seconds(), attrs)
-		}
-		ob.ObserveInt64(o.ruleKeys, int64(r.Keys), attrs)
-		if a := r.AdaptiveConcurrency; a != nil {
-			res, rule := AttrResource.String(r.Resource), AttrRule.String(ruleLabel(r.ID, i))
-			ob.ObserveInt64(o.adaptiveLimit, a.Limit, metric.WithAttributes(res, rule))
-			ob.ObserveFloat64(o.adaptiveRTT, a.ShortRTT.Seconds(), metric.WithAttributes(res, rule, AttrEstimate.String(EstimateShort)))
-			ob.ObserveFloat64(o.adaptiveRTT, a.LongRTT.Seconds(), metric.WithAttributes(res, rule, AttrEstimate.String(EstimateLong)))
-		}
+		o.observeRule(ob, &s.Rules[i], i)
 	}
 	o.breakers.observe(ob, &s)
 	observeShadow(ob, o.shadow, &s)
@@ -212,6 +205,48 @@ func (o *otelObserver) observe(_ context.Context, ob metric.Observer) error {
 	for _, k := range labelKeys(fallbackPolicies, s.Cluster.Fallbacks) {
 		ob.ObserveInt64(o.fallbacks, clampInt64(s.Cluster.Fallbacks[k]), metric.WithAttributes(AttrPolicy.String(k)))
 	}
+	o.observeSources(ob)
+	return nil
+}
+
+// observeResource observes one resource's request counters and calls in
+// flight.
+func (o *otelObserver) observeResource(ob metric.Observer, r *flow.ResourceStats) {
+	res := AttrResource.String(r.Resource)
+	global := AttrLevel.String(flow.LevelGlobal.String())
+	passed := o.guard.passed(r.Resource, r.Passed)
+	ob.ObserveInt64(o.requests, clampInt64(passed), metric.WithAttributes(res, AttrResult.String(ResultPassed), global))
+	ob.ObserveInt64(o.requests, clampInt64(r.Waited), metric.WithAttributes(res, AttrResult.String(ResultWaited), global))
+	for lv := flow.Level(0); lv < flow.NumLevels; lv++ {
+		ob.ObserveInt64(o.requests, clampInt64(r.Blocked[lv]),
+			metric.WithAttributes(res, AttrResult.String(ResultBlocked), AttrLevel.String(lv.String())))
+	}
+	ob.ObserveInt64(o.errors, clampInt64(r.Errors), metric.WithAttributes(res))
+	ob.ObserveInt64(o.active, r.InFlight, metric.WithAttributes(res))
+}
+
+// observeRule observes the gauges of the i-th rule in force.
+func (o *otelObserver) observeRule(ob metric.Observer, r *flow.RuleStats, i int) {
+	res, rule := AttrResource.String(r.Resource), AttrRule.String(ruleLabel(r.ID, i))
+	attrs := metric.WithAttributes(res, AttrLevel.String(r.Level.String()), rule)
+	hasLimit, hasWindow := ruleGauges(r)
+	if hasLimit {
+		ob.ObserveFloat64(o.ruleLimit, r.EffectiveLimit, attrs)
+	}
+	if hasWindow {
+		ob.ObserveFloat64(o.ruleWindow, r.Window.Seconds(), attrs)
+	}
+	ob.ObserveInt64(o.ruleKeys, int64(r.Keys), attrs)
+	if a := r.AdaptiveConcurrency; a != nil {
+		ob.ObserveInt64(o.adaptiveLimit, a.Limit, metric.WithAttributes(res, rule))
+		ob.ObserveFloat64(o.adaptiveRTT, a.ShortRTT.Seconds(), metric.WithAttributes(res, rule, AttrEstimate.String(EstimateShort)))
+		ob.ObserveFloat64(o.adaptiveRTT, a.LongRTT.Seconds(), metric.WithAttributes(res, rule, AttrEstimate.String(EstimateLong)))
+	}
+}
+
+// observeSources observes what the optional sources report; a source not
+// given observes nothing.
+func (o *otelObserver) observeSources(ob metric.Observer) {
 	if o.cfg.cpu != nil {
 		if v := o.cfg.cpu(); !math.IsNaN(v) {
 			if src := o.cfg.cpuSource; src != "" {
@@ -235,7 +270,6 @@ func (o *otelObserver) observe(_ context.Context, ob metric.Observer) error {
 				metric.WithAttributes(AttrAlert.String(a.Alert), AttrResource.String(a.Resource)))
 		}
 	}
-	return nil
 }
 
 // clampInt64 converts a counter for an Int64 instrument; a uint64 counter

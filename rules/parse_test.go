@@ -15,7 +15,8 @@ import (
 	"github.com/flowgate/flowgate/flow"
 )
 
-// designDoc is the example document of DESIGN.md.
+// designDoc is a whole document: one rule that sets most optional fields,
+// and the adaptive and alerting sections.
 const designDoc = `{
   "rules": [
     {

@@ -10,7 +10,7 @@ import (
 
 	"github.com/flowgate/flowgate/cluster"
 	"github.com/flowgate/flowgate/flow"
-	"github.com/flowgate/flowgate/internal/redistest"
+	"github.com/flowgate/flowgate/internal/testing/redistest"
 )
 
 // BenchmarkRemoteVsEmbedded compares, on one Redis in one run, a decision

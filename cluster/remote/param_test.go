@@ -5,7 +5,7 @@ import (
 	"time"
 
 	"github.com/flowgate/flowgate/cluster/internal/clustertest"
-	"github.com/flowgate/flowgate/internal/redistest"
+	"github.com/flowgate/flowgate/internal/testing/redistest"
 )
 
 // TestParamRulesThroughReplicas is cluster's TestParamRulesAcrossEngines

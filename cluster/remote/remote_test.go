@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/flowgate/flowgate/flow"
-	"github.com/flowgate/flowgate/internal/redistest"
+	"github.com/flowgate/flowgate/internal/testing/redistest"
 )
 
 // TestRemoteSuite runs the token server's behaviour through two serve

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
-	"sync"
 	"time"
 
 	"github.com/flowgate/flowgate/clock"
@@ -33,8 +32,6 @@ type Server struct {
 	dec    decisions
 	grpc   *grpc.Server
 	health *health.Server
-
-	stopOnce sync.Once
 }
 
 var _ tokenpb.TokenServiceServer = (*Server)(nil)

@@ -45,6 +45,41 @@ push only:
   --revision N         swap only if the key is still at revision N (as printed by get)
 `
 
+// parseRulesFlags parses the flags of subcommand sub (push, get or diff)
+// and checks its arguments: push and diff take one file, get none. On a
+// usage error it has said so on stderr and returns a nil FlagSet and the
+// exit code.
+func parseRulesFlags(sub string, args []string, stderr io.Writer) (rulesFlags, *flag.FlagSet, int) {
+	fs := flag.NewFlagSet("rules "+sub, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() { fmt.Fprint(stderr, rulesHelp) }
+	var f rulesFlags
+	etcdDefault := defaultEtcd
+	if env := os.Getenv("FLOWGATE_ETCD"); env != "" {
+		etcdDefault = env
+	}
+	fs.StringVar(&f.etcd, "etcd", etcdDefault, "etcd endpoints, comma-separated")
+	fs.StringVar(&f.key, "key", defaultKey, "the key holding the document")
+	fs.DurationVar(&f.timeout, "timeout", 10*time.Second, "bound on the whole command")
+	if sub == "push" {
+		fs.BoolVar(&f.force, "force", false, "write without the compare-and-swap")
+		fs.Int64Var(&f.revision, "revision", 0, "swap only if the key is still at this revision")
+	}
+	if err := fs.Parse(args); err != nil {
+		return f, nil, exitUsage
+	}
+	wantFile := sub == "push" || sub == "diff"
+	switch {
+	case sub != "push" && sub != "get" && sub != "diff":
+		fmt.Fprintf(stderr, "flowgate rules: unknown subcommand %q\n%s", sub, rulesHelp)
+		return f, nil, exitUsage
+	case wantFile && fs.NArg() != 1, !wantFile && fs.NArg() != 0:
+		fmt.Fprint(stderr, rulesHelp)
+		return f, nil, exitUsage
+	}
+	return f, fs, exitOK
+}
+
 // rulesFlags are the flags the rules subcommands share.
 type rulesFlags struct {
 	etcd, key string
@@ -65,33 +100,11 @@ func runRules(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if sub == "import" {
 		return runImport(args[1:], stdin, stdout, stderr)
 	}
-	fs := flag.NewFlagSet("rules "+sub, flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() { fmt.Fprint(stderr, rulesHelp) }
-	var f rulesFlags
-	etcdDefault := defaultEtcd
-	if env := os.Getenv("FLOWGATE_ETCD"); env != "" {
-		etcdDefault = env
+	f, fs, code := parseRulesFlags(sub, args[1:], stderr)
+	if fs == nil {
+		return code
 	}
-	fs.StringVar(&f.etcd, "etcd", etcdDefault, "etcd endpoints, comma-separated")
-	fs.StringVar(&f.key, "key", defaultKey, "the key holding the document")
-	fs.DurationVar(&f.timeout, "timeout", 10*time.Second, "bound on the whole command")
-	if sub == "push" {
-		fs.BoolVar(&f.force, "force", false, "write without the compare-and-swap")
-		fs.Int64Var(&f.revision, "revision", 0, "swap only if the key is still at this revision")
-	}
-	if err := fs.Parse(args[1:]); err != nil {
-		return exitUsage
-	}
-	wantFile := sub == "push" || sub == "diff"
-	switch {
-	case sub != "push" && sub != "get" && sub != "diff":
-		fmt.Fprintf(stderr, "flowgate rules: unknown subcommand %q\n%s", sub, rulesHelp)
-		return exitUsage
-	case wantFile && fs.NArg() != 1, !wantFile && fs.NArg() != 0:
-		fmt.Fprint(stderr, rulesHelp)
-		return exitUsage
-	}
+	wantFile := sub != "get"
 	// The file is checked before etcd is touched: a bad document never
 	// costs a connection, and fails the same with etcd down.
 	var doc *rules.Document

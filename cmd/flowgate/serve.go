@@ -65,27 +65,9 @@ func serveUntil(ctx context.Context, args []string, stdout, stderr io.Writer) in
 }
 
 func serve(ctx context.Context, cf serveConfig, stdout io.Writer, log *slog.Logger) error {
-	token, err := readSecret(cf.TokenFile, cf.TokenEnv)
-	if err != nil {
-		return fmt.Errorf("token: %w", err)
-	}
-	warning, err := cf.exposure(token != "")
+	opts, err := serverOptions(cf, log)
 	if err != nil {
 		return err
-	}
-	if warning != "" {
-		log.Warn("flowgate serve: " + warning)
-	}
-	opts := []tokenrpc.Option{tokenrpc.WithMaxQPS(cf.MaxQPS), tokenrpc.WithLogger(log), tokenrpc.WithInlineRules(*cf.InlineRules)}
-	if token != "" {
-		opts = append(opts, tokenrpc.WithAuthToken(token))
-	}
-	if cf.TLS.Cert != "" {
-		tc, err := serverTLS(cf.TLS)
-		if err != nil {
-			return fmt.Errorf("tls: %w", err)
-		}
-		opts = append(opts, tokenrpc.WithTLS(tc))
 	}
 	rdb, err := redisClient(cf.Redis, time.Duration(cf.Timeout))
 	if err != nil {
@@ -97,13 +79,10 @@ func serve(ctx context.Context, cf serveConfig, stdout io.Writer, log *slog.Logg
 		return err
 	}
 	defer ts.Close()
-
-	var byID func(string) (*flow.Rule, bool)
 	var watched *watchedRules
-	var watcher *rules.Watcher
 	var alerts atomic.Pointer[serveAlerts] // set once the server exists
 	if cf.Rules != "" {
-		wr, err := watchRules(ctx, cf.Rules, log, func(d *rules.Document) {
+		watched, err = watchRules(ctx, cf.Rules, log, func(d *rules.Document) {
 			if sa := alerts.Load(); sa != nil {
 				sa.apply(d)
 			}
@@ -111,26 +90,18 @@ func serve(ctx context.Context, cf serveConfig, stdout io.Writer, log *slog.Logg
 		if err != nil {
 			return fmt.Errorf("rules: %w", err)
 		}
-		defer wr.w.Close()
-		watched, watcher = wr, wr.w
-		byID = func(id string) (*flow.Rule, bool) { r, ok := (*wr.byID.Load())[id]; return r, ok }
+		defer watched.w.Close()
 	}
-	srv, err := tokenrpc.NewServer(ts, byID, opts...)
+	srv, err := tokenrpc.NewServer(ts, watched.lookup(), opts...)
 	if err != nil {
 		return err
 	}
-	if watcher != nil {
-		first := watcher.Document()
-		sa, err := newServeAlerts(first, srv.Snapshot, clock.Real(), log)
+	if watched != nil {
+		sa, err := startServeAlerts(watched.w, srv, &alerts, log)
 		if err != nil {
 			return fmt.Errorf("alerting: %w", err)
 		}
 		defer sa.Close()
-		alerts.Store(sa)
-		if d := watcher.Document(); d != first { // reloaded meanwhile
-			sa.apply(d)
-		}
-		sa.Start()
 	}
 	lis, err := net.Listen("tcp", cf.Listen)
 	if err != nil {
@@ -139,44 +110,104 @@ func serve(ctx context.Context, cf serveConfig, stdout io.Writer, log *slog.Logg
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(lis) }()
 	fmt.Fprintf(stdout, "listening on %s\n", lis.Addr())
-
-	var hs *http.Server
-	if cf.MetricsListen != "" {
-		reg := prometheus.NewRegistry()
-		reg.MustRegister(srv.Collector(), metrics.NewClusterCollector(ts))
-		mux := http.NewServeMux()
-		mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
-		if err := mountAdmin(mux, cf, watched, log); err != nil {
-			srv.Stop()
-			<-served
-			return fmt.Errorf("admin: %w", err)
-		}
-		ml, err := net.Listen("tcp", cf.MetricsListen)
-		if err != nil {
-			srv.Stop()
-			<-served
-			return fmt.Errorf("metrics: %w", err)
-		}
-		hs = &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
-		go hs.Serve(ml)
-		fmt.Fprintf(stdout, "metrics on %s\n", ml.Addr())
-		fmt.Fprintf(stdout, "admin on http://%s/flowgate/\n", ml.Addr())
+	hs, err := serveMetrics(cf, srv, ts, watched, stdout, log)
+	if err != nil {
+		srv.Stop()
+		<-served
+		return err
 	}
-
 	select {
 	case err := <-served:
 		return err
 	case <-ctx.Done():
 	}
 	log.Info("flowgate serve: shutting down, draining calls in flight")
-	sctx, cancel := context.WithTimeout(context.Background(), time.Duration(cf.ShutdownTimeout))
+	return drain(srv, served, hs, time.Duration(cf.ShutdownTimeout))
+}
+
+// drain shuts srv down, letting the calls in flight finish for up to
+// timeout, waits for its Serve to return on served, and shuts hs (when
+// not nil) down within the same time.
+func drain(srv *tokenrpc.Server, served <-chan error, hs *http.Server, timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	err = srv.Shutdown(sctx)
+	err := srv.Shutdown(ctx)
 	<-served
 	if hs != nil {
-		err = errors.Join(err, hs.Shutdown(sctx))
+		err = errors.Join(err, hs.Shutdown(ctx))
 	}
 	return err
+}
+
+// serverOptions are the token server's options from cf: its request cap,
+// logger, inline rules, and the token and TLS that guard it. It logs a
+// warning when cf.exposure finds the service open to others unguarded.
+func serverOptions(cf serveConfig, log *slog.Logger) ([]tokenrpc.Option, error) {
+	token, err := readSecret(cf.TokenFile, cf.TokenEnv)
+	if err != nil {
+		return nil, fmt.Errorf("token: %w", err)
+	}
+	warning, err := cf.exposure(token != "")
+	if err != nil {
+		return nil, err
+	}
+	if warning != "" {
+		log.Warn("flowgate serve: " + warning)
+	}
+	opts := []tokenrpc.Option{tokenrpc.WithMaxQPS(cf.MaxQPS), tokenrpc.WithLogger(log), tokenrpc.WithInlineRules(*cf.InlineRules)}
+	if token != "" {
+		opts = append(opts, tokenrpc.WithAuthToken(token))
+	}
+	if cf.TLS.Cert != "" {
+		tc, err := serverTLS(cf.TLS)
+		if err != nil {
+			return nil, fmt.Errorf("tls: %w", err)
+		}
+		opts = append(opts, tokenrpc.WithTLS(tc))
+	}
+	return opts, nil
+}
+
+// startServeAlerts starts the alerts of the watched document on srv's
+// statistics and publishes them in alerts, where the watcher's reloads
+// find them; a document reloaded before they were published is applied
+// here. The caller closes them.
+func startServeAlerts(w *rules.Watcher, srv *tokenrpc.Server, alerts *atomic.Pointer[serveAlerts], log *slog.Logger) (*serveAlerts, error) {
+	first := w.Document()
+	sa, err := newServeAlerts(first, srv.Snapshot, clock.Real(), log)
+	if err != nil {
+		return nil, err
+	}
+	alerts.Store(sa)
+	if d := w.Document(); d != first { // reloaded meanwhile
+		sa.apply(d)
+	}
+	sa.Start()
+	return sa, nil
+}
+
+// serveMetrics serves /metrics and the admin console on cf.MetricsListen,
+// or nothing (a nil server) when it is empty.
+func serveMetrics(cf serveConfig, srv *tokenrpc.Server, ts *cluster.RedisTokenServer, watched *watchedRules, stdout io.Writer, log *slog.Logger) (*http.Server, error) {
+	if cf.MetricsListen == "" {
+		return nil, nil
+	}
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(srv.Collector(), metrics.NewClusterCollector(ts))
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	if err := mountAdmin(mux, cf, watched, log); err != nil {
+		return nil, fmt.Errorf("admin: %w", err)
+	}
+	ml, err := net.Listen("tcp", cf.MetricsListen)
+	if err != nil {
+		return nil, fmt.Errorf("metrics: %w", err)
+	}
+	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	go hs.Serve(ml)
+	fmt.Fprintf(stdout, "metrics on %s\n", ml.Addr())
+	fmt.Fprintf(stdout, "admin on http://%s/flowgate/\n", ml.Addr())
+	return hs, nil
 }
 
 // watchedRules is the served rules document: an id -> rule map for
@@ -220,6 +251,15 @@ func watchRules(ctx context.Context, path string, log *slog.Logger, onChange fun
 		return nil, err
 	}
 	return &watchedRules{byID: &doc, w: w, eng: holder}, nil
+}
+
+// lookup returns the rule of the document in force with an id, for
+// tokenrpc.NewServer; nil (no document: rules come inline) when wr is nil.
+func (wr *watchedRules) lookup() func(id string) (*flow.Rule, bool) {
+	if wr == nil {
+		return nil
+	}
+	return func(id string) (*flow.Rule, bool) { r, ok := (*wr.byID.Load())[id]; return r, ok }
 }
 
 func serverTLS(tc tlsConfig) (*tls.Config, error) {

@@ -83,110 +83,90 @@ func defaultServeConfig() serveConfig {
 // command line override it.
 func parseServeFlags(args []string, fs *flag.FlagSet) (serveConfig, error) {
 	cf := defaultServeConfig()
-	var (
-		config, redisAddrs string
-		timeout, shutdown  time.Duration
-		inline             bool
-	)
-	fs.StringVar(&config, "config", "", "JSON configuration file (flags override it)")
-	fs.StringVar(&cf.Listen, "listen", cf.Listen, "gRPC listen address")
-	fs.StringVar(&cf.MetricsListen, "metrics-listen", "", "HTTP address serving /metrics (empty: off)")
-	fs.StringVar(&cf.Rules, "rules", "", "rules document served by id, hot reloaded")
-	fs.StringVar(&redisAddrs, "redis", "127.0.0.1:6379", "Redis address(es), comma separated; several mean a cluster")
-	fs.StringVar(&cf.Redis.MasterName, "redis-master", "", "sentinel master name (-redis lists the sentinels)")
-	fs.BoolVar(&cf.Redis.Cluster, "redis-cluster", false, "a single -redis address is a cluster endpoint")
-	fs.IntVar(&cf.Redis.DB, "redis-db", 0, "Redis database (single server and sentinel)")
-	fs.StringVar(&cf.Redis.Username, "redis-user", "", "Redis ACL user")
-	fs.StringVar(&cf.Redis.PasswordEnv, "redis-password-env", "", "environment variable holding the Redis password")
-	fs.BoolVar(&cf.Redis.TLS, "redis-tls", false, "connect to Redis with TLS")
-	fs.StringVar(&cf.TLS.Cert, "tls-cert", "", "server certificate (PEM); with -tls-key turns TLS on")
-	fs.StringVar(&cf.TLS.Key, "tls-key", "", "server key (PEM)")
-	fs.StringVar(&cf.TLS.ClientCA, "tls-client-ca", "", "CA bundle (PEM) clients' certificates must chain to; set: client certificates required")
-	fs.StringVar(&cf.TokenFile, "token-file", "", "file whose first line is the shared bearer token clients must send")
-	fs.StringVar(&cf.TokenEnv, "token-env", "", "environment variable holding the shared bearer token")
-	fs.Int64Var(&cf.MaxQPS, "max-qps", cf.MaxQPS, "requests accepted per second and namespace (Sentinel's maxAllowedQps); <= 0: no cap")
-	fs.DurationVar(&timeout, "timeout", time.Duration(cf.Timeout), "bound on each Redis call")
-	fs.DurationVar(&shutdown, "shutdown-timeout", time.Duration(cf.ShutdownTimeout), "longest wait for calls in flight on shutdown")
-	fs.StringVar(&cf.Prefix, "prefix", cf.Prefix, "Redis key prefix")
-	fs.BoolVar(&inline, "inline-rules", true, "accept rules sent inline by clients (false: only the served document's rules)")
-	fs.StringVar(&cf.AdminTokenEnv, "admin-token-env", "", "environment variable holding the bearer token for the admin API's writes (empty: read-only)")
-	fs.BoolVar(&cf.AllowUnauthenticated, "allow-unauthenticated", false,
-		"listen beyond loopback with neither a token nor client certificates (logs a warning)")
+	v := bindServeFlags(fs, &cf)
 	if err := fs.Parse(args); err != nil {
 		return cf, err
 	}
 	if fs.NArg() > 0 {
 		return cf, fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
-	set := map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
-	if config != "" {
-		fromFile := defaultServeConfig()
-		data, err := os.ReadFile(config)
+	if v.config != "" {
+		fromFile, err := readServeConfig(v.config)
 		if err != nil {
 			return cf, err
 		}
-		dec := json.NewDecoder(bytes.NewReader(data))
-		dec.DisallowUnknownFields()
-		if err := dec.Decode(&fromFile); err != nil {
-			return cf, fmt.Errorf("%s: %w", config, err)
+		// Flags given on the command line win over the file: set them
+		// again, on flags bound to the file's values.
+		over := flag.NewFlagSet(fs.Name(), flag.ContinueOnError)
+		ov := bindServeFlags(over, &fromFile)
+		var errs []error
+		fs.Visit(func(f *flag.Flag) { errs = append(errs, over.Set(f.Name, f.Value.String())) })
+		if err := errors.Join(errs...); err != nil {
+			return cf, err
 		}
-		// Flags given on the command line win over the file.
-		fs.Visit(func(f *flag.Flag) {
-			switch f.Name {
-			case "listen":
-				fromFile.Listen = cf.Listen
-			case "metrics-listen":
-				fromFile.MetricsListen = cf.MetricsListen
-			case "rules":
-				fromFile.Rules = cf.Rules
-			case "redis-master":
-				fromFile.Redis.MasterName = cf.Redis.MasterName
-			case "redis-cluster":
-				fromFile.Redis.Cluster = cf.Redis.Cluster
-			case "redis-db":
-				fromFile.Redis.DB = cf.Redis.DB
-			case "redis-user":
-				fromFile.Redis.Username = cf.Redis.Username
-			case "redis-password-env":
-				fromFile.Redis.PasswordEnv = cf.Redis.PasswordEnv
-			case "redis-tls":
-				fromFile.Redis.TLS = cf.Redis.TLS
-			case "tls-cert":
-				fromFile.TLS.Cert = cf.TLS.Cert
-			case "tls-key":
-				fromFile.TLS.Key = cf.TLS.Key
-			case "tls-client-ca":
-				fromFile.TLS.ClientCA = cf.TLS.ClientCA
-			case "token-file":
-				fromFile.TokenFile = cf.TokenFile
-			case "token-env":
-				fromFile.TokenEnv = cf.TokenEnv
-			case "max-qps":
-				fromFile.MaxQPS = cf.MaxQPS
-			case "prefix":
-				fromFile.Prefix = cf.Prefix
-			case "allow-unauthenticated":
-				fromFile.AllowUnauthenticated = cf.AllowUnauthenticated
-			case "admin-token-env":
-				fromFile.AdminTokenEnv = cf.AdminTokenEnv
-			}
-		})
-		cf = fromFile
+		cf, v = fromFile, ov
 	}
-	if set["redis"] || config == "" {
-		cf.Redis.Addrs = splitList(redisAddrs)
-	}
-	if set["timeout"] || config == "" {
-		cf.Timeout = duration(timeout)
-	}
-	if set["shutdown-timeout"] || config == "" {
-		cf.ShutdownTimeout = duration(shutdown)
-	}
-	if set["inline-rules"] || cf.InlineRules == nil {
-		cf.InlineRules = &inline
-	}
+	cf.Redis.Addrs = splitList(v.redisAddrs)
+	cf.Timeout = duration(v.timeout)
+	cf.ShutdownTimeout = duration(v.shutdown)
+	cf.InlineRules = &v.inline
 	return cf, cf.validate()
+}
+
+// serveFlagVars holds the flags that are not a field of serveConfig as
+// they are: -config itself, and those whose field has another type.
+type serveFlagVars struct {
+	config, redisAddrs string
+	timeout, shutdown  time.Duration
+	inline             bool
+}
+
+// bindServeFlags defines serve's flags on fs, each defaulting to and
+// setting its field of cf, or of the returned serveFlagVars.
+func bindServeFlags(fs *flag.FlagSet, cf *serveConfig) *serveFlagVars {
+	v := &serveFlagVars{}
+	inline := cf.InlineRules == nil || *cf.InlineRules
+	fs.StringVar(&v.config, "config", "", "JSON configuration file (flags override it)")
+	fs.StringVar(&cf.Listen, "listen", cf.Listen, "gRPC listen address")
+	fs.StringVar(&cf.MetricsListen, "metrics-listen", cf.MetricsListen, "HTTP address serving /metrics (empty: off)")
+	fs.StringVar(&cf.Rules, "rules", cf.Rules, "rules document served by id, hot reloaded")
+	fs.StringVar(&v.redisAddrs, "redis", strings.Join(cf.Redis.Addrs, ","), "Redis address(es), comma separated; several mean a cluster")
+	fs.StringVar(&cf.Redis.MasterName, "redis-master", cf.Redis.MasterName, "sentinel master name (-redis lists the sentinels)")
+	fs.BoolVar(&cf.Redis.Cluster, "redis-cluster", cf.Redis.Cluster, "a single -redis address is a cluster endpoint")
+	fs.IntVar(&cf.Redis.DB, "redis-db", cf.Redis.DB, "Redis database (single server and sentinel)")
+	fs.StringVar(&cf.Redis.Username, "redis-user", cf.Redis.Username, "Redis ACL user")
+	fs.StringVar(&cf.Redis.PasswordEnv, "redis-password-env", cf.Redis.PasswordEnv, "environment variable holding the Redis password")
+	fs.BoolVar(&cf.Redis.TLS, "redis-tls", cf.Redis.TLS, "connect to Redis with TLS")
+	fs.StringVar(&cf.TLS.Cert, "tls-cert", cf.TLS.Cert, "server certificate (PEM); with -tls-key turns TLS on")
+	fs.StringVar(&cf.TLS.Key, "tls-key", cf.TLS.Key, "server key (PEM)")
+	fs.StringVar(&cf.TLS.ClientCA, "tls-client-ca", cf.TLS.ClientCA, "CA bundle (PEM) clients' certificates must chain to; set: client certificates required")
+	fs.StringVar(&cf.TokenFile, "token-file", cf.TokenFile, "file whose first line is the shared bearer token clients must send")
+	fs.StringVar(&cf.TokenEnv, "token-env", cf.TokenEnv, "environment variable holding the shared bearer token")
+	fs.Int64Var(&cf.MaxQPS, "max-qps", cf.MaxQPS, "requests accepted per second and namespace (Sentinel's maxAllowedQps); <= 0: no cap")
+	fs.DurationVar(&v.timeout, "timeout", time.Duration(cf.Timeout), "bound on each Redis call")
+	fs.DurationVar(&v.shutdown, "shutdown-timeout", time.Duration(cf.ShutdownTimeout), "longest wait for calls in flight on shutdown")
+	fs.StringVar(&cf.Prefix, "prefix", cf.Prefix, "Redis key prefix")
+	fs.BoolVar(&v.inline, "inline-rules", inline, "accept rules sent inline by clients (false: only the served document's rules)")
+	fs.StringVar(&cf.AdminTokenEnv, "admin-token-env", cf.AdminTokenEnv, "environment variable holding the bearer token for the admin API's writes (empty: read-only)")
+	fs.BoolVar(&cf.AllowUnauthenticated, "allow-unauthenticated", cf.AllowUnauthenticated,
+		"listen beyond loopback with neither a token nor client certificates (logs a warning)")
+	return v
+}
+
+// readServeConfig reads a -config file over the defaults; a field the
+// file does not know is an error.
+func readServeConfig(path string) (serveConfig, error) {
+	cf := defaultServeConfig()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return cf, err
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&cf); err != nil {
+		return cf, fmt.Errorf("%s: %w", path, err)
+	}
+	return cf, nil
 }
 
 func (cf *serveConfig) validate() error {

@@ -12,7 +12,7 @@ import (
 
 	"github.com/flowgate/flowgate/cluster/remote"
 	"github.com/flowgate/flowgate/flow"
-	"github.com/flowgate/flowgate/internal/redistest"
+	"github.com/flowgate/flowgate/internal/testing/redistest"
 )
 
 // The served document: a per-tenant cluster limit with items, and a

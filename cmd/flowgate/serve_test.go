@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -18,7 +19,7 @@ import (
 	"github.com/flowgate/flowgate/admin"
 	"github.com/flowgate/flowgate/cluster/remote"
 	"github.com/flowgate/flowgate/flow"
-	"github.com/flowgate/flowgate/internal/redistest"
+	"github.com/flowgate/flowgate/internal/testing/redistest"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -204,6 +205,51 @@ func TestServeConfig(t *testing.T) {
 	if got := serveUntil(context.Background(), []string{"-tls-cert", "x.pem"}, io.Discard, &stderr); got != exitUsage ||
 		!strings.Contains(stderr.String(), "cert and key go together") {
 		t.Fatalf("cert without key: exit %d, %q", got, stderr.String())
+	}
+}
+
+// TestServeFlagsOverrideFile: every flag given on the command line wins
+// over the -config file, and the file wins over the defaults.
+func TestServeFlagsOverrideFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "serve.json")
+	file := `{"listen": "f:1", "metricsListen": "f:2", "rules": "f.json",
+		"redis": {"addrs": ["f:3"], "masterName": "fm", "db": 1, "username": "fu", "passwordEnv": "FP"},
+		"tls": {"cert": "f.pem", "key": "f.key", "clientCA": "f.ca"}, "tokenFile": "f.tok", "tokenEnv": "FT",
+		"maxQps": 1, "timeout": "1s", "shutdownTimeout": "2s", "prefix": "f:", "inlineRules": false,
+		"adminTokenEnv": "FA"}`
+	if err := os.WriteFile(path, []byte(file), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	fromFile, err := parseServeFlags([]string{"-config", path}, flag.NewFlagSet("serve", flag.ContinueOnError))
+	if err != nil {
+		t.Fatal(err)
+	}
+	inlineOff := false
+	want := serveConfig{Listen: "f:1", MetricsListen: "f:2", Rules: "f.json",
+		Redis: redisConfig{Addrs: []string{"f:3"}, MasterName: "fm", DB: 1, Username: "fu", PasswordEnv: "FP"},
+		TLS:   tlsConfig{Cert: "f.pem", Key: "f.key", ClientCA: "f.ca"}, TokenFile: "f.tok", TokenEnv: "FT",
+		MaxQPS: 1, Timeout: duration(time.Second), ShutdownTimeout: duration(2 * time.Second), Prefix: "f:",
+		InlineRules: &inlineOff, AdminTokenEnv: "FA"}
+	if !reflect.DeepEqual(fromFile, want) {
+		t.Fatalf("from the file:\n got %+v\nwant %+v", fromFile, want)
+	}
+	args := []string{"-config", path, "-listen", "c:1", "-metrics-listen", "c:2", "-rules", "c.json",
+		"-redis", "c:3,c:4", "-redis-master", "cm", "-redis-cluster", "-redis-db", "2", "-redis-user", "cu",
+		"-redis-password-env", "CP", "-redis-tls", "-tls-cert", "c.pem", "-tls-key", "c.key", "-tls-client-ca", "c.ca",
+		"-token-file", "c.tok", "-token-env", "CT", "-max-qps", "3", "-timeout", "3s", "-shutdown-timeout", "4s",
+		"-prefix", "c:", "-inline-rules=true", "-admin-token-env", "CA", "-allow-unauthenticated"}
+	got, err := parseServeFlags(args, flag.NewFlagSet("serve", flag.ContinueOnError))
+	if err != nil {
+		t.Fatal(err)
+	}
+	inlineOn := true
+	want = serveConfig{Listen: "c:1", MetricsListen: "c:2", Rules: "c.json",
+		Redis: redisConfig{Addrs: []string{"c:3", "c:4"}, MasterName: "cm", Cluster: true, DB: 2, Username: "cu", PasswordEnv: "CP", TLS: true},
+		TLS:   tlsConfig{Cert: "c.pem", Key: "c.key", ClientCA: "c.ca"}, TokenFile: "c.tok", TokenEnv: "CT",
+		MaxQPS: 3, Timeout: duration(3 * time.Second), ShutdownTimeout: duration(4 * time.Second), Prefix: "c:",
+		InlineRules: &inlineOn, AdminTokenEnv: "CA", AllowUnauthenticated: true}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("flags over the file:\n got %+v\nwant %+v", got, want)
 	}
 }
 

@@ -10,7 +10,7 @@ import (
 
 	"github.com/flowgate/flowgate/clock"
 	"github.com/flowgate/flowgate/flow"
-	"github.com/flowgate/flowgate/internal/etcdtest"
+	"github.com/flowgate/flowgate/internal/testing/etcdtest"
 	"github.com/flowgate/flowgate/rules"
 	"github.com/flowgate/flowgate/rules/etcdsource"
 )

@@ -160,26 +160,9 @@ func run(clk *vclock, eng *flow.Engine, resource string, trace []call) outcome {
 	start := clk.Now()
 	var q exitQueue
 	var o outcome
-	drain := func(t time.Time) {
-		for q.Len() > 0 && !q[0].at.After(t) {
-			p := heap.Pop(&q).(pending)
-			clk.advanceTo(p.at)
-			if p.sg != nil {
-				if p.fail {
-					sapi.TraceError(p.sg, errCall)
-				}
-				p.sg.Exit()
-			}
-			if p.fail { // a zero fg (no flowgate call) exits nothing
-				p.fg.Exit(flow.WithError(errCall))
-			} else {
-				p.fg.Exit()
-			}
-		}
-	}
 	for _, c := range trace {
 		t := start.Add(c.at)
-		drain(t)
+		q.exitUntil(clk, t)
 		clk.advanceTo(t)
 		clk.slept.Store(0)
 		var sg *base.SentinelEntry
@@ -193,26 +176,11 @@ func run(clk *vclock, eng *flow.Engine, resource string, trace []call) outcome {
 			d = eng.Decide(resource)
 		}
 		sOK, fOK := blk == nil, d.Allowed
+		var sw, fw time.Duration
 		if sOK && fOK {
-			sw, fw := time.Duration(clk.slept.Load()), d.Permit.Waited()
-			o.BothOK++
-			if sw > 0 || fw > 0 {
-				o.Queued++
-			}
-			if sw == fw {
-				o.SameWait++
-			}
+			sw, fw = time.Duration(clk.slept.Load()), d.Permit.Waited()
 		}
-		o.Calls++
-		if sOK == fOK {
-			o.Same++
-		}
-		if sOK {
-			o.SentinelOK++
-		}
-		if fOK {
-			o.FlowgateOK++
-		}
+		o.count(sOK, fOK, sw, fw)
 		if sOK || fOK {
 			p := pending{at: t.Add(c.hold), fail: c.fail}
 			if sOK {
@@ -226,10 +194,54 @@ func run(clk *vclock, eng *flow.Engine, resource string, trace []call) outcome {
 	}
 	if len(trace) > 0 {
 		end := start.Add(trace[len(trace)-1].at)
-		drain(end.Add(time.Hour))
+		q.exitUntil(clk, end.Add(time.Hour))
 		o.Seconds = math.Max(1, trace[len(trace)-1].at.Seconds())
 	}
 	return o
+}
+
+// count adds one call to o: whether each engine admitted it and, when
+// both did, the wait each gave it.
+func (o *outcome) count(sOK, fOK bool, sw, fw time.Duration) {
+	if sOK && fOK {
+		o.BothOK++
+		if sw > 0 || fw > 0 {
+			o.Queued++
+		}
+		if sw == fw {
+			o.SameWait++
+		}
+	}
+	o.Calls++
+	if sOK == fOK {
+		o.Same++
+	}
+	if sOK {
+		o.SentinelOK++
+	}
+	if fOK {
+		o.FlowgateOK++
+	}
+}
+
+// exitUntil ends, on both engines, the calls whose hold ends by t, in
+// order, each at its own time on clk; a failed call exits with an error.
+func (q *exitQueue) exitUntil(clk *vclock, t time.Time) {
+	for q.Len() > 0 && !(*q)[0].at.After(t) {
+		p := heap.Pop(q).(pending)
+		clk.advanceTo(p.at)
+		if p.sg != nil {
+			if p.fail {
+				sapi.TraceError(p.sg, errCall)
+			}
+			p.sg.Exit()
+		}
+		if p.fail { // a zero fg (no flowgate call) exits nothing
+			p.fg.Exit(flow.WithError(errCall))
+		} else {
+			p.fg.Exit()
+		}
+	}
 }
 
 // Traces. Each is deterministic (fixed seeds) and starts at offset from

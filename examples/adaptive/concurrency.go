@@ -38,12 +38,23 @@ func runConcurrency(svgPath string) error {
 	if err != nil {
 		return err
 	}
-	n := len(res.Samples)
+	if err := concurrencyChart(svgPath, res.Samples); err != nil {
+		return err
+	}
+	concurrencyTable(res.Samples)
+	fmt.Printf("chart: %s\n", svgPath)
+	return nil
+}
+
+// concurrencyChart draws the limit and calls in flight, the latency and
+// the goodput by priority over the run, into an SVG file at path.
+func concurrencyChart(path string, samples []simulate.Sample) error {
+	n := len(samples)
 	xs := make([]float64, n)
 	limit, inFlight := make([]float64, n), make([]float64, n)
 	p50, p99 := make([]float64, n), make([]float64, n)
 	crit, low := make([]float64, n), make([]float64, n)
-	for i, s := range res.Samples {
+	for i, s := range samples {
 		xs[i] = s.T.Seconds()
 		limit[i], inFlight[i] = s.Limit, s.InFlight
 		p50[i], p99[i] = ms(s.P50), ms(s.P99)
@@ -53,7 +64,7 @@ func runConcurrency(svgPath string) error {
 	for _, p := range concPhases {
 		marks[p.from.Seconds()] = fmt.Sprintf("%gx", p.load)
 	}
-	f, err := os.Create(svgPath)
+	f, err := os.Create(path)
 	if err != nil {
 		return err
 	}
@@ -68,9 +79,12 @@ func runConcurrency(svgPath string) error {
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
-	if err != nil {
-		return err
-	}
+	return err
+}
+
+// concurrencyTable prints, for each load phase past its first 2 s, the
+// mean limit, the worst p99 and the mean goodput, in all and by priority.
+func concurrencyTable(samples []simulate.Sample) {
 	fmt.Printf("\nadaptive_concurrency, capacity 50 x 10ms, 30%% critical / 70%% low:\n")
 	fmt.Printf("%-12s %6s %8s %8s %8s %10s %10s\n", "phase", "load", "limit", "p99", "goodput", "critical", "low")
 	for i, p := range concPhases {
@@ -80,7 +94,7 @@ func runConcurrency(svgPath string) error {
 		}
 		var lim, p99max, good, cg, lg float64
 		k := 0
-		for _, s := range res.Samples {
+		for _, s := range samples {
 			if s.T > p.from+2*time.Second && s.T <= end {
 				lim += s.Limit
 				p99max = math.Max(p99max, ms(s.P99))
@@ -97,8 +111,6 @@ func runConcurrency(svgPath string) error {
 		fmt.Printf("%-12s %5.1fx %8.1f %6.1fms %7.0f%% %9.0f%% %9.0f%%\n", fmt.Sprintf("%v-%v", p.from+2*time.Second, end), p.load,
 			lim/kf, p99max, 100*good/kf, 100*cg/kf, 100*lg/kf)
 	}
-	fmt.Printf("chart: %s\n", svgPath)
-	return nil
 }
 
 func ms(d time.Duration) float64 {

@@ -64,57 +64,35 @@ func run(ctx context.Context, out io.Writer, d time.Duration) int {
 		replicas = append(replicas, r)
 		fmt.Fprintf(out, "replica %s serving on %s\n", name, r.addr)
 	}
-	addrs := []string{replicas[0].addr, replicas[1].addr}
-
-	// Three instances, each an engine with its own client of both replicas.
-	type instance struct {
-		name            string
-		eng             *flow.Engine
-		passed, refused atomic.Int64
-		client          *remote.TokenServer
+	insts, err := newInstances(3, []string{replicas[0].addr, replicas[1].addr})
+	if err != nil {
+		fmt.Fprintln(out, err)
+		return 1
 	}
-	var insts []*instance
-	for i := range 3 {
-		c, err := remote.New(addrs, remote.WithTimeout(200*time.Millisecond), remote.WithInstances(3))
-		if err != nil {
-			fmt.Fprintln(out, "client:", err)
-			return 1
+	defer func() {
+		for _, in := range insts {
+			in.client.Close()
 		}
-		defer c.Close()
-		eng := flow.NewEngine(flow.WithTokenServer(c))
-		if err := eng.LoadRules([]flow.Rule{limit}); err != nil {
-			fmt.Fprintln(out, "rules:", err)
-			return 1
-		}
-		insts = append(insts, &instance{name: "instance-" + strconv.Itoa(i+1), eng: eng, client: c})
-	}
+	}()
 	fmt.Fprintf(out, "3 instances x 4 callers for %v against %q: %v per %v, global\n", d, limit.Resource, limit.Limit, limit.Window)
 
 	end := time.Now().Add(d)
 	var wg sync.WaitGroup
 	for _, in := range insts {
 		for range 4 {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				for time.Now().Before(end) && ctx.Err() == nil {
-					p, err := in.eng.Entry(limit.Resource)
-					if err != nil {
-						in.refused.Add(1)
-						time.Sleep(time.Millisecond) // a refused caller backs off a little
-						continue
-					}
-					in.passed.Add(1)
-					p.Exit()
-				}
-			}()
+			wg.Go(func() { in.call(ctx, end) })
 		}
 	}
 	time.Sleep(d / 4)
 	replicas[1].stop()
 	fmt.Fprintln(out, "replica B stopped; clients carry on through replica A")
 	wg.Wait()
+	return report(out, insts)
+}
 
+// report prints what each instance admitted and refused, and returns 1
+// when they admitted more than the global limit in all.
+func report(out io.Writer, insts []*instance) int {
 	total := int64(0)
 	for _, in := range insts {
 		fb := in.eng.Snapshot().Cluster.Fallbacks["deny"]
@@ -128,6 +106,54 @@ func run(ctx context.Context, out io.Writer, d time.Duration) int {
 		return 1
 	}
 	return 0
+}
+
+// instance is one application instance: an engine deciding the cluster
+// rule through its own client of both replicas.
+type instance struct {
+	name            string
+	eng             *flow.Engine
+	passed, refused atomic.Int64
+	client          *remote.TokenServer
+}
+
+// newInstances makes n instances, each with a client of the replicas at
+// addrs; the caller closes their clients.
+func newInstances(n int, addrs []string) (insts []*instance, err error) {
+	defer func() {
+		if err != nil {
+			for _, in := range insts {
+				in.client.Close()
+			}
+		}
+	}()
+	for i := range n {
+		c, cerr := remote.New(addrs, remote.WithTimeout(200*time.Millisecond), remote.WithInstances(n))
+		if cerr != nil {
+			return insts, fmt.Errorf("client: %w", cerr)
+		}
+		in := &instance{name: "instance-" + strconv.Itoa(i+1), eng: flow.NewEngine(flow.WithTokenServer(c)), client: c}
+		insts = append(insts, in)
+		if lerr := in.eng.LoadRules([]flow.Rule{limit}); lerr != nil {
+			return insts, fmt.Errorf("rules: %w", lerr)
+		}
+	}
+	return insts, nil
+}
+
+// call enters the limited resource over and over until end or ctx ends,
+// counting what was admitted and refused.
+func (in *instance) call(ctx context.Context, end time.Time) {
+	for time.Now().Before(end) && ctx.Err() == nil {
+		p, err := in.eng.Entry(limit.Resource)
+		if err != nil {
+			in.refused.Add(1)
+			time.Sleep(time.Millisecond) // a refused caller backs off a little
+			continue
+		}
+		in.passed.Add(1)
+		p.Exit()
+	}
 }
 
 // replica is one in-process token service.

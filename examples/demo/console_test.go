@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/flowgate/flowgate/internal/browsertest"
+	"github.com/flowgate/flowgate/internal/testing/browsertest"
 )
 
 // syncBuffer is the demo's output, read while the demo writes it.

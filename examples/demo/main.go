@@ -93,8 +93,6 @@ func main() {
 }
 
 // run is the whole demo; it returns what happened, for the test.
-// stop, called once the load is over, lets a second interrupt end the
-// program.
 func run(ctx context.Context, stop func(), cfg config) (*monitor, error) {
 	path, cleanup, err := copyRules(rulesJSON)
 	if err != nil {
@@ -106,80 +104,23 @@ func run(ctx context.Context, stop func(), cfg config) (*monitor, error) {
 	eng := flow.NewEngine(flow.WithBreakerListener(func(ev flow.BreakerEvent) { mon.onBreaker(ev) }))
 	sc := newScenario()
 	mon = newMonitor(eng, sc, cfg.duration)
-	// The controller and the alerter take their settings from the file's
-	// "adaptive" and "alerting" sections, and follow them on reload.
-	doc, err := rules.LoadFile(path)
-	if err != nil {
-		return nil, err
-	}
-	ctrls, err := newControls(eng, doc, nil, []alerting.Option{
-		alerting.WithOverall(false), // one alert per resource tells the story better
-		alerting.WithSink(alerting.SinkFunc(func(_ context.Context, a alerting.Alert) error {
-			mon.onAlert(a)
-			return nil
-		})),
-	})
+	ctrls, err := watchedControls(ctx, eng, path, mon)
 	if err != nil {
 		return nil, err
 	}
 	defer ctrls.Close()
+	defer mon.watcher.Close()
 	al := ctrls.al
-	mon.alerter = al
-	w, err := rules.Watch(ctx, path, eng, rules.WithOnReload(func(ev rules.Event) {
-		mon.onReload(ev)
-		if err := ctrls.onReload(ev); err != nil {
-			mon.noteError("applying the adaptive and alerting sections", err)
-		}
-	}))
-	if err != nil {
-		return nil, err
-	}
-	defer w.Close()
-	mon.watcher = w
 
-	reg := prometheus.NewRegistry()
-	if err := reg.Register(metrics.NewCollector(eng,
-		metrics.WithAlerts(al),
-		metrics.WithReload(metrics.ReloadFunc(func() metrics.ReloadStatus {
-			st := w.Status()
-			return metrics.ReloadStatus{Successful: st.OK, LastSuccess: st.LastGoodLoad}
-		})),
-	)); err != nil {
-		return nil, err
-	}
-	shop, err := newService(eng, reg, sc)
+	base, token, shutdown, err := serveShop(cfg.addr, eng, sc, mon)
 	if err != nil {
 		return nil, err
 	}
-	// The admin API and live console beside the shop, unguarded. Writes
-	// (the console's reset-a-key form) take a token made for this run.
-	token := rand.Text()
-	h := http.NewServeMux()
-	h.Handle("/flowgate/", http.StripPrefix("/flowgate", admin.New(eng, admin.WithSource(w), admin.WithWriteToken(token))))
-	h.Handle("/", shop)
-	addr := cfg.addr
-	if addr == "" {
-		addr = "127.0.0.1:0"
-	}
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return nil, err
-	}
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second}
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ln) }()
-	defer func() {
-		shut, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = srv.Shutdown(shut)
-		<-served
-	}()
-	base := "http://" + ln.Addr().String()
+	defer shutdown()
 	mon.metricsURL = base + "/metrics"
-
 	intro := &fitWriter{out: cfg.out, width: cfg.width}
 	fmt.Fprintf(intro, "flowgate demo: a shop on %s guarded by flowhttp, %s of real traffic over loopback\n", base, cfg.duration)
-	fmt.Fprintf(intro, "rules:   %s (a copy of examples/demo/rules.json, watched), version %s\n", path, short(w.Status().Version))
+	fmt.Fprintf(intro, "rules:   %s (a copy of examples/demo/rules.json, watched), version %s\n", path, short(mon.watcher.Status().Version))
 	fmt.Fprintf(intro, "metrics: %s (try: curl -s %s | grep flowgate_requests)\n", mon.metricsURL, mon.metricsURL)
 	fmt.Fprintf(intro, "console: %s/flowgate/ (live; token for its reset form: %s)\n", base, token)
 	printIntro(intro, eng.Rules(), cfg.duration)
@@ -197,7 +138,104 @@ func run(ctx context.Context, stop func(), cfg config) (*monitor, error) {
 		defer close(done)
 		l.run(ctx)
 	}()
+	showLive(cfg, mon, path, done)
+	stop() // a second Ctrl-C now ends the program at once
 
+	// Scrape while the alerter still runs, so a firing alert shows.
+	scraped, err := scrape(client, mon.metricsURL)
+	if err != nil {
+		fmt.Fprintln(cfg.out, "scrape:", err)
+	}
+	if err := al.Close(); err != nil && !errors.Is(err, alerting.ErrClosed) {
+		return nil, err
+	}
+	printSummary(cfg.out, mon, mon.sample(false), scraped)
+	return mon, nil
+}
+
+// watchedControls loads the rules file at path into eng and watches it,
+// with the adaptive controller and the alerter that take their settings
+// from its "adaptive" and "alerting" sections and follow them on reload.
+// It hands the alerter and the watcher to mon; the caller closes both
+// (the controls, and mon.watcher).
+func watchedControls(ctx context.Context, eng *flow.Engine, path string, mon *monitor) (*controls, error) {
+	doc, err := rules.LoadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	ctrls, err := newControls(eng, doc, nil, []alerting.Option{
+		alerting.WithOverall(false), // one alert per resource tells the story better
+		alerting.WithSink(alerting.SinkFunc(func(_ context.Context, a alerting.Alert) error {
+			mon.onAlert(a)
+			return nil
+		})),
+	})
+	if err != nil {
+		return nil, err
+	}
+	mon.alerter = ctrls.al
+	w, err := rules.Watch(ctx, path, eng, rules.WithOnReload(func(ev rules.Event) {
+		mon.onReload(ev)
+		if err := ctrls.onReload(ev); err != nil {
+			mon.noteError("applying the adaptive and alerting sections", err)
+		}
+	}))
+	if err != nil {
+		ctrls.Close()
+		return nil, err
+	}
+	mon.watcher = w
+	return ctrls, nil
+}
+
+// serveShop serves the shop behind eng on addr (any free loopback port
+// when empty), with /metrics, and the admin API and live console under
+// /flowgate/, unguarded but for writes (the console's reset-a-key form),
+// which take the token it returns, made for this run. shutdown stops the
+// server.
+func serveShop(addr string, eng *flow.Engine, sc *scenario, mon *monitor) (base, token string, shutdown func(), err error) {
+	w := mon.watcher
+	reg := prometheus.NewRegistry()
+	if err := reg.Register(metrics.NewCollector(eng,
+		metrics.WithAlerts(mon.alerter),
+		metrics.WithReload(metrics.ReloadFunc(func() metrics.ReloadStatus {
+			st := w.Status()
+			return metrics.ReloadStatus{Successful: st.OK, LastSuccess: st.LastGoodLoad}
+		})),
+	)); err != nil {
+		return "", "", nil, err
+	}
+	shop, err := newService(eng, reg, sc)
+	if err != nil {
+		return "", "", nil, err
+	}
+	token = rand.Text()
+	h := http.NewServeMux()
+	h.Handle("/flowgate/", http.StripPrefix("/flowgate", admin.New(eng, admin.WithSource(w), admin.WithWriteToken(token))))
+	h.Handle("/", shop)
+	if addr == "" {
+		addr = "127.0.0.1:0"
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return "", "", nil, err
+	}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second}
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+	shutdown = func() {
+		shut, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(shut)
+		<-served
+	}
+	return "http://" + ln.Addr().String(), token, shutdown, nil
+}
+
+// showLive draws the table every second until done is closed (a full
+// table every other second), and edits the rules file at path once,
+// reloadAt into the run.
+func showLive(cfg config, mon *monitor, path string, done <-chan struct{}) {
 	scr := newScreen(cfg.out, cfg.plain)
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
@@ -227,16 +265,4 @@ loop:
 		scr.frame(mon.sample(false), true)
 	}
 	scr.end()
-	stop() // a second Ctrl-C now ends the program at once
-
-	// Scrape while the alerter still runs, so a firing alert shows.
-	scraped, err := scrape(client, mon.metricsURL)
-	if err != nil {
-		fmt.Fprintln(cfg.out, "scrape:", err)
-	}
-	if err := al.Close(); err != nil && !errors.Is(err, alerting.ErrClosed) {
-		return nil, err
-	}
-	printSummary(cfg.out, mon, mon.sample(false), scraped)
-	return mon, nil
 }

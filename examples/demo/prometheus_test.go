@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/flowgate/flowgate/internal/promtest"
+	"github.com/flowgate/flowgate/internal/testing/promtest"
 )
 
 // TestDemoInPrometheus is the README's "watching it in Prometheus": the

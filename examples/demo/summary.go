@@ -70,10 +70,37 @@ func printSummary(w io.Writer, m *monitor, f frame, scraped string) {
 		fmt.Fprintf(w, " (%d not sent: every worker busy)", dropped)
 	}
 	fmt.Fprintln(w)
+	byLevel, waited := summaryResources(w, f)
+	summaryClients(w, f)
+	ramped := summaryRamp(w, f)
+	m.mu.Lock()
+	alerts := append([]alerting.Alert(nil), m.alerts...)
+	reloadOK := m.reloadOK
+	events := append([]event(nil), m.events...)
+	m.mu.Unlock()
+	summaryReload(w, m, events)
+	fired := summaryAlerts(w, m, alerts, f)
+	fmt.Fprintf(w, "\n/metrics scraped once from %s; a few of its flowgate_ lines:\n", m.metricsURL)
+	for _, l := range pickMetrics(scraped) {
+		fmt.Fprintf(w, "  %s\n", l)
+	}
+	mark := func(ok bool) string {
+		if ok {
+			return "yes"
+		}
+		return "NO"
+	}
+	fmt.Fprintf(w, "\nshown: blocks at ip %s, user %s, global %s; queued waits %s; warm-up ramp %s; hot reload %s; alert fired %s\n",
+		mark(byLevel[flow.LevelIP] > 0), mark(byLevel[flow.LevelUser] > 0), mark(byLevel[flow.LevelGlobal] > 0),
+		mark(waited > 0), mark(ramped), mark(reloadOK), mark(fired > 0))
+}
 
+// summaryResources prints what each resource passed, made wait and
+// blocked at each level, and returns the blocks by level and the waits
+// over all of them.
+func summaryResources(w io.Writer, f frame) (byLevel [flow.NumLevels]uint64, waited uint64) {
 	fmt.Fprintf(w, "\n%-24s %7s %6s  %6s %6s %6s\n", "resource", "passed", "waited", "ip", "user", "global")
-	var byLevel [flow.NumLevels]uint64
-	var passed, waited uint64
+	var passed uint64
 	for _, r := range f.resources {
 		fmt.Fprintf(w, "%-24s %7d %6d  %6d %6d %6d\n", r.name, r.passed, r.waited,
 			r.blocked[flow.LevelIP], r.blocked[flow.LevelUser], r.blocked[flow.LevelGlobal])
@@ -85,26 +112,32 @@ func printSummary(w io.Writer, m *monitor, f frame, scraped string) {
 	}
 	fmt.Fprintf(w, "%-24s %7d %6d  %6d %6d %6d   (blocked at ip, user, global)\n", "all", passed, waited,
 		byLevel[flow.LevelIP], byLevel[flow.LevelUser], byLevel[flow.LevelGlobal])
+	return byLevel, waited
+}
 
+// summaryClients prints what each simulated client sent and got back.
+func summaryClients(w io.Writer, f frame) {
 	fmt.Fprintf(w, "\n%-26s %6s %6s  %6s %6s %6s %6s\n", "client", "sent", "ok", "ip", "user", "global", "errors")
 	for _, a := range f.actors {
 		fmt.Fprintf(w, "%-26s %6d %6d  %6d %6d %6d %6d\n", a.name, a.sent, a.ok,
 			a.blocked[flow.LevelIP], a.blocked[flow.LevelUser], a.blocked[flow.LevelGlobal], a.failed)
 	}
+}
 
+// summaryRamp draws the warm-up resource's admissions per second and says
+// whether they rose well above the cold rate.
+func summaryRamp(w io.Writer, f frame) (ramped bool) {
 	fmt.Fprintf(w, "\nwarm-up ramp on %s (admitted per second; cold %.0f/s, stable %.0f/s, warm-up %s):\n",
 		resRecs, f.cold, f.stable, f.warmup)
-	ramped := false
 	for _, p := range f.ramp {
 		fmt.Fprintf(w, "  %5.1fs %4.0f/s %s\n", p.at.Seconds(), p.rate, strings.Repeat("#", int(p.rate/f.stable*40+0.5)))
 		ramped = ramped || p.rate > 1.5*f.cold
 	}
+	return ramped
+}
 
-	m.mu.Lock()
-	alerts := append([]alerting.Alert(nil), m.alerts...)
-	reloadOK := m.reloadOK
-	events := append([]event(nil), m.events...)
-	m.mu.Unlock()
+// summaryReload prints the reload events and the watcher's counts.
+func summaryReload(w io.Writer, m *monitor, events []event) {
 	fmt.Fprintln(w, "\nhot reload:")
 	for _, e := range events {
 		if strings.Contains(e.text, "reload") || strings.Contains(e.text, "rules file") {
@@ -113,9 +146,12 @@ func printSummary(w io.Writer, m *monitor, f frame, scraped string) {
 	}
 	st := m.watcher.Status()
 	fmt.Fprintf(w, "  watcher: %d loads, %d refused, version in force %s\n", st.Reloads, st.Failures, short(st.Version))
+}
 
+// summaryAlerts prints the alert history the sink saw and the alerts
+// still firing, and returns how many fired.
+func summaryAlerts(w io.Writer, m *monitor, alerts []alerting.Alert, f frame) (fired int) {
 	fmt.Fprintln(w, "\nalert history (from the alerting sink):")
-	fired := 0
 	for _, a := range alerts {
 		at := m.since(a.UpdatedAt).Seconds()
 		if a.Status == alerting.StatusFiring {
@@ -134,21 +170,7 @@ func printSummary(w io.Writer, m *monitor, f frame, scraped string) {
 			fmt.Fprintf(w, "  still firing at the end: %s\n", s.Resource)
 		}
 	}
-
-	fmt.Fprintf(w, "\n/metrics scraped once from %s; a few of its flowgate_ lines:\n", m.metricsURL)
-	for _, l := range pickMetrics(scraped) {
-		fmt.Fprintf(w, "  %s\n", l)
-	}
-
-	mark := func(ok bool) string {
-		if ok {
-			return "yes"
-		}
-		return "NO"
-	}
-	fmt.Fprintf(w, "\nshown: blocks at ip %s, user %s, global %s; queued waits %s; warm-up ramp %s; hot reload %s; alert fired %s\n",
-		mark(byLevel[flow.LevelIP] > 0), mark(byLevel[flow.LevelUser] > 0), mark(byLevel[flow.LevelGlobal] > 0),
-		mark(waited > 0), mark(ramped), mark(reloadOK), mark(fired > 0))
+	return fired
 }
 
 // printIntro says what is about to happen: the rules in force, read back

@@ -100,30 +100,10 @@ func table(f frame, ascii bool, maxLines, width int) []string {
 
 	warm := append(sect(""), warmupLines(f, ascii)...)
 
-	ratio := sect("", fmt.Sprintf("rejection ratio over the last %s (alert when above %.0f%% for %s):", f.window, 100*f.threshold, f.forDur))
-	for _, st := range f.states {
-		state := st.State.String()
-		if st.State == alerting.Firing {
-			state = paint(strings.ToUpper(state), red, ascii)
-		}
-		ratio = append(ratio, fmt.Sprintf("  %-24s %4.0f%% %s %s", st.Resource, 100*st.Ratio, ratioBar(st.Ratio, f.threshold, ascii), state))
-	}
-	ratio = append(ratio, "", fmt.Sprintf("rules version %s; per-user limit on products now %.0f/s", short(f.version), f.userLimit))
-
+	ratio := ratioLines(f, ascii)
 	var events []string
 	if !ascii { // plain mode prints events as lines when they happen
-		ev := f.events
-		if len(ev) > 6 {
-			ev = ev[len(ev)-6:]
-		}
-		for _, e := range ev {
-			for _, l := range wrap(fmt.Sprintf("[%5.1fs] %s", e.at.Seconds(), e.text), width, 9) {
-				if strings.HasPrefix(e.text, "ALERT FIRING") {
-					l = paint(l, red, false)
-				}
-				events = append(events, l)
-			}
-		}
+		events = eventLines(f, width)
 	}
 
 	n := len(head) + len(res) + len(warm) + len(ratio)
@@ -141,6 +121,39 @@ func table(f frame, ascii bool, maxLines, width int) []string {
 		}
 	}
 	return append(out, events...)
+}
+
+// ratioLines shows each resource's rejection ratio against the alert's
+// threshold, and the rules version in force.
+func ratioLines(f frame, ascii bool) []string {
+	ratio := []string{"", fmt.Sprintf("rejection ratio over the last %s (alert when above %.0f%% for %s):", f.window, 100*f.threshold, f.forDur)}
+	for _, st := range f.states {
+		state := st.State.String()
+		if st.State == alerting.Firing {
+			state = paint(strings.ToUpper(state), red, ascii)
+		}
+		ratio = append(ratio, fmt.Sprintf("  %-24s %4.0f%% %s %s", st.Resource, 100*st.Ratio, ratioBar(st.Ratio, f.threshold, ascii), state))
+	}
+	return append(ratio, "", fmt.Sprintf("rules version %s; per-user limit on products now %.0f/s", short(f.version), f.userLimit))
+}
+
+// eventLines shows the last six events, wrapped to width, a firing alert
+// in red.
+func eventLines(f frame, width int) []string {
+	ev := f.events
+	if len(ev) > 6 {
+		ev = ev[len(ev)-6:]
+	}
+	var events []string
+	for _, e := range ev {
+		for _, l := range wrap(fmt.Sprintf("[%5.1fs] %s", e.at.Seconds(), e.text), width, 9) {
+			if strings.HasPrefix(e.text, "ALERT FIRING") {
+				l = paint(l, red, false)
+			}
+			events = append(events, l)
+		}
+	}
+	return events
 }
 
 // warmupLines shows the admitted rate of the warm-up resource, second by

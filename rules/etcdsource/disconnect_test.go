@@ -12,7 +12,7 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
-	"github.com/flowgate/flowgate/internal/etcdtest"
+	"github.com/flowgate/flowgate/internal/testing/etcdtest"
 )
 
 // cutProxy forwards loopback TCP to etcd and can cut every connection and

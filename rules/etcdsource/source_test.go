@@ -13,7 +13,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/flowgate/flowgate/flow"
-	"github.com/flowgate/flowgate/internal/etcdtest"
+	"github.com/flowgate/flowgate/internal/testing/etcdtest"
 	"github.com/flowgate/flowgate/rules"
 )
 

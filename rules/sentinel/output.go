@@ -8,8 +8,8 @@ import (
 	"time"
 )
 
-// outRule is one flowgate rule in the document's JSON form (DESIGN.md's
-// names). rules.Parse checks it and Format orders it, so only the fields
+// outRule is one flowgate rule in the rules document's JSON form, with the
+// field names rules.Parse reads. rules.Parse checks it and Format orders it, so only the fields
 // a mapping sets are written.
 type outRule struct {
 	ID          string             `json:"id,omitempty"`

@@ -262,36 +262,41 @@ func render(res *results) string {
 	}
 	sort.SliceStable(groups, func(i, j int) bool { return rank(groups[i]) < rank(groups[j]) })
 	for _, g := range groups {
-		group := members[g]
-		cols := columns(group)
-		runs := len(group[0].metrics["ns/op"])
-		fmt.Fprintf(&b, "#### %s (median of %d)\n\n", g, runs)
-		b.WriteString("| benchmark | " + strings.Join(cols, " | ") + " |\n")
-		b.WriteString("|---|" + strings.Repeat("---:|", len(cols)) + "\n")
-		for _, bn := range group {
-			row := []string{"`" + strings.TrimPrefix(strings.TrimPrefix(bn.name, g), "/") + "`"}
-			if row[0] == "``" {
-				row[0] = "`" + g + "`"
-			}
-			for _, c := range cols {
-				switch c {
-				case ratioCol:
-					row = append(row, ratio(bn, byName[baseline(bn.name)]))
-				case "ns/op":
-					row = append(row, spread(bn.metrics[c]))
-				default:
-					if vs, ok := bn.metrics[c]; ok {
-						row = append(row, format(c, median(vs)))
-					} else {
-						row = append(row, "")
-					}
-				}
-			}
-			b.WriteString("| " + strings.Join(row, " | ") + " |\n")
-		}
-		b.WriteString("\n")
+		renderGroup(&b, g, members[g], byName)
 	}
 	return b.String()
+}
+
+// renderGroup writes the table of one top-level benchmark g, a row per
+// sub-benchmark; byName finds the baseline a ratio column compares with.
+func renderGroup(b *strings.Builder, g string, group []*bench, byName map[string]*bench) {
+	cols := columns(group)
+	runs := len(group[0].metrics["ns/op"])
+	fmt.Fprintf(b, "#### %s (median of %d)\n\n", g, runs)
+	b.WriteString("| benchmark | " + strings.Join(cols, " | ") + " |\n")
+	b.WriteString("|---|" + strings.Repeat("---:|", len(cols)) + "\n")
+	for _, bn := range group {
+		row := []string{"`" + strings.TrimPrefix(strings.TrimPrefix(bn.name, g), "/") + "`"}
+		if row[0] == "``" {
+			row[0] = "`" + g + "`"
+		}
+		for _, c := range cols {
+			switch c {
+			case ratioCol:
+				row = append(row, ratio(bn, byName[baseline(bn.name)]))
+			case "ns/op":
+				row = append(row, spread(bn.metrics[c]))
+			default:
+				if vs, ok := bn.metrics[c]; ok {
+					row = append(row, format(c, median(vs)))
+				} else {
+					row = append(row, "")
+				}
+			}
+		}
+		b.WriteString("| " + strings.Join(row, " | ") + " |\n")
+	}
+	b.WriteString("\n")
 }
 
 // spread is the median time with its range over the runs when they differ

@@ -12,7 +12,7 @@ import (
 
 	_ "embed"
 
-	"github.com/flowgate/flowgate/internal/redistest"
+	"github.com/flowgate/flowgate/internal/testing/redistest"
 	"github.com/redis/go-redis/v9"
 )
 

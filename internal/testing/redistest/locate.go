@@ -6,7 +6,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/flowgate/flowgate/internal/testbin"
+	"github.com/flowgate/flowgate/internal/testing/testbin"
 )
 
 // missingMessage is what a test says when redis-server cannot be found.

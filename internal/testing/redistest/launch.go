@@ -57,9 +57,11 @@ func freePort(bus bool) (int, error) {
 
 // run is one redis-server process.
 type run struct {
-	cmd  *exec.Cmd
-	done chan struct{} // closed once cmd.Wait has returned
-	err  error         // cmd.Wait's result, written before done is closed
+	cmd   *exec.Cmd
+	log   string        // the server's log file, kept across restarts
+	logAt int64         // where this run's lines begin in log
+	done  chan struct{} // closed once cmd.Wait has returned
+	err   error         // cmd.Wait's result, written before done is closed
 }
 
 func (r *run) exited() bool {
@@ -78,10 +80,26 @@ func (r *run) kill() {
 	<-r.done
 }
 
+// logTail returns up to n last lines this run wrote to its log.
+func (r *run) logTail(n int) string { return logTail(r.log, r.logAt, n) }
+
 // launch starts redis-server on port with the config in dir and waits until
 // it answers INFO as the process it started. It returns errPortTaken (wrapped,
 // with the log tail) when the port belonged to someone else.
 func launch(bin, dir string, port int, cfg config) (*run, error) {
+	r, err := startRun(bin, dir, port, cfg)
+	if err != nil {
+		return nil, err
+	}
+	if err := r.awaitReady(port, cfg.startTimeout); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// startRun writes the config for port into dir and starts redis-server on it,
+// its output appended to dir's redis.log.
+func startRun(bin, dir string, port int, cfg config) (*run, error) {
 	conf := filepath.Join(dir, "redis.conf")
 	if err := os.WriteFile(conf, []byte(cfg.render(port, dir)), 0o600); err != nil {
 		return nil, err
@@ -92,13 +110,12 @@ func launch(bin, dir string, port int, cfg config) (*run, error) {
 		return nil, err
 	}
 	defer logf.Close() // the child holds its own descriptor
-	// The log is kept across restarts; offset marks where this run begins so
+	// The log is kept across restarts; logAt marks where this run begins so
 	// an error shows only its own lines.
 	offset, err := logf.Seek(0, io.SeekEnd)
 	if err != nil {
 		return nil, err
 	}
-
 	cmd := exec.Command(bin, conf)
 	cmd.Dir = dir
 	cmd.Stdout = logf
@@ -107,12 +124,18 @@ func launch(bin, dir string, port int, cfg config) (*run, error) {
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start %s: %w", bin, err)
 	}
-	r := &run{cmd: cmd, done: make(chan struct{})}
+	r := &run{cmd: cmd, log: logPath, logAt: offset, done: make(chan struct{})}
 	go func() {
 		r.err = cmd.Wait()
 		close(r.done)
 	}()
+	return r, nil
+}
 
+// awaitReady waits until the server on port answers INFO as r's process.
+// It kills r and fails when another process answers, when r exits first
+// (errPortTaken when its bind failed), or after timeout.
+func (r *run) awaitReady(port int, timeout time.Duration) error {
 	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
 	// If the port belongs to a listener that never answers, a probe would
 	// block until its timeout; cancelling on exit ends it as soon as our
@@ -126,33 +149,32 @@ func launch(bin, dir string, port int, cfg config) (*run, error) {
 		case <-probeCtx.Done():
 		}
 	}()
-	deadline := time.NewTimer(cfg.startTimeout)
+	deadline := time.NewTimer(timeout)
 	defer deadline.Stop()
 	// Polling an external process: there is no event to wait on, so ask every
 	// few milliseconds; a local redis-server is usually up within 10–30ms.
 	tick := time.NewTicker(5 * time.Millisecond)
 	defer tick.Stop()
+	pid := r.cmd.Process.Pid
 	for {
-		if pid, err := probe(probeCtx, addr, 200*time.Millisecond); err == nil {
-			if pid == cmd.Process.Pid {
-				return r, nil
+		if got, err := probe(probeCtx, addr, 200*time.Millisecond); err == nil {
+			if got == pid {
+				return nil
 			}
 			// Another server owns the port; ours will fail to bind and exit.
 			r.kill()
-			return nil, fmt.Errorf("%s answered as pid %d, not our pid %d: %w",
-				addr, pid, cmd.Process.Pid, errPortTaken)
+			return fmt.Errorf("%s answered as pid %d, not our pid %d: %w", addr, got, pid, errPortTaken)
 		}
 		select {
 		case <-r.done:
-			tail := logTail(logPath, offset, 20)
+			tail := r.logTail(20)
 			if strings.Contains(tail, "Address already in use") {
-				return nil, fmt.Errorf("%s: %w\n%s", addr, errPortTaken, tail)
+				return fmt.Errorf("%s: %w\n%s", addr, errPortTaken, tail)
 			}
-			return nil, fmt.Errorf("redis-server on %s exited before answering (%v); log tail:\n%s", addr, r.err, tail)
+			return fmt.Errorf("redis-server on %s exited before answering (%v); log tail:\n%s", addr, r.err, tail)
 		case <-deadline.C:
 			r.kill()
-			return nil, fmt.Errorf("redis-server on %s did not answer within %v; log tail:\n%s",
-				addr, cfg.startTimeout, logTail(logPath, offset, 20))
+			return fmt.Errorf("redis-server on %s did not answer within %v; log tail:\n%s", addr, timeout, r.logTail(20))
 		case <-tick.C:
 		}
 	}

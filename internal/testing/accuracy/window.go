@@ -49,40 +49,16 @@ func Measure(tr Trace, w Windows, limit, ref float64) Cell {
 	}
 	// The first window starts on the epoch's grid, at or after skip.
 	first := skip + (step-(tr.Start+skip)%step)%step
-	adm := slices.Clone(tr.Admitted)
-	slices.Sort(adm)
-	all := append(slices.Clone(tr.Refused), adm...)
-	slices.Sort(all)
+	tl := newTimeline(&tr)
 	end := int64(tr.Elapsed)
-	in := func(xs []int64, from, to int64) int { // times in [from, to)
-		return sort.Search(len(xs), func(i int) bool { return xs[i] >= to }) -
-			sort.Search(len(xs), func(i int) bool { return xs[i] >= from })
-	}
-	count := func(from, to int64) int { return in(adm, from, to) }
-	// A window in which the instances decided under 97% of the calls the
-	// pacer offered saw a starved load generator, not the limiter at work.
-	starved := func(from, to int64) bool {
-		return tr.Rate > 0 && float64(in(all, from, to)) < 0.97*tr.Rate*float64(to-from)/1e9
-	}
-	stalled := func(from, to int64) bool {
-		if starved(from, to) {
-			return true
-		}
-		for _, s := range tr.Stalls {
-			if s[0] < to && s[1]+int64(StallGap) > from {
-				return true
-			}
-		}
-		return false
-	}
 	c := Cell{Worst: -1}
 	for from := first; from+win <= end; from += step {
-		if stalled(from, from+win) {
+		if tl.stalled(from, from+win) {
 			c.Skipped++
 			continue
 		}
 		c.Windows++
-		k := count(from, from+win)
+		k := tl.admitted(from, from+win)
 		if c.Worst < 0 || k < c.Worst {
 			c.Worst = k
 		}
@@ -94,7 +70,7 @@ func Measure(tr Trace, w Windows, limit, ref float64) Cell {
 		c.BestPct = 100 * float64(c.Best) / ref
 	}
 	for _, t := range tr.Refused {
-		if t >= skip && !stalled(t-win, t+1) && float64(count(t-win, t+1)) < 0.98*limit {
+		if t >= skip && !tl.stalled(t-win, t+1) && float64(tl.admitted(t-win, t+1)) < 0.98*limit {
 			c.RefusedUnder++
 		}
 	}
@@ -103,4 +79,45 @@ func Measure(tr Trace, w Windows, limit, ref float64) Cell {
 		c.DecisionsPerS = float64(c.Decisions) / tr.Elapsed.Seconds()
 	}
 	return c
+}
+
+// timeline holds a trace's times sorted, to count them in windows.
+type timeline struct {
+	tr  *Trace
+	adm []int64 // the admissions, sorted
+	all []int64 // the admissions and refusals, sorted
+}
+
+func newTimeline(tr *Trace) timeline {
+	adm := slices.Clone(tr.Admitted)
+	slices.Sort(adm)
+	all := append(slices.Clone(tr.Refused), adm...)
+	slices.Sort(all)
+	return timeline{tr: tr, adm: adm, all: all}
+}
+
+// admitted counts the admissions in [from, to).
+func (tl timeline) admitted(from, to int64) int { return countIn(tl.adm, from, to) }
+
+// stalled says whether the window [from, to) measures the load generator
+// rather than the limiter: the instances decided under 97% of the calls
+// the pacer offered in it (a starved generator), or a pacer stall falls in
+// it or within StallGap before it.
+func (tl timeline) stalled(from, to int64) bool {
+	tr := tl.tr
+	if tr.Rate > 0 && float64(countIn(tl.all, from, to)) < 0.97*tr.Rate*float64(to-from)/1e9 {
+		return true
+	}
+	for _, s := range tr.Stalls {
+		if s[0] < to && s[1]+int64(StallGap) > from {
+			return true
+		}
+	}
+	return false
+}
+
+// countIn counts the times in sorted xs that fall in [from, to).
+func countIn(xs []int64, from, to int64) int {
+	return sort.Search(len(xs), func(i int) bool { return xs[i] >= to }) -
+		sort.Search(len(xs), func(i int) bool { return xs[i] >= from })
 }

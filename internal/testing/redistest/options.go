@@ -74,7 +74,7 @@ func (c config) render(port int, dir string) string {
 	}
 	lines = append(lines, c.extra...)
 	var b strings.Builder
-	b.WriteString("# written by flowgate internal/redistest\n")
+	b.WriteString("# written by flowgate internal/testing/redistest\n")
 	for _, l := range lines {
 		for i, w := range l {
 			if i > 0 {

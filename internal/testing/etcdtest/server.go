@@ -15,7 +15,7 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
-	"github.com/flowgate/flowgate/internal/testbin"
+	"github.com/flowgate/flowgate/internal/testing/testbin"
 )
 
 // missingMessage is what a test says when etcd cannot be found.

@@ -97,88 +97,100 @@ func Run(l Load, inst []Decide) Trace {
 		// off, a loaded machine): fewer drop offered calls.
 		workers = 16
 	}
-	n, first := len(inst), l.First
+	r := &run{l: l, n: len(inst), start: l.Start}
 	if l.Of > 0 {
-		n = l.Of
+		r.n = l.Of
 	}
-	start := l.Start
-	if start.IsZero() {
-		start = time.Now()
+	if r.start.IsZero() {
+		r.start = time.Now()
 	}
-	time.Sleep(time.Until(start)) // separate processes begin together
-	var dropped atomic.Int64
-	var mu sync.Mutex
-	var tr Trace
+	time.Sleep(time.Until(r.start)) // separate processes begin together
 	var wg sync.WaitGroup
 	for i, d := range inst {
 		ch := make(chan struct{}, 4096)
 		for range workers {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				var adm, ref []int64
-				for range ch {
-					// The time the answer came: a call may wait for a
-					// lease another call is fetching and then spend a
-					// permit of the next window, so the time before the
-					// call would put it in the wrong window. A stall of
-					// this process before the record is seen by the pacer
-					// (Stalls) and its windows are left out.
-					ok := d()
-					t := int64(time.Since(start))
-					if ok {
-						adm = append(adm, t)
-					} else {
-						ref = append(ref, t)
-					}
-				}
-				mu.Lock()
-				tr.Admitted = append(tr.Admitted, adm...)
-				tr.Refused = append(tr.Refused, ref...)
-				mu.Unlock()
-			}()
+			wg.Go(func() { r.work(d, ch) })
 		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			defer close(ch)
-			// Pacers started together with whole credits would fire in
-			// step (32 instances at 25/s each: 32 calls at once every
-			// 40 ms, a burst no real fleet sends and a small token
-			// bucket rightly refuses); a start credit of i/n spreads
-			// their phases over one period.
-			credit, last := float64(first+i)/float64(n), time.Duration(0)
-			tick := time.NewTicker(time.Millisecond)
-			defer tick.Stop()
-			for range tick.C {
-				el := time.Since(start)
-				if el >= l.Duration {
-					return
-				}
-				if el-last > StallGap {
-					mu.Lock()
-					tr.Stalls = append(tr.Stalls, [2]int64{int64(last), int64(el)})
-					mu.Unlock()
-				}
-				credit += l.Rate * l.Shape.share(first+i, n, el) * (el - last).Seconds()
-				last = el
-				for ; credit >= 1; credit-- {
-					select {
-					case ch <- struct{}{}:
-					default:
-						dropped.Add(1)
-					}
-				}
-			}
-		}()
+			r.pace(l.First+i, ch)
+		})
 	}
 	wg.Wait()
-	tr.Dropped = dropped.Load()
+	tr := r.tr
+	tr.Dropped = r.dropped.Load()
 	tr.Rate = l.Rate
 	if l.Of > 0 { // this process's share is not known here; the parent sets it
 		tr.Rate = 0
 	}
-	tr.Elapsed = time.Since(start)
-	tr.Start = start.UnixNano()
+	tr.Elapsed = time.Since(r.start)
+	tr.Start = r.start.UnixNano()
 	return tr
+}
+
+// run is what one Run's pacers and workers share.
+type run struct {
+	l       Load
+	n       int // instances over all processes
+	start   time.Time
+	dropped atomic.Int64
+	mu      sync.Mutex
+	tr      Trace // Admitted, Refused and Stalls, under mu
+}
+
+// work makes one call of d for each call handed over on ch, and records
+// the outcomes when ch is closed.
+func (r *run) work(d Decide, ch <-chan struct{}) {
+	var adm, ref []int64
+	for range ch {
+		// The time the answer came: a call may wait for a lease another
+		// call is fetching and then spend a permit of the next window, so
+		// the time before the call would put it in the wrong window. A
+		// stall of this process before the record is seen by the pacer
+		// (Stalls) and its windows are left out.
+		ok := d()
+		t := int64(time.Since(r.start))
+		if ok {
+			adm = append(adm, t)
+		} else {
+			ref = append(ref, t)
+		}
+	}
+	r.mu.Lock()
+	r.tr.Admitted = append(r.tr.Admitted, adm...)
+	r.tr.Refused = append(r.tr.Refused, ref...)
+	r.mu.Unlock()
+}
+
+// pace hands instance i's share of the load to its workers on ch, every
+// 1 ms until the load's Duration is over; a call no worker is free to
+// take is dropped and counted.
+func (r *run) pace(i int, ch chan<- struct{}) {
+	// Pacers started together with whole credits would fire in step (32
+	// instances at 25/s each: 32 calls at once every 40 ms, a burst no
+	// real fleet sends and a small token bucket rightly refuses); a start
+	// credit of i/n spreads their phases over one period.
+	credit, last := float64(i)/float64(r.n), time.Duration(0)
+	tick := time.NewTicker(time.Millisecond)
+	defer tick.Stop()
+	for range tick.C {
+		el := time.Since(r.start)
+		if el >= r.l.Duration {
+			return
+		}
+		if el-last > StallGap {
+			r.mu.Lock()
+			r.tr.Stalls = append(r.tr.Stalls, [2]int64{int64(last), int64(el)})
+			r.mu.Unlock()
+		}
+		credit += r.l.Rate * r.l.Shape.share(i, r.n, el) * (el - last).Seconds()
+		last = el
+		for ; credit >= 1; credit-- {
+			select {
+			case ch <- struct{}{}:
+			default:
+				r.dropped.Add(1)
+			}
+		}
+	}
 }

@@ -46,8 +46,8 @@ var Flags = []string{"--headless", "--no-sandbox", "--disable-gpu", "--disable-q
 
 // Browser is a running headless chromium and its DevTools connection.
 type Browser struct {
-	cmd *exec.Cmd
-	ws  *wsConn
+	proc *process
+	ws   *wsConn
 
 	mu      sync.Mutex
 	nextID  int64
@@ -84,77 +84,106 @@ func Start(t testing.TB) *Browser {
 	case path == "":
 		t.Skip(reason)
 	}
-	// The profile is removed by the cleanup below once every chromium
-	// process is gone (t.TempDir's cleanup could race their last writes).
-	profile, err := os.MkdirTemp("", "flowgate-chromium-")
+	p, err := startProcess(path)
 	if err != nil {
 		t.Fatal(err)
+	}
+	var wsURL string
+	select {
+	case wsURL = <-p.found:
+	case <-time.After(30 * time.Second):
+		p.stop()
+		t.Fatalf("chromium did not open DevTools within 30s; stderr:\n%s", p.stderrTail())
+	}
+	ws, err := dialWS(wsURL)
+	if err != nil {
+		p.stop()
+		t.Fatalf("connecting to DevTools: %v", err)
+	}
+	b := &Browser{proc: p, ws: ws, pending: map[int64]chan reply{}, done: make(chan struct{})}
+	go b.readLoop()
+	t.Cleanup(func() {
+		_ = b.ws.close()
+		<-b.done
+		p.stop()
+	})
+	return b
+}
+
+// process is a running chromium, its profile directory and the goroutine
+// that reads its stderr.
+type process struct {
+	cmd     *exec.Cmd
+	profile string
+	found   chan string   // receives the DevTools address once chromium listens
+	drained chan struct{} // closed when stderr has been read to its end
+
+	mu   sync.Mutex
+	tail []string // the last lines of stderr, for a failure message
+}
+
+// startProcess starts chromium at path with a fresh profile, listening
+// for DevTools on a port of its choosing.
+func startProcess(path string) (*process, error) {
+	// The profile is removed by stop once every chromium process is gone
+	// (t.TempDir's cleanup could race their last writes).
+	profile, err := os.MkdirTemp("", "flowgate-chromium-")
+	if err != nil {
+		return nil, err
 	}
 	args := append(append([]string{}, Flags...), "--user-data-dir="+profile,
 		"--remote-debugging-address=127.0.0.1", "--remote-debugging-port=0", "--window-size=1280,1000", "about:blank")
 	cmd := exec.Command(path, args...)
 	cmd.SysProcAttr = sysProcAttr()
 	stderr, err := cmd.StderrPipe()
+	if err == nil {
+		err = cmd.Start()
+	}
 	if err != nil {
-		t.Fatal(err)
+		_ = os.RemoveAll(profile)
+		return nil, fmt.Errorf("starting %s: %w", path, err)
 	}
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("starting %s: %v", path, err)
-	}
-	// Chromium prints its DevTools address on stderr once it listens; the
-	// rest of its chatter is kept for the failure message and drained.
-	found := make(chan string, 1)
-	var tail []string
-	var tailMu sync.Mutex
-	drained := make(chan struct{})
-	go func() {
-		defer close(drained)
-		sc := bufio.NewScanner(stderr)
-		for sc.Scan() {
-			line := sc.Text()
-			if u, ok := strings.CutPrefix(line, "DevTools listening on "); ok {
-				found <- strings.TrimSpace(u)
-				continue
-			}
-			tailMu.Lock()
-			if tail = append(tail, line); len(tail) > 20 {
-				tail = tail[1:]
-			}
-			tailMu.Unlock()
+	p := &process{cmd: cmd, profile: profile, found: make(chan string, 1), drained: make(chan struct{})}
+	go p.readStderr(stderr)
+	return p, nil
+}
+
+// readStderr sends the DevTools address chromium prints on stderr once it
+// listens to p.found, and keeps the last lines of the rest of its chatter.
+func (p *process) readStderr(stderr io.Reader) {
+	defer close(p.drained)
+	sc := bufio.NewScanner(stderr)
+	for sc.Scan() {
+		line := sc.Text()
+		if u, ok := strings.CutPrefix(line, "DevTools listening on "); ok {
+			p.found <- strings.TrimSpace(u)
+			continue
 		}
-		_, _ = io.Copy(io.Discard, stderr)
-	}()
-	stop := func() {
-		killGroup(cmd)
-		_ = cmd.Wait()
-		<-drained
-		// Killed children may still be exiting: retry briefly.
-		for i := 0; i < 50 && os.RemoveAll(profile) != nil; i++ {
-			time.Sleep(20 * time.Millisecond)
+		p.mu.Lock()
+		if p.tail = append(p.tail, line); len(p.tail) > 20 {
+			p.tail = p.tail[1:]
 		}
+		p.mu.Unlock()
 	}
-	var wsURL string
-	select {
-	case wsURL = <-found:
-	case <-time.After(30 * time.Second):
-		stop()
-		tailMu.Lock()
-		defer tailMu.Unlock()
-		t.Fatalf("chromium did not open DevTools within 30s; stderr:\n%s", strings.Join(tail, "\n"))
+	_, _ = io.Copy(io.Discard, stderr)
+}
+
+func (p *process) stderrTail() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return strings.Join(p.tail, "\n")
+}
+
+// stop kills chromium and its children, waits for them, and removes the
+// profile.
+func (p *process) stop() {
+	killGroup(p.cmd)
+	_ = p.cmd.Wait()
+	<-p.drained
+	// Killed children may still be exiting: retry briefly.
+	for i := 0; i < 50 && os.RemoveAll(p.profile) != nil; i++ {
+		time.Sleep(20 * time.Millisecond)
 	}
-	ws, err := dialWS(wsURL)
-	if err != nil {
-		stop()
-		t.Fatalf("connecting to DevTools: %v", err)
-	}
-	b := &Browser{cmd: cmd, ws: ws, pending: map[int64]chan reply{}, done: make(chan struct{})}
-	go b.readLoop()
-	t.Cleanup(func() {
-		_ = b.ws.close()
-		<-b.done
-		stop()
-	})
-	return b
 }
 
 func (b *Browser) readLoop() {
