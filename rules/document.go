@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/flowgate/flowgate/adaptive"
+	"github.com/flowgate/flowgate/adaptive/cpuconfig"
 	"github.com/flowgate/flowgate/alerting"
 	"github.com/flowgate/flowgate/flow"
 )
@@ -18,9 +18,9 @@ type Document struct {
 	// Schema is the document's "$schema" reference, kept so fmt preserves it.
 	Schema string
 	// Adaptive is the document's "adaptive" section, defaults filled; nil
-	// when absent. Package adaptive owns its settings: apply it with
-	// adaptive.WithConfig or Controller.SetConfig.
-	Adaptive *adaptive.Config
+	// when absent. Package cpuconfig owns its settings; apply them with
+	// adaptive.WithConfig or adaptive.Controller.SetConfig.
+	Adaptive *cpuconfig.Config
 	// Alerting is the document's "alerting" section, defaults filled; nil
 	// when absent. Package alerting owns its settings: apply it with
 	// Section.Options or Alerter.SetConfig.

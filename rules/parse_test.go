@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/flowgate/flowgate/adaptive"
+	"github.com/flowgate/flowgate/adaptive/cpuconfig"
 	"github.com/flowgate/flowgate/alerting"
 	"github.com/flowgate/flowgate/flow"
 )
@@ -49,7 +49,7 @@ func TestParseDesignDocument(t *testing.T) {
 	}
 	// The sections come back as their owners' types, the owners' defaults
 	// filled in.
-	wantA := adaptive.Defaults()
+	wantA := cpuconfig.Defaults()
 	if !reflect.DeepEqual(doc.Adaptive, &wantA) {
 		t.Errorf("Adaptive = %+v, want %+v", doc.Adaptive, wantA)
 	}
@@ -92,7 +92,7 @@ func TestParseDefaults(t *testing.T) {
 	}
 }
 
-// TestAdaptiveBandFollowsTarget: the band's defaults are package adaptive's
+// TestAdaptiveBandFollowsTarget: the band's defaults are package cpuconfig's
 // (Config.WithDefaults), and the document gets them.
 func TestAdaptiveBandFollowsTarget(t *testing.T) {
 	for _, tc := range []struct{ target, low, high float64 }{
