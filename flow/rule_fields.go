@@ -63,7 +63,10 @@ type RuleField struct {
 	always bool
 	def    any         // the default where it applies and is zero; nil: none
 	fill   func(*Rule) // a default that depends on other fields (burst = limit)
-	check  func(r *Rule, bad badFunc)
+	// complete fills the defaults inside a value that is set (a cluster
+	// spec's threshold and fallback); the field itself has no default.
+	complete func(*Rule)
+	check    func(r *Rule, bad badFunc)
 }
 
 // badFunc reports one problem of a field.
@@ -216,6 +219,9 @@ func (f *RuleField) IsZero(r *Rule) bool {
 
 // setDefault fills the field of r with its default when it is zero.
 func (f *RuleField) setDefault(r *Rule) {
+	if f.complete != nil {
+		f.complete(r)
+	}
 	if f.fill != nil {
 		f.fill(r)
 		return

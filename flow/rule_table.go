@@ -68,7 +68,7 @@ var ruleFields = []RuleField{
 		not:    []notFor{notForLists, notForCB, {adaptOnly, "does not apply to adaptive_concurrency (its limit adapts by itself)"}},
 		always: true},
 	{Name: "cluster", Kind: KindObject, ptr: func(r *Rule) any { return &r.Cluster }, algos: allAlgos &^ notClustered, levels: allLevels,
-		not: clusterNot, unless: clusterUnless, fill: fillCluster, check: checkCluster},
+		not: clusterNot, unless: clusterUnless, complete: fillCluster, check: checkCluster},
 	{Name: "strategy", Kind: KindEnum, ptr: func(r *Rule) any { return &r.Strategy }, algos: breakerOnly, levels: allLevels,
 		required: true, check: checkStrategy},
 	{Name: "threshold", Kind: KindNumber, ptr: func(r *Rule) any { return &r.Threshold }, algos: breakerOnly, levels: allLevels,

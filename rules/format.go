@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"time"
 
@@ -16,49 +17,11 @@ import (
 // durations in their shortest Go form ("1m", not "1m0s").
 type (
 	docJSON struct {
-		Schema   string        `json:"$schema,omitempty"`
-		Shadow   bool          `json:"shadow,omitempty"`
-		Rules    []ruleJSON    `json:"rules"`
-		Adaptive *adaptiveJSON `json:"adaptive,omitempty"`
-		Alerting *alertingJSON `json:"alerting,omitempty"`
-	}
-	ruleJSON struct {
-		ID          string             `json:"id,omitempty"`
-		Resource    string             `json:"resource"`
-		RefResource string             `json:"refResource,omitempty"`
-		Level       string             `json:"level"`
-		Param       string             `json:"param,omitempty"`
-		Algorithm   string             `json:"algorithm"`
-		Values      []string           `json:"values,omitempty"` // allow and deny only
-		Limit       float64            `json:"limit,omitempty"`  // not for circuit_breaker, adaptive_concurrency, allow, deny
-		Items       map[string]float64 `json:"items,omitempty"`  // encoding/json sorts the keys
-		Window      string             `json:"window,omitempty"` // not for concurrency, adaptive_concurrency, allow, deny
-		Burst       float64            `json:"burst,omitempty"`
-		Warmup      string             `json:"warmup,omitempty"`
-		ColdFactor  float64            `json:"coldFactor,omitempty"`
-		Buckets     int                `json:"buckets,omitempty"`
-		MaxWait     string             `json:"maxWait,omitempty"` // not for concurrency or circuit_breaker
-		MaxKeys     int                `json:"maxKeys,omitempty"`
-		IdleTTL     string             `json:"idleTTL,omitempty"`
-		Adaptive    *bool              `json:"adaptive,omitempty"`
-		Cluster     *clusterJSON       `json:"cluster,omitempty"`
-		// circuit_breaker only
-		Strategy    string  `json:"strategy,omitempty"`
-		Threshold   float64 `json:"threshold,omitempty"`
-		MinRequests int     `json:"minRequests,omitempty"`
-		OpenFor     string  `json:"openFor,omitempty"`
-		Probes      int     `json:"probes,omitempty"`
-		SlowCall    string  `json:"slowCall,omitempty"`
-		// adaptive_concurrency
-		InitialLimit int     `json:"initialLimit,omitempty"`
-		MinLimit     int     `json:"minLimit,omitempty"`
-		MaxLimit     int     `json:"maxLimit,omitempty"`
-		Tolerance    float64 `json:"tolerance,omitempty"`
-		Smoothing    float64 `json:"smoothing,omitempty"`
-		// concurrency and adaptive_concurrency
-		Reserve *reserveJSON `json:"reserve,omitempty"`
-		// any algorithm; written only when true
-		Shadow bool `json:"shadow,omitempty"`
+		Schema   string            `json:"$schema,omitempty"`
+		Shadow   bool              `json:"shadow,omitempty"`
+		Rules    []json.RawMessage `json:"rules"`
+		Adaptive *adaptiveJSON     `json:"adaptive,omitempty"`
+		Alerting *alertingJSON     `json:"alerting,omitempty"`
 	}
 	reserveJSON struct {
 		Critical float64 `json:"critical"`
@@ -94,7 +57,7 @@ type (
 // defaults filled in, two-space indentation, a final newline. Parsing the
 // result gives an equal Document.
 func (d *Document) Format() []byte {
-	out := docJSON{Schema: d.Schema, Shadow: d.Shadow, Rules: make([]ruleJSON, 0, len(d.rules))}
+	out := docJSON{Schema: d.Schema, Shadow: d.Shadow, Rules: make([]json.RawMessage, 0, len(d.rules))}
 	for _, r := range d.rules {
 		out.Rules = append(out.Rules, formatRule(r))
 	}
@@ -116,51 +79,79 @@ func (d *Document) Format() []byte {
 	return buf.Bytes()
 }
 
-func formatRule(r flow.Rule) ruleJSON {
-	j := ruleJSON{
-		ID: r.ID, Resource: r.Resource, RefResource: r.RefResource, Level: r.Level.String(), Param: r.Param,
-		Algorithm: r.Algorithm.String(), Values: r.Values, Items: r.Items,
-		Limit: r.Limit, Burst: r.Burst, ColdFactor: r.ColdFactor,
-		Buckets: r.Buckets, MaxKeys: r.MaxKeys,
-		InitialLimit: r.InitialLimit, MinLimit: r.MinLimit, MaxLimit: r.MaxLimit,
-		Tolerance: r.Tolerance, Smoothing: r.Smoothing, Shadow: r.Shadow,
-	}
-	if isList(r.Algorithm) {
-		j.Window = "" // a list has no window, limit or wait; the parser refuses them
-		return j
-	}
-	if r.Algorithm == flow.AlgoCircuitBreaker {
-		j.Strategy, j.Threshold, j.MinRequests, j.Probes = r.Strategy.String(), r.Threshold, r.MinRequests, r.Probes
-		j.OpenFor = fmtDuration(r.OpenFor)
-		if r.SlowCall != 0 {
-			j.SlowCall = fmtDuration(r.SlowCall)
+// formatRule writes r, defaults filled, as a JSON object: the fields of
+// the table (flow.RuleFields) in its order, each that the document may give
+// on such a rule and that is set (or, like maxWait, whose zero is a
+// setting), durations in their shortest form.
+func formatRule(r flow.Rule) json.RawMessage {
+	var b bytes.Buffer
+	b.WriteByte('{')
+	for i := range ruleFields {
+		f := &ruleFields[i]
+		v, ok := fieldValue(f.Ptr(&r))
+		if !ok || !f.Written(&r) {
+			continue
 		}
-	} else {
-		adaptive := r.Adaptive
-		j.MaxWait, j.Adaptive = fmtDuration(r.MaxWait), &adaptive
+		if b.Len() > 1 {
+			b.WriteByte(',')
+		}
+		b.Write(marshal(f.Name))
+		b.WriteByte(':')
+		b.Write(marshal(v))
 	}
-	if r.Window != 0 {
-		j.Window = fmtDuration(r.Window)
+	b.WriteByte('}')
+	return b.Bytes()
+}
+
+// fieldValue is the JSON value of a rule field given by its pointer
+// (flow.RuleField.Ptr); false for an empty list or map, which the
+// document leaves out.
+func fieldValue(p any) (any, bool) {
+	switch p := p.(type) {
+	case *time.Duration:
+		return fmtDuration(*p), true
+	case *flow.Level:
+		return p.String(), true
+	case *flow.Algorithm:
+		return p.String(), true
+	case *flow.BreakerStrategy:
+		return p.String(), true
+	case *[]string:
+		return *p, len(*p) > 0
+	case *map[string]float64:
+		return *p, len(*p) > 0 // encoding/json sorts the keys
+	case **flow.ClusterSpec:
+		if c := *p; c != nil {
+			return clusterJSON{c.Threshold, c.Fallback}, true
+		}
+		return nil, false
+	case **flow.Reserve:
+		if r := *p; r != nil {
+			return reserveJSON{r.Critical, r.High, r.Normal}, true
+		}
+		return nil, false
+	case *string:
+		return *p, true
+	case *float64:
+		return *p, true
+	case *int:
+		return *p, true
+	case *bool:
+		return *p, true
 	}
-	if res := r.Reserve; res != nil {
-		j.Reserve = &reserveJSON{res.Critical, res.High, res.Normal}
+	panic(fmt.Sprintf("rules: no JSON form for a rule field of type %T", p))
+}
+
+// marshal encodes a plain value as JSON without escaping HTML characters,
+// as Format writes the whole document.
+func marshal(v any) []byte {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		panic("rules: formatting a validated document: " + err.Error()) // only plain types
 	}
-	if r.Algorithm == flow.AlgoConcurrency || r.Algorithm == flow.AlgoAdaptiveConcurrency {
-		j.Window, j.MaxWait = "", "" // they do not apply; the parser refuses them
-	}
-	if r.RefResource != "" {
-		j.MaxWait = "" // never queues; the parser refuses it
-	}
-	if r.Warmup != 0 {
-		j.Warmup = fmtDuration(r.Warmup)
-	}
-	if r.IdleTTL != 0 {
-		j.IdleTTL = fmtDuration(r.IdleTTL)
-	}
-	if c := r.Cluster; c != nil {
-		j.Cluster = &clusterJSON{c.Threshold, c.Fallback}
-	}
-	return j
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
 }
 
 // Version identifies the document's content: the hex SHA-256 of its
