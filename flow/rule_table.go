@@ -63,10 +63,10 @@ var ruleFields = []RuleField{
 		not: []notFor{notForLists}, def: DefaultMaxKeys, check: checkMaxKeys},
 	{Name: "idleTTL", Kind: KindDuration, ptr: func(r *Rule) any { return &r.IdleTTL }, algos: allAlgos &^ lists, levels: keyLevels,
 		not: []notFor{notForLists}, def: DefaultIdleTTL, check: checkIdleTTL},
+	// adaptive_concurrency takes adaptive only as false (Format writes it).
 	{Name: "adaptive", Kind: KindBool, ptr: func(r *Rule) any { return &r.Adaptive },
-		algos: allAlgos &^ lists &^ breakerOnly &^ adaptOnly, levels: allLevels,
-		not:    []notFor{notForLists, notForCB, {adaptOnly, "does not apply to adaptive_concurrency (its limit adapts by itself)"}},
-		always: true},
+		algos: allAlgos &^ lists &^ breakerOnly, levels: allLevels, not: []notFor{notForLists, notForCB},
+		always: true, check: checkAdaptive},
 	{Name: "cluster", Kind: KindObject, ptr: func(r *Rule) any { return &r.Cluster }, algos: allAlgos &^ notClustered, levels: allLevels,
 		not: clusterNot, unless: clusterUnless, complete: fillCluster, check: checkCluster},
 	{Name: "strategy", Kind: KindEnum, ptr: func(r *Rule) any { return &r.Strategy }, algos: breakerOnly, levels: allLevels,
@@ -237,6 +237,12 @@ func checkMaxKeys(r *Rule, bad badFunc) {
 func checkIdleTTL(r *Rule, bad badFunc) {
 	if r.IdleTTL < 0 {
 		bad("idleTTL", "must be >= 0, not %v", r.IdleTTL)
+	}
+}
+
+func checkAdaptive(r *Rule, bad badFunc) {
+	if r.Adaptive && r.Algorithm == AlgoAdaptiveConcurrency {
+		bad("adaptive", "does not apply to adaptive_concurrency (its limit adapts by itself)")
 	}
 }
 
