@@ -174,3 +174,10 @@ func fmtDuration(d time.Duration) string {
 	}
 	return s
 }
+
+// RuleJSON returns r as a rules document writes a rule: the fields of
+// flow's table (flow.RuleFields) in its order, those the document may give
+// on such a rule that are set, durations in their shortest form. Format
+// writes each rule so, defaults filled; a converter (rules/sentinel) writes
+// its rules so, without them, and parses the result.
+func RuleJSON(r flow.Rule) json.RawMessage { return formatRule(r) }
