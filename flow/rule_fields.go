@@ -124,36 +124,54 @@ func RuleFields() []RuleField { return append([]RuleField(nil), ruleFields...) }
 // *map[string]float64, **ClusterSpec or **Reserve.
 func (f *RuleField) Ptr(r *Rule) any { return f.ptr(r) }
 
-// NotFor says why a rule like r (its algorithm, level and the fields that
-// rule this one out) does not take the field, "" when it does. A rule that
-// does not take a field must leave it zero.
+// Takes reports whether a rule like r (its algorithm, its level, and the
+// fields that rule this one out) takes the field. A rule that does not
+// take a field must leave it zero.
+func (f *RuleField) Takes(r *Rule) bool {
+	return f.algos.has(r.Algorithm) && f.levels.has(r.Level) && (f.unless == nil || f.unless(r) == "")
+}
+
+// NotFor says why a rule like r does not take the field, "" when it does.
 func (f *RuleField) NotFor(r *Rule) string {
-	if !f.algos.has(r.Algorithm) {
+	switch {
+	case f.Takes(r):
+		return ""
+	case !f.algos.has(r.Algorithm):
 		for _, n := range f.not {
 			if n.algos.has(r.Algorithm) {
 				return sprintf(n.msg, r.Algorithm)
 			}
 		}
 		return "only for " + f.algos.names() + " rules"
-	}
-	if !f.levels.has(r.Level) {
-		if f.levels == 1<<LevelParam {
+	case !f.levels.has(r.Level):
+		switch f.levels {
+		case 1 << LevelParam:
 			return "only for param level rules"
-		}
-		if f.levels == 1<<LevelGlobal {
+		case 1 << LevelGlobal:
 			return "only for global level rules"
 		}
 		return "only for user, ip and param levels"
 	}
-	if f.unless != nil {
-		return f.unless(r)
+	return f.unless(r)
+}
+
+// InDocument reports whether a rules document may give the field on a rule
+// like r: the rule takes it, and does not hold it only at its default (as
+// a concurrency rule holds its window).
+func (f *RuleField) InDocument(r *Rule) bool {
+	if !f.Takes(r) {
+		return false
 	}
-	return ""
+	for _, n := range f.implied {
+		if n.algos.has(r.Algorithm) {
+			return false
+		}
+	}
+	return true
 }
 
 // NotInDocument says why a rules document may not give the field on a rule
-// like r, "" when it may: NotFor, or a field such a rule holds only at its
-// default (a concurrency rule's window).
+// like r, "" when it may (InDocument).
 func (f *RuleField) NotInDocument(r *Rule) string {
 	if msg := f.NotFor(r); msg != "" {
 		return msg
@@ -168,7 +186,7 @@ func (f *RuleField) NotInDocument(r *Rule) string {
 
 // Required reports whether a rules document must give the field on a rule
 // like r.
-func (f *RuleField) Required(r *Rule) bool { return f.required && f.NotInDocument(r) == "" }
+func (f *RuleField) Required(r *Rule) bool { return f.required && f.InDocument(r) }
 
 // HasDefault reports whether a zero value of the field stands for a default
 // (WithDefaults fills it in), so that a document giving it as zero is a
@@ -182,7 +200,7 @@ func (f *RuleField) Default() any { return f.def }
 // Written reports whether Format writes the field of r: the document may
 // give it and it is set (or, like maxWait, zero is a setting).
 func (f *RuleField) Written(r *Rule) bool {
-	return f.NotInDocument(r) == "" && (f.always || !f.IsZero(r))
+	return f.InDocument(r) && (f.always || !f.IsZero(r))
 }
 
 // IsZero reports whether the field of r is its zero value (nil for lists,

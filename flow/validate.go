@@ -53,7 +53,7 @@ func (r Rule) WithDefaults() Rule {
 		r.Reserve = &res
 	}
 	for i := range ruleFields {
-		if f := &ruleFields[i]; f.NotFor(&r) == "" {
+		if f := &ruleFields[i]; f.Takes(&r) {
 			f.setDefault(&r)
 		}
 	}
@@ -84,12 +84,12 @@ func (r Rule) Validate() error {
 		return errors.Join(errs...)
 	}
 	for i := range ruleFields {
-		f := &ruleFields[i]
-		if msg := f.NotFor(&r); msg != "" {
+		switch f := &ruleFields[i]; {
+		case !f.Takes(&r):
 			if !f.IsZero(&r) {
-				bad(f.Name, "%s", msg)
+				bad(f.Name, "%s", f.NotFor(&r))
 			}
-		} else if f.check != nil {
+		case f.check != nil:
 			f.check(&r, bad)
 		}
 	}

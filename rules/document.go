@@ -116,10 +116,10 @@ var (
 		}
 		return out
 	}()
-	fieldOf = func() map[string]*flow.RuleField {
-		m := make(map[string]*flow.RuleField, len(ruleFields))
+	fieldOf = func() map[string]int {
+		m := make(map[string]int, len(ruleFields))
 		for i := range ruleFields {
-			m[ruleFields[i].Name] = &ruleFields[i]
+			m[ruleFields[i].Name] = i
 		}
 		return m
 	}()
@@ -165,18 +165,20 @@ func readRules(p *problems, arr *node) []flow.Rule {
 // engine checks would be noise after the problems already reported.
 func readRule(p *problems, i int, n *node) (r flow.Rule, skip []string) {
 	o := &object{p: p, index: i, id: ruleID(n)}
-	read := make(map[string]bool) // fields whose value was read without a problem
+	var read uint64 // bit j: ruleFields[j]'s value was read without a problem
 	if !o.walk(n, "", ruleKeys, func(key string, v *node) {
-		read[key] = o.field(fieldOf[key], &r, v)
+		if j := fieldOf[key]; o.field(&ruleFields[j], &r, v) {
+			read |= 1 << j
+		}
 	}) {
 		return r, nil
 	}
-	for _, f := range ruleFields {
-		if f.Required(&r) && !o.given[f.Name] {
+	for j := range ruleFields {
+		if f := &ruleFields[j]; f.Required(&r) && !o.given[f.Name] {
 			o.fail(f.Name, "required")
 		}
 	}
-	if !read["algorithm"] || o.given["level"] && !read["level"] {
+	if read&(1<<fieldOf["algorithm"]) == 0 || o.given["level"] && read&(1<<fieldOf["level"]) == 0 {
 		// Which fields apply depends on the algorithm and level: when those
 		// are wrong, the engine's "only for ..." checks would only add noise.
 		for _, f := range ruleFields {
@@ -186,15 +188,16 @@ func readRule(p *problems, i int, n *node) (r flow.Rule, skip []string) {
 		}
 		return r, skip
 	}
-	for _, f := range ruleFields {
-		if !o.given[f.Name] || !read[f.Name] {
-			continue
+	for j := range ruleFields {
+		f := &ruleFields[j]
+		if read&(1<<j) == 0 {
+			continue // not given, or already reported
 		}
 		// Strict: a field the rule does not take is an error even when
 		// zero (the engine sees only non-zero values); a field given as
 		// zero would silently turn into its default, so say so instead.
-		if msg := f.NotInDocument(&r); msg != "" {
-			o.fail(f.Name, "%s", msg)
+		if !f.InDocument(&r) {
+			o.fail(f.Name, "%s", f.NotInDocument(&r))
 		} else if f.HasDefault() && f.IsZero(&r) {
 			o.fail(f.Name, "must be > 0 (leave it out for the default)")
 		}

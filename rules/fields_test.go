@@ -61,3 +61,24 @@ func TestSchemaRuleFieldsAreTheTable(t *testing.T) {
 		t.Errorf("schema.json's rule fields:\n %v\nflow's table:\n %v", inSchema, inTable)
 	}
 }
+
+// TestAppendFloatIsJSON: Format writes numbers itself; they must read as
+// encoding/json writes them, so Version does not change with the writer.
+func TestAppendFloatIsJSON(t *testing.T) {
+	for _, f := range []float64{0, 1, -1, 0.5, 0.49999999, 1.5, 1e-6, 9.99e-7, 1e-7, 1.5e-10, 1e15, 1e20, 1e21, 123456789.125, 3e300} {
+		want, err := json.Marshal(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := string(appendFloat(nil, f)); got != string(want) {
+			t.Errorf("appendFloat(%v) = %s, want %s", f, got, want)
+		}
+	}
+}
+
+// TestRuleFieldsFitReadBits: readRule keeps one bit per field in a uint64.
+func TestRuleFieldsFitReadBits(t *testing.T) {
+	if n := len(flow.RuleFields()); n > 64 {
+		t.Fatalf("%d rule fields; readRule's read set holds 64", n)
+	}
+}

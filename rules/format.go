@@ -6,6 +6,8 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"math"
+	"strconv"
 	"strings"
 	"time"
 
@@ -58,8 +60,9 @@ type (
 // result gives an equal Document.
 func (d *Document) Format() []byte {
 	out := docJSON{Schema: d.Schema, Shadow: d.Shadow, Rules: make([]json.RawMessage, 0, len(d.rules))}
+	w := newRuleWriter()
 	for _, r := range d.rules {
-		out.Rules = append(out.Rules, formatRule(r))
+		out.Rules = append(out.Rules, w.rule(r))
 	}
 	if a := d.Adaptive; a != nil {
 		out.Adaptive = &adaptiveJSON{a.CPUTarget, a.BandLow, a.BandHigh, a.MinFactor, fmtDuration(a.Period), string(a.CPUSource), a.SystemGuard.CPU}
@@ -79,79 +82,130 @@ func (d *Document) Format() []byte {
 	return buf.Bytes()
 }
 
-// formatRule writes r, defaults filled, as a JSON object: the fields of
-// the table (flow.RuleFields) in its order, each that the document may give
-// on such a rule and that is set (or, like maxWait, whose zero is a
-// setting), durations in their shortest form.
-func formatRule(r flow.Rule) json.RawMessage {
-	var b bytes.Buffer
-	b.WriteByte('{')
+// ruleWriter writes rules as JSON objects into one buffer, with one
+// encoder that does not escape HTML characters (as Format writes the whole
+// document), so that writing a large document does not allocate per field.
+type ruleWriter struct {
+	buf bytes.Buffer
+	enc *json.Encoder
+}
+
+func newRuleWriter() *ruleWriter {
+	w := &ruleWriter{}
+	w.enc = json.NewEncoder(&w.buf)
+	w.enc.SetEscapeHTML(false)
+	return w
+}
+
+// rule writes r: the fields of the table (flow.RuleFields) in its order,
+// each that the document may give on such a rule and that is set (or,
+// like maxWait, whose zero is a setting), durations in their shortest
+// form. The result stays valid while w writes more rules.
+func (w *ruleWriter) rule(r flow.Rule) json.RawMessage {
+	start := w.buf.Len()
+	w.buf.WriteByte('{')
 	for i := range ruleFields {
 		f := &ruleFields[i]
-		v, ok := fieldValue(f.Ptr(&r))
-		if !ok || !f.Written(&r) {
+		if !f.Written(&r) || empty(f.Ptr(&r)) {
 			continue
 		}
-		if b.Len() > 1 {
-			b.WriteByte(',')
+		if w.buf.Len() > start+1 {
+			w.buf.WriteByte(',')
 		}
-		b.Write(marshal(f.Name))
-		b.WriteByte(':')
-		b.Write(marshal(v))
+		w.plain(f.Name)
+		w.buf.WriteByte(':')
+		w.field(f.Ptr(&r))
 	}
-	b.WriteByte('}')
-	return b.Bytes()
+	w.buf.WriteByte('}')
+	return w.buf.Bytes()[start:w.buf.Len():w.buf.Len()]
 }
 
-// fieldValue is the JSON value of a rule field given by its pointer
-// (flow.RuleField.Ptr); false for an empty list or map, which the
-// document leaves out.
-func fieldValue(p any) (any, bool) {
+// empty reports an empty list or map, which the document leaves out.
+func empty(p any) bool {
 	switch p := p.(type) {
-	case *time.Duration:
-		return fmtDuration(*p), true
-	case *flow.Level:
-		return p.String(), true
-	case *flow.Algorithm:
-		return p.String(), true
-	case *flow.BreakerStrategy:
-		return p.String(), true
 	case *[]string:
-		return *p, len(*p) > 0
+		return len(*p) == 0
 	case *map[string]float64:
-		return *p, len(*p) > 0 // encoding/json sorts the keys
-	case **flow.ClusterSpec:
-		if c := *p; c != nil {
-			return clusterJSON{c.Threshold, c.Fallback}, true
-		}
-		return nil, false
-	case **flow.Reserve:
-		if r := *p; r != nil {
-			return reserveJSON{r.Critical, r.High, r.Normal}, true
-		}
-		return nil, false
-	case *string:
-		return *p, true
-	case *float64:
-		return *p, true
-	case *int:
-		return *p, true
-	case *bool:
-		return *p, true
+		return len(*p) == 0
 	}
-	panic(fmt.Sprintf("rules: no JSON form for a rule field of type %T", p))
+	return false
 }
 
-// marshal encodes a plain value as JSON without escaping HTML characters,
-// as Format writes the whole document.
-func marshal(v any) []byte {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
+// field writes the value of a rule field given by its pointer
+// (flow.RuleField.Ptr). Numbers are written as encoding/json writes them.
+func (w *ruleWriter) field(p any) {
+	b := w.buf.AvailableBuffer()
+	switch p := p.(type) {
+	case *float64:
+		w.buf.Write(appendFloat(b, *p))
+	case *int:
+		w.buf.Write(strconv.AppendInt(b, int64(*p), 10))
+	case *bool:
+		w.buf.Write(strconv.AppendBool(b, *p))
+	case *time.Duration:
+		w.plain(fmtDuration(*p))
+	case *flow.Level:
+		w.plain(p.String())
+	case *flow.Algorithm:
+		w.plain(p.String())
+	case *flow.BreakerStrategy:
+		w.plain(p.String())
+	case **flow.ClusterSpec:
+		w.value(clusterJSON{(*p).Threshold, (*p).Fallback})
+	case **flow.Reserve:
+		w.value(reserveJSON{(*p).Critical, (*p).High, (*p).Normal})
+	case *string:
+		w.str(*p)
+	case *[]string:
+		w.value(*p)
+	case *map[string]float64:
+		w.value(*p) // encoding/json sorts the keys
+	default:
+		panic(fmt.Sprintf("rules: no JSON form for a rule field of type %T", p))
+	}
+}
+
+// plain writes a string that needs no escaping (names, durations).
+func (w *ruleWriter) plain(s string) {
+	w.buf.WriteByte('"')
+	w.buf.WriteString(s)
+	w.buf.WriteByte('"')
+}
+
+// str writes a string as encoding/json does: plain when it has nothing to
+// escape, else through the encoder.
+func (w *ruleWriter) str(s string) {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c == '"' || c == '\\' || c >= 0x80 {
+			w.value(s)
+			return
+		}
+	}
+	w.plain(s)
+}
+
+// value writes v with the encoder, without its newline.
+func (w *ruleWriter) value(v any) {
+	if err := w.enc.Encode(v); err != nil {
 		panic("rules: formatting a validated document: " + err.Error()) // only plain types
 	}
-	return bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
+	w.buf.Truncate(w.buf.Len() - 1)
+}
+
+// appendFloat appends f as encoding/json writes a float64: the shortest
+// decimal, in exponent form below 1e-6 and from 1e21, with a one-digit
+// negative exponent written without its leading zero (1e-7, not 1e-07).
+func appendFloat(b []byte, f float64) []byte {
+	format := byte('f')
+	if a := math.Abs(f); a != 0 && (a < 1e-6 || a >= 1e21) {
+		format = 'e'
+	}
+	b = strconv.AppendFloat(b, f, format, -1, 64)
+	if n := len(b); format == 'e' && n >= 4 && b[n-4] == 'e' && b[n-3] == '-' && b[n-2] == '0' {
+		b[n-2] = b[n-1]
+		b = b[:n-1]
+	}
+	return b
 }
 
 // Version identifies the document's content: the hex SHA-256 of its
@@ -180,4 +234,4 @@ func fmtDuration(d time.Duration) string {
 // on such a rule that are set, durations in their shortest form. Format
 // writes each rule so, defaults filled; a converter (rules/sentinel) writes
 // its rules so, without them, and parses the result.
-func RuleJSON(r flow.Rule) json.RawMessage { return formatRule(r) }
+func RuleJSON(r flow.Rule) json.RawMessage { return newRuleWriter().rule(r) }
