@@ -5,13 +5,13 @@ import (
 	"time"
 )
 
-// This file holds the one table of Rule's fields (ruleFields): for each,
-// its name in the rules document, its kind, which algorithms and levels
-// take it and why the others do not, its default and the checks of its
-// value. WithDefaults and Validate walk it; package rules reads, checks and
-// writes documents by it; the Sentinel importer writes rules by it. Adding
-// a field to Rule is adding a row here (TestRuleFieldsCoverRule checks that
-// none is missing).
+// This file holds the shape of the one table of Rule's fields, whose rows
+// are in rule_table.go: for each field, its name in the rules document, its
+// kind, which algorithms and levels take it and why the others do not, its
+// default and the checks of its value. WithDefaults and Validate walk it;
+// package rules reads, checks and writes documents by it, and the Sentinel
+// importer writes rules by it. Adding a field to Rule is adding a row
+// (TestRuleFieldsCoverRule fails for a field without one).
 
 // FieldKind is how a rule field is written in the rules document.
 type FieldKind uint8
@@ -51,12 +51,16 @@ type RuleField struct {
 	// Kind is how the document writes it.
 	Kind FieldKind
 
-	ptr     func(r *Rule) any // a pointer to the field in r
-	algos   algoSet           // algorithms whose rules take it
-	levels  levelSet          // levels whose rules take it
-	not     []notFor          // why the other algorithms do not; none: "only for <algos> rules"
-	unless  func(r *Rule) string
-	implied []notFor // algorithms whose rules hold only its default: the document may not give it
+	ptr    func(r *Rule) any // a pointer to the field in r
+	algos  algoSet           // algorithms whose rules take it
+	levels levelSet          // levels whose rules take it
+	not    []notFor          // why the other algorithms do not; none: "only for <algos> rules"
+	// unless rules the field out by other fields of the rule (maxWait by
+	// refResource), saying why; nil or "": it does not.
+	unless func(r *Rule) string
+	// implied are the algorithms whose rules hold only the field's
+	// default, so the document may not give it, and why.
+	implied []notFor
 	// required: the document must give it on the rules that take it.
 	required bool
 	// always: written by Format even when zero (a zero maxWait is a setting).
