@@ -1,6 +1,7 @@
 package flow
 
 import (
+	"strconv"
 	"strings"
 	"time"
 )
@@ -70,7 +71,53 @@ type RuleField struct {
 	// complete fills the defaults inside a value that is set (a cluster
 	// spec's threshold and fallback); the field itself has no default.
 	complete func(*Rule)
-	check    func(r *Rule, bad badFunc)
+	// bounds: a value set (zero stands for the default) must lie in them.
+	bounds *bounds
+	check  func(r *Rule, bad badFunc)
+}
+
+// bounds is the range of a number field's values: [lo, hi], or (lo, hi].
+type bounds struct {
+	lo, hi float64
+	loOpen bool
+}
+
+func (b *bounds) hold(v float64) bool { return v <= b.hi && (v > b.lo || v == b.lo && !b.loOpen) }
+
+// String writes the range as problems show it: "[1, 3600]", "(0, 1]".
+func (b *bounds) String() string {
+	open := "["
+	if b.loOpen {
+		open = "("
+	}
+	return open + strconv.FormatFloat(b.lo, 'f', -1, 64) + ", " + strconv.FormatFloat(b.hi, 'f', -1, 64) + "]"
+}
+
+// Bounds returns the range a value of the field must lie in when set,
+// as "[lo, hi]" or "(lo, hi]", or "" when the field has none of its own
+// (its checks may still refuse values, and its kind bounds it).
+func (f *RuleField) Bounds() string {
+	if f.bounds == nil {
+		return ""
+	}
+	return f.bounds.String()
+}
+
+// checkBounds reports a set value of a number field outside its bounds.
+func (f *RuleField) checkBounds(r *Rule, bad badFunc) {
+	var v float64
+	var shown any
+	switch p := f.ptr(r).(type) {
+	case *int:
+		v, shown = float64(*p), *p
+	case *float64:
+		v, shown = *p, *p
+	default:
+		panic("flow: rule field " + f.Name + " has bounds but is not a number")
+	}
+	if v != 0 && !f.bounds.hold(v) { // NaN fails hold
+		bad(f.Name, "must be in %v, not %v", f.bounds, shown)
+	}
 }
 
 // badFunc reports one problem of a field.

@@ -55,7 +55,7 @@ var ruleFields = []RuleField{
 	{Name: "coldFactor", Kind: KindNumber, ptr: func(r *Rule) any { return &r.ColdFactor }, algos: warmAlgos, levels: allLevels,
 		def: DefaultColdFactor, check: checkColdFactor},
 	{Name: "buckets", Kind: KindInt, ptr: func(r *Rule) any { return &r.Buckets }, algos: algos(AlgoSlidingWindow), levels: allLevels,
-		def: DefaultBuckets, check: intIn("buckets", func(r *Rule) int { return r.Buckets }, 1, maxBuckets)},
+		def: DefaultBuckets, bounds: &bounds{lo: 1, hi: maxBuckets}},
 	{Name: "maxWait", Kind: KindDuration, ptr: func(r *Rule) any { return &r.MaxWait },
 		algos: allAlgos &^ lists &^ breakerOnly &^ neverQueues.algos, levels: allLevels,
 		not: []notFor{notForLists, notForCB, neverQueues}, unless: maxWaitUnless, always: true, check: checkMaxWait},
@@ -74,23 +74,23 @@ var ruleFields = []RuleField{
 	{Name: "threshold", Kind: KindNumber, ptr: func(r *Rule) any { return &r.Threshold }, algos: breakerOnly, levels: allLevels,
 		required: true, check: checkThreshold},
 	{Name: "minRequests", Kind: KindInt, ptr: func(r *Rule) any { return &r.MinRequests }, algos: breakerOnly, levels: allLevels,
-		def: DefaultMinRequests, check: intIn("minRequests", func(r *Rule) int { return r.MinRequests }, 1, maxBreakerCount)},
+		def: DefaultMinRequests, bounds: &bounds{lo: 1, hi: maxBreakerCount}},
 	{Name: "openFor", Kind: KindDuration, ptr: func(r *Rule) any { return &r.OpenFor }, algos: breakerOnly, levels: allLevels,
 		required: true, check: checkOpenFor},
 	{Name: "probes", Kind: KindInt, ptr: func(r *Rule) any { return &r.Probes }, algos: breakerOnly, levels: allLevels,
-		def: DefaultProbes, check: intIn("probes", func(r *Rule) int { return r.Probes }, 1, MaxProbes)},
+		def: DefaultProbes, bounds: &bounds{lo: 1, hi: MaxProbes}},
 	{Name: "slowCall", Kind: KindDuration, ptr: func(r *Rule) any { return &r.SlowCall }, algos: breakerOnly, levels: allLevels,
 		unless: slowCallUnless, check: checkSlowCall},
 	{Name: "initialLimit", Kind: KindInt, ptr: func(r *Rule) any { return &r.InitialLimit }, algos: adaptOnly, levels: allLevels,
-		def: DefaultInitialLimit, check: intIn("initialLimit", func(r *Rule) int { return r.InitialLimit }, 1, math.MaxInt32)},
+		def: DefaultInitialLimit, bounds: &bounds{lo: 1, hi: math.MaxInt32}},
 	{Name: "minLimit", Kind: KindInt, ptr: func(r *Rule) any { return &r.MinLimit }, algos: adaptOnly, levels: allLevels,
-		def: DefaultMinLimit, check: intIn("minLimit", func(r *Rule) int { return r.MinLimit }, 1, math.MaxInt32)},
+		def: DefaultMinLimit, bounds: &bounds{lo: 1, hi: math.MaxInt32}},
 	{Name: "maxLimit", Kind: KindInt, ptr: func(r *Rule) any { return &r.MaxLimit }, algos: adaptOnly, levels: allLevels,
-		fill: fillMaxLimit, check: intIn("maxLimit", func(r *Rule) int { return r.MaxLimit }, 1, math.MaxInt32)},
+		fill: fillMaxLimit, bounds: &bounds{lo: 1, hi: math.MaxInt32}},
 	{Name: "tolerance", Kind: KindNumber, ptr: func(r *Rule) any { return &r.Tolerance }, algos: adaptOnly, levels: allLevels,
-		def: DefaultTolerance, check: numIn("tolerance", func(r *Rule) float64 { return r.Tolerance }, 1, 100, "[1, 100]")},
+		def: DefaultTolerance, bounds: &bounds{lo: 1, hi: 100}},
 	{Name: "smoothing", Kind: KindNumber, ptr: func(r *Rule) any { return &r.Smoothing }, algos: adaptOnly, levels: allLevels,
-		def: DefaultSmoothing, check: numIn("smoothing", func(r *Rule) float64 { return r.Smoothing }, 0, 1, "(0, 1]")},
+		def: DefaultSmoothing, bounds: &bounds{lo: 0, hi: 1, loOpen: true}},
 	{Name: "reserve", Kind: KindObject, ptr: func(r *Rule) any { return &r.Reserve },
 		algos: algos(AlgoConcurrency, AlgoAdaptiveConcurrency), levels: allLevels, fill: fillReserve,
 		check: func(r *Rule, bad badFunc) {
@@ -127,26 +127,6 @@ func sprintf(msg string, a Algorithm) string {
 func badIf(bad badFunc, field, msg string) {
 	if msg != "" {
 		bad(field, "%s", msg)
-	}
-}
-
-// intIn checks an integer field that is 0 (its default) or in [lo, hi].
-func intIn(name string, get func(*Rule) int, lo, hi int) func(*Rule, badFunc) {
-	return func(r *Rule, bad badFunc) {
-		if v := get(r); v != 0 && (v < lo || v > hi) {
-			bad(name, "must be in [%d, %d], not %d", lo, hi, v)
-		}
-	}
-}
-
-// numIn checks a number field that is 0 (its default) or in [lo, hi]
-// (written rng; lo is left out when rng opens with "(").
-func numIn(name string, get func(*Rule) float64, lo, hi float64, rng string) func(*Rule, badFunc) {
-	return func(r *Rule, bad badFunc) {
-		v := get(r)
-		if v != 0 && (math.IsNaN(v) || v < lo || v > hi || v == lo && rng[0] == '(') {
-			bad(name, "must be in %s, not %v", rng, v)
-		}
 	}
 }
 

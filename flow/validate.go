@@ -84,12 +84,17 @@ func (r Rule) Validate() error {
 		return errors.Join(errs...)
 	}
 	for i := range ruleFields {
-		switch f := &ruleFields[i]; {
-		case !f.Takes(&r):
+		f := &ruleFields[i]
+		if !f.Takes(&r) {
 			if !f.IsZero(&r) {
 				bad(f.Name, "%s", f.NotFor(&r))
 			}
-		case f.check != nil:
+			continue
+		}
+		if f.bounds != nil {
+			f.checkBounds(&r, bad)
+		}
+		if f.check != nil {
 			f.check(&r, bad)
 		}
 	}
