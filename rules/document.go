@@ -106,7 +106,7 @@ func Parse(data []byte) (*Document, error) {
 
 // ruleFields is flow's table of a rule's fields, in the document's (and
 // fmt's) order: it says how each is read, which rules take it, and which
-// have defaults. ruleKeys are their names, fieldOf finds one by name.
+// have defaults. ruleKeys are their names; fieldOf gives a name's index.
 var (
 	ruleFields = flow.RuleFields()
 	ruleKeys   = func() []string {

@@ -15,7 +15,8 @@ import (
 	"github.com/flowgate/flowgate/flow"
 )
 
-// designDoc is the example document of DESIGN.md.
+// designDoc is a full example document: rules of several kinds and both
+// sections.
 const designDoc = `{
   "rules": [
     {
