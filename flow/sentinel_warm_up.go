@@ -236,15 +236,11 @@ func (w *sentinelWarmUp) remaining(now int64) float64 {
 	return math.Max(0, math.Floor(s.threshold())-float64(s.passes[0]+s.passes[1]))
 }
 
-// validateSentinelWarmUp checks what only sentinel_warm_up requires.
-func (r Rule) validateSentinelWarmUp(bad func(field, format string, args ...any)) {
-	if r.Algorithm != AlgoSentinelWarmUp {
-		return
-	}
-	if d := r.WithDefaults(); d.Window != time.Second {
-		bad("window", "must be 1s for sentinel_warm_up (Sentinel syncs its tokens per second), not %v", d.Window)
-	}
-	if r.Cluster != nil {
-		bad("cluster", "not supported for sentinel_warm_up (the token server keeps no Sentinel warm-up state; Sentinel's own cluster flow checker has no warm-up either)")
+// validateSentinelWarmUp checks the window of a sentinel_warm_up rule
+// (the table of fields, rule_table.go, checks the rest).
+// window is the rule's Window, its default filled.
+func validateSentinelWarmUp(window time.Duration, bad func(field, format string, args ...any)) {
+	if window != time.Second {
+		bad("window", "must be 1s for sentinel_warm_up (Sentinel syncs its tokens per second), not %v", window)
 	}
 }
