@@ -96,7 +96,7 @@ func table(tr []simulate.Point) string {
 func purePolicy(cfg adaptive.Config) simulate.Policy {
 	var st adaptive.State
 	return func(cpu float64, now time.Time) float64 {
-		st = cfg.Next(st, cpu, now)
+		st = st.Next(cfg, cpu, now)
 		return st.Factor
 	}
 }

@@ -15,7 +15,7 @@ import (
 )
 
 // Controller samples the CPU and scales the engine's adaptive rules to keep
-// it near the target (see Config.Next for the rule), and optionally runs the
+// it near the target (see State.Next for the rule), and optionally runs the
 // system guard. Step does one sample and update; Start runs Step every
 // Period on its own goroutine until Close. Its methods are safe for
 // concurrent use.
@@ -207,7 +207,7 @@ func (c *Controller) Step() error {
 		c.st.Decision, c.st.Reason, c.st.At = DecisionSkip, ReasonSkip, now
 		return fmt.Errorf("adaptive: step: %w", err)
 	}
-	c.st = c.cfg.Next(c.st, x, now)
+	c.st = c.st.Next(c.cfg, x, now)
 	c.sample.Store(math.Float64bits(c.st.Sample))
 	c.publish()
 	if c.cfg.SystemGuard.CPU > 0 {

@@ -20,7 +20,7 @@
 //
 // # Controlling
 //
-// The update rule is the pure function Config.Next: an EWMA that rises fast
+// The update rule is the pure function State.Next: an EWMA that rises fast
 // and falls slowly, a hysteresis band around the target inside which the
 // factor holds, multiplicative cuts in proportion to the overshoot (at most
 // MaxCut, CutGap samples apart, never for a single spike), and raises of at

@@ -9,15 +9,15 @@ import (
 	"github.com/flowgate/flowgate/flow"
 )
 
-// Config.Next is the controller's rule as a pure function: feed it samples
+// State.Next is the controller's rule as a pure function: feed it samples
 // and watch the factor.
-func ExampleConfig_Next() {
+func ExampleState_Next() {
 	cfg := adaptive.Defaults()
 	var st adaptive.State
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	for _, cpu := range []float64{0.60, 0.95, 0.95, 0.95, 0.95, 0.80} {
 		now = now.Add(cfg.Period)
-		st = cfg.Next(st, cpu, now)
+		st = st.Next(cfg, cpu, now)
 		fmt.Printf("cpu %.2f smoothed %.3f factor %.3f %s\n", cpu, st.CPU, st.Factor, st.Decision)
 	}
 	// Output:

@@ -68,10 +68,10 @@ type State struct {
 	hist [MaxSettle]float64
 }
 
-// Next returns the state after one CPU sample x taken at now. It is pure: no
-// clock, no engine, no allocation, so tests drive it sample by sample.
-// c is completed with WithDefaults and is expected to be valid. A NaN sample
-// is skipped, and x is clamped to [0, 1].
+// Next returns the state after one CPU sample x taken at now, under the
+// settings c. It is pure: no clock, no engine, no allocation, so tests drive
+// it sample by sample. c is completed with WithDefaults and is expected to
+// be valid. A NaN sample is skipped, and x is clamped to [0, 1].
 //
 // The rule: smooth with an EWMA that rises fast (AlphaUp) and falls slowly
 // (AlphaDown); inside [BandLow, BandHigh] hold. Above the band, cut the factor
@@ -79,7 +79,7 @@ type State struct {
 // the previous cut, and only when the previous sample was hot too (a single
 // spike cuts nothing). Below the band raise by at most MaxRaise per step
 // toward target/cpu, not within RaiseHold samples of the last cut.
-func (c Config) Next(s State, x float64, now time.Time) State {
+func (s State) Next(c Config, x float64, now time.Time) State {
 	c = c.WithDefaults()
 	s.At = now
 	if math.IsNaN(x) {
@@ -90,16 +90,7 @@ func (c Config) Next(s State, x float64, now time.Time) State {
 	x = clamp(x, 0, 1)
 	settle := min(max(c.Settle, 1), MaxSettle)
 	if s.Samples == 0 {
-		if s.Factor == 0 {
-			s.Factor = 1
-		}
-		s.Factor = clamp(s.Factor, c.MinFactor, 1)
-		for i := range s.hist {
-			s.hist[i] = s.Factor
-		}
-		s.Samples, s.CPU, s.Sample = 1, x, x
-		s.Decision, s.Reason = DecisionHold, ReasonFirst
-		return s
+		return s.first(c, x)
 	}
 	prev := s.Sample
 	alpha := c.AlphaDown
@@ -109,62 +100,92 @@ func (c Config) Next(s State, x float64, now time.Time) State {
 	s.CPU += alpha * (x - s.CPU)
 	s.Sample = x
 	s.Samples++
-	n := s.Samples
 
 	// The factors in force over the last settle samples.
 	hi, lo := s.hist[0], s.hist[0]
 	for _, f := range s.hist[1:settle] {
 		hi, lo = max(hi, f), min(lo, f)
 	}
-
 	f := clamp(s.Factor, c.MinFactor, 1) // the floor may have moved (SetConfig)
 	s.Decision, s.Reason = DecisionHold, ReasonInBand
 	switch {
 	case s.CPU > c.BandHigh:
-		switch {
-		case prev <= c.CPUTarget:
-			s.Reason = ReasonSpike
-		case s.LastCut > 0 && n-s.LastCut < int64(c.CutGap):
-			s.Reason = ReasonCutGap
-		case f <= c.MinFactor:
-			s.Reason = ReasonFloor
-		default:
-			ratio := max(1-c.CutGain*(s.CPU-c.CPUTarget)/s.CPU, 1-c.MaxCut)
-			nf := max(hi*ratio, f*(1-c.MaxCut), c.MinFactor)
-			if nf < f {
-				f = nf
-				s.LastCut = n
-				s.Decision, s.Reason = DecisionCut, ReasonCut
-			} else {
-				s.Reason = ReasonCutSettling
-			}
-		}
+		f = s.cut(c, f, hi, prev)
 	case s.CPU < c.BandLow:
-		switch {
-		case s.LastCut > 0 && n-s.LastCut <= int64(c.RaiseHold):
-			s.Reason = ReasonRaiseHold
-		case f >= 1:
-			s.Reason = ReasonCeiling
-		default:
-			want := 1.0
-			if s.CPU > 0 {
-				want = lo * c.CPUTarget / s.CPU
-			}
-			nf := min(want, f*(1+c.MaxRaise), 1)
-			if nf > f {
-				f = nf
-				s.Decision, s.Reason = DecisionRaise, ReasonRaise
-			} else {
-				s.Reason = ReasonRaiseSettle
-			}
-		}
+		f = s.raise(c, f, lo)
 	}
 	if f != s.Factor {
 		s.Factor = f
 		s.Changed = now
 	}
-	s.hist[n%int64(settle)] = f
+	s.hist[s.Samples%int64(settle)] = f
 	return s
+}
+
+// first takes the first usable sample: the factor (1 for a zero State) is
+// held, and it fills the history.
+func (s State) first(c Config, x float64) State {
+	if s.Factor == 0 {
+		s.Factor = 1
+	}
+	s.Factor = clamp(s.Factor, c.MinFactor, 1)
+	for i := range s.hist {
+		s.hist[i] = s.Factor
+	}
+	s.Samples, s.CPU, s.Sample = 1, x, x
+	s.Decision, s.Reason = DecisionHold, ReasonFirst
+	return s
+}
+
+// cut returns the factor after a step above the band, given the factor f
+// now, the largest factor hi of the settling samples and the previous
+// sample prev, and records the decision in s. A cut is sized against hi:
+// the heat seen now may still be that factor's effect.
+func (s *State) cut(c Config, f, hi, prev float64) float64 {
+	switch {
+	case prev <= c.CPUTarget:
+		s.Reason = ReasonSpike
+	case s.LastCut > 0 && s.Samples-s.LastCut < int64(c.CutGap):
+		s.Reason = ReasonCutGap
+	case f <= c.MinFactor:
+		s.Reason = ReasonFloor
+	default:
+		ratio := max(1-c.CutGain*(s.CPU-c.CPUTarget)/s.CPU, 1-c.MaxCut)
+		nf := max(hi*ratio, f*(1-c.MaxCut), c.MinFactor)
+		if nf >= f {
+			s.Reason = ReasonCutSettling
+			return f
+		}
+		s.LastCut = s.Samples
+		s.Decision, s.Reason = DecisionCut, ReasonCut
+		return nf
+	}
+	return f
+}
+
+// raise returns the factor after a step below the band, given the factor
+// f now and the smallest factor lo of the settling samples, and records the
+// decision in s.
+func (s *State) raise(c Config, f, lo float64) float64 {
+	switch {
+	case s.LastCut > 0 && s.Samples-s.LastCut <= int64(c.RaiseHold):
+		s.Reason = ReasonRaiseHold
+	case f >= 1:
+		s.Reason = ReasonCeiling
+	default:
+		want := 1.0
+		if s.CPU > 0 {
+			want = lo * c.CPUTarget / s.CPU
+		}
+		nf := min(want, f*(1+c.MaxRaise), 1)
+		if nf <= f {
+			s.Reason = ReasonRaiseSettle
+			return f
+		}
+		s.Decision, s.Reason = DecisionRaise, ReasonRaise
+		return nf
+	}
+	return f
 }
 
 func clamp(v, lo, hi float64) float64 { return min(max(v, lo), hi) }

@@ -13,7 +13,7 @@ var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 func feed(cfg Config, st State, samples ...float64) []State {
 	out := make([]State, len(samples))
 	for i, x := range samples {
-		st = cfg.Next(st, x, t0.Add(time.Duration(st.Samples+1)*250*time.Millisecond))
+		st = st.Next(cfg, x, t0.Add(time.Duration(st.Samples+1)*250*time.Millisecond))
 		out[i] = st
 	}
 	return out
@@ -112,7 +112,7 @@ func TestConstantInBandHolds(t *testing.T) {
 			st := State{Factor: start}
 			changes := 0
 			for i := 0; i < n; i++ {
-				next := cfg.Next(st, x, t0.Add(time.Duration(i)*cfg.Period))
+				next := st.Next(cfg, x, t0.Add(time.Duration(i)*cfg.Period))
 				if next.Factor != st.Factor && i > 0 {
 					changes++
 				}
@@ -134,15 +134,15 @@ func TestNextBoundsAndSkips(t *testing.T) {
 	if st.Reason != ReasonFloor && st.Reason != ReasonCutGap {
 		t.Errorf("reason at the floor = %q", st.Reason)
 	}
-	nan := cfg.Next(st, nanValue(), t0)
+	nan := st.Next(cfg, nanValue(), t0)
 	if nan.Decision != DecisionSkip || nan.Skipped != st.Skipped+1 || nan.Factor != st.Factor || nan.CPU != st.CPU {
 		t.Errorf("NaN sample: got %+v, want a counted skip that changes nothing", nan)
 	}
-	raised := Config{MinFactor: 0.5}.Next(st, 0.8, t0)
+	raised := st.Next(Config{MinFactor: 0.5}, 0.8, t0)
 	if raised.Factor != 0.5 {
 		t.Errorf("floor moved to 0.5: factor %.4f, want 0.5", raised.Factor)
 	}
-	hi := cfg.Next(State{}, 7, t0)
+	hi := State{}.Next(cfg, 7, t0)
 	if hi.CPU != 1 || hi.Sample != 1 {
 		t.Errorf("sample 7 stored as cpu %v sample %v, want clamped to 1", hi.CPU, hi.Sample)
 	}
@@ -156,7 +156,7 @@ func BenchmarkNext(b *testing.B) {
 	var st State
 	xs := []float64{0.6, 0.95, 0.95, 0.9, 0.8, 0.5, 0.5, 0.75}
 	for i := 0; b.Loop(); i++ {
-		st = cfg.Next(st, xs[i%len(xs)], t0)
+		st = st.Next(cfg, xs[i%len(xs)], t0)
 	}
 	_ = st
 }

@@ -25,12 +25,12 @@ type resourceRules struct {
 type checkKind uint8
 
 const (
-	checkList        checkKind = iota // an allow or deny rule: takes nothing
-	checkRef                          // a RefResource rule: takes nothing
-	checkBreaker                      // a circuit breaker: a probe, given back on refusal
-	checkLocal                        // a limit decided here: permits, given back on refusal
-	checkCluster                      // a level's cluster rules, asked in one token server request
-	checkClusterRule                  // one cluster rule asked alone (it or its level has items, or it is a param rule)
+	listCheck        checkKind = iota // an allow or deny rule: takes nothing
+	refCheck                          // a RefResource rule: takes nothing
+	breakerCheck                      // a circuit breaker: a probe, given back on refusal
+	localCheck                        // a limit decided here: permits, given back on refusal
+	clusterCheck                      // a level's cluster rules, asked in one token server request
+	clusterRuleCheck                  // one cluster rule asked alone (it or its level has items, or it is a param rule)
 )
 
 // check is one step of a resource's admission. Entry runs a resource's
@@ -50,33 +50,33 @@ const (
 // lets the call go on (see deny).
 type check struct {
 	kind  checkKind
-	cr    *compiledRule // every kind but checkCluster
-	group *clusterGroup // checkCluster
-	level Level         // checkCluster: the level whose key the request carries
+	cr    *compiledRule // every kind but clusterCheck
+	group *clusterGroup // clusterCheck
+	level Level         // clusterCheck: the level whose key the request carries
 }
 
 // run runs one check; false means it refused the call (st.refusal says why).
 func (k *check) run(st *entryState) bool {
 	switch k.kind {
-	case checkLocal:
+	case localCheck:
 		key := st.a.keyFor(&k.cr.rule)
 		if key == "" && k.cr.keyed { // the call gave no key for this level
 			return true
 		}
 		return st.local(k.cr.forKey(key), key)
-	case checkList:
+	case listCheck:
 		return st.list(k.cr)
-	case checkRef:
+	case refCheck:
 		return st.ref(k.cr)
-	case checkBreaker:
+	case breakerCheck:
 		return st.breaker(k.cr)
-	case checkCluster:
+	case clusterCheck:
 		key := st.a.levelKey(k.level)
 		if key == "" && k.level.keyed() {
 			return true
 		}
 		return st.cluster(k.group, k.level, key)
-	case checkClusterRule:
+	case clusterRuleCheck:
 		key := st.a.keyFor(&k.cr.rule)
 		if key == "" && k.cr.keyed {
 			return true
@@ -223,26 +223,26 @@ func (p *resourcePlan) checks() []check {
 		return levelSlot(p.lists[i].rule.Level) < levelSlot(p.lists[j].rule.Level)
 	})
 	for _, cr := range p.lists {
-		ks = append(ks, check{kind: checkList, cr: cr})
+		ks = append(ks, check{kind: listCheck, cr: cr})
 	}
 	for _, cr := range p.refs {
-		ks = append(ks, check{kind: checkRef, cr: cr})
+		ks = append(ks, check{kind: refCheck, cr: cr})
 	}
 	for _, cr := range append(p.keyedBreakers[:len(p.keyedBreakers):len(p.keyedBreakers)], p.globalBreakers...) {
-		ks = append(ks, check{kind: checkBreaker, cr: cr})
+		ks = append(ks, check{kind: breakerCheck, cr: cr})
 	}
 	for i := range p.levels {
 		lr := &p.levels[i]
 		for _, cr := range lr.local {
-			ks = append(ks, check{kind: checkLocal, cr: cr})
+			ks = append(ks, check{kind: localCheck, cr: cr})
 		}
 		for _, g := range [2]*clusterGroup{&lr.cluster, &lr.shadowCluster} {
 			if lr.solo || checkOrder[i] == LevelParam { // each rule with its own key or item
 				for _, cr := range g.crs {
-					ks = append(ks, check{kind: checkClusterRule, cr: cr})
+					ks = append(ks, check{kind: clusterRuleCheck, cr: cr})
 				}
 			} else if len(g.crs) > 0 {
-				ks = append(ks, check{kind: checkCluster, group: g, level: checkOrder[i]})
+				ks = append(ks, check{kind: clusterCheck, group: g, level: checkOrder[i]})
 			}
 		}
 	}

@@ -21,63 +21,16 @@ const (
 	MaxParamName = 128
 )
 
-// keyedProblems checks Param, Items, Values and RefResource: each is
-// required where it applies and an error everywhere else.
-func (r *Rule) keyedProblems() []error {
-	var errs []error
-	bad := func(field, format string, args ...any) {
-		errs = append(errs, fieldProblem(field, format, args...))
+// itemProblems checks a keyed rule's items: their number, and each item's
+// value and limit, in key order so the messages are stable.
+func (r *Rule) itemProblems(bad badFunc) {
+	if r.Items == nil {
+		return
 	}
-	switch {
-	case r.Level == LevelParam && r.Param == "":
-		bad("param", "required for param level rules (the name given to flow.WithParam)")
-	case r.Level != LevelParam && r.Param != "":
-		bad("param", "only for param level rules")
-	case len(r.Param) > MaxParamName || !utf8.ValidString(r.Param) || strings.TrimSpace(r.Param) != r.Param:
-		bad("param", "must be valid UTF-8, at most %d bytes, without surrounding space, not %q", MaxParamName, r.Param)
+	if len(r.Items) > MaxItems {
+		bad("items", "at most %d, not %d", MaxItems, len(r.Items))
+		return
 	}
-	if r.Items != nil {
-		switch {
-		case !r.Level.keyed():
-			bad("items", "only for user, ip and param levels")
-		case r.Algorithm.isList() || r.Algorithm == AlgoCircuitBreaker:
-			bad("items", "not for %v rules", r.Algorithm)
-		case len(r.Items) > MaxItems:
-			bad("items", "at most %d, not %d", MaxItems, len(r.Items))
-		default:
-			errs = append(errs, r.itemProblems()...)
-		}
-	}
-	if r.Algorithm.isList() {
-		errs = append(errs, r.listProblems()...)
-	} else if r.Values != nil {
-		bad("values", "only for allow and deny rules")
-	}
-	if r.RefResource != "" {
-		switch {
-		case r.Algorithm.isList() || r.Algorithm == AlgoCircuitBreaker || r.Algorithm == AlgoConcurrency:
-			bad("refResource", "only for rate rules, not %v", r.Algorithm)
-		case r.Level != LevelGlobal:
-			bad("refResource", "only for global level rules")
-		case r.RefResource == r.Resource:
-			bad("refResource", "must name another resource than %q", r.Resource)
-		case strings.TrimSpace(r.RefResource) == "" || !utf8.ValidString(r.RefResource):
-			bad("refResource", "must be a valid resource name, not %q", r.RefResource)
-		}
-		if r.MaxWait != 0 {
-			bad("maxWait", "not for refResource rules (they decide on traffic that is not theirs to wait for)")
-		}
-		if r.Cluster != nil {
-			bad("cluster", "not for refResource rules: they are decided by each instance")
-		}
-	}
-	return errs
-}
-
-// itemProblems checks each item's value and limit, in key order so the
-// messages are stable.
-func (r *Rule) itemProblems() []error {
-	var errs []error
 	keys := make([]string, 0, len(r.Items))
 	for k := range r.Items {
 		keys = append(keys, k)
@@ -86,29 +39,22 @@ func (r *Rule) itemProblems() []error {
 	for _, k := range keys {
 		field := "items[" + quoteShort(k) + "]"
 		if k == "" || !utf8.ValidString(k) {
-			errs = append(errs, fieldProblem(field, "the value must be a non-empty UTF-8 string"))
+			bad(field, "the value must be a non-empty UTF-8 string")
 			continue
 		}
 		if r.Level == LevelIP {
 			if a, err := netip.ParseAddr(k); err != nil || a.String() != k {
-				errs = append(errs, fieldProblem(field, "must be an IP address in canonical form (items match one address exactly; use a separate rule for a network)"))
+				bad(field, "must be an IP address in canonical form (items match one address exactly; use a separate rule for a network)")
 				continue
 			}
 		}
-		if msg := r.limitProblem(r.Items[k]); msg != "" {
-			errs = append(errs, fieldProblem(field, "%s", msg))
-		}
+		badIf(bad, field, r.limitProblem(r.Items[k]))
 	}
-	return errs
 }
 
-// listProblems checks an allow or deny rule: its values, and that it has
-// none of the fields of a limit.
-func (r *Rule) listProblems() []error {
-	var errs []error
-	bad := func(field, format string, args ...any) {
-		errs = append(errs, fieldProblem(field, format, args...))
-	}
+// listProblems checks an allow or deny rule's level and values (which
+// fields a list may not have is in the table, rule_table.go).
+func (r *Rule) listProblems(bad badFunc) {
 	if !r.Level.keyed() {
 		bad("level", "%v rules need an identity: user, ip or param level, not %v", r.Algorithm, r.Level)
 	}
@@ -118,18 +64,6 @@ func (r *Rule) listProblems() []error {
 	case len(r.Values) > MaxListValues:
 		bad("values", "at most %d, not %d", MaxListValues, len(r.Values))
 	}
-	for _, f := range []struct {
-		name string
-		set  bool
-	}{{"window", r.Window != 0}, {"maxWait", r.MaxWait != 0}, {"maxKeys", r.MaxKeys != 0},
-		{"idleTTL", r.IdleTTL != 0}, {"adaptive", r.Adaptive}} {
-		if f.set {
-			bad(f.name, "not for %v rules", r.Algorithm)
-		}
-	}
-	if r.Cluster != nil {
-		bad("cluster", "not for %v rules: lists are decided by each instance", r.Algorithm)
-	}
 	seen := make(map[string]int, len(r.Values))
 	for i, v := range r.Values {
 		field := fmt.Sprintf("values[%d]", i)
@@ -137,21 +71,20 @@ func (r *Rule) listProblems() []error {
 		if r.Level == LevelIP {
 			p, err := parseListPrefix(v)
 			if err != nil {
-				errs = append(errs, fieldProblem(field, "%q: %v", v, err))
+				bad(field, "%q: %v", v, err)
 				continue
 			}
 			norm = p.String()
 		} else if v == "" || !utf8.ValidString(v) {
-			errs = append(errs, fieldProblem(field, "must be a non-empty UTF-8 string, not %q", v))
+			bad(field, "must be a non-empty UTF-8 string, not %q", v)
 			continue
 		}
 		if j, dup := seen[norm]; dup {
-			errs = append(errs, fieldProblem(field, "%q: duplicate of values[%d]", v, j))
+			bad(field, "%q: duplicate of values[%d]", v, j)
 			continue
 		}
 		seen[norm] = i
 	}
-	return errs
 }
 
 // parseListPrefix reads an ip list value: an address (a prefix of its full

@@ -83,7 +83,10 @@ func (a Algorithm) String() string {
 }
 
 // Rule is one limit on one resource at one level. It mirrors the JSON rule
-// document field for field (see package rules).
+// document field for field (see package rules): the table of fields
+// (RuleFields, rule_table.go) gives each its JSON name, the algorithms and
+// levels that take it, its default and its checks. A new field is a new
+// row there.
 type Rule struct {
 	// ID names the rule in errors, statistics and BlockError; optional,
 	// but unique within a rule set when set.

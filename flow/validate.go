@@ -1,13 +1,13 @@
 package flow
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"math"
 	"strconv"
 	"strings"
 	"time"
-	"unicode/utf8"
 )
 
 // Defaults filled by Rule.WithDefaults.
@@ -41,183 +41,96 @@ const (
 // Buckets 10; circuit_breaker MinRequests 5 and Probes 1; user/ip/param MaxKeys 100000 and
 // IdleTTL 10m (not for lists, which track no keys); a Cluster spec's
 // Threshold "global" and Fallback "local". Fields that do not apply to the
-// rule's algorithm or level stay zero. r is not modified.
+// rule's algorithm or level stay zero (the table of fields, rule_table.go,
+// says which do). r is not modified.
 func (r Rule) WithDefaults() Rule {
-	if r.Window == 0 && r.Algorithm != AlgoAdaptiveConcurrency && !r.Algorithm.isList() {
-		r.Window = DefaultWindow
+	if r.Cluster != nil {
+		c := *r.Cluster
+		r.Cluster = &c
 	}
-	switch r.Algorithm {
-	case AlgoTokenBucket:
-		if r.Burst == 0 {
-			r.Burst = r.Limit
-		}
-	case AlgoWarmUp, AlgoSentinelWarmUp:
-		if r.ColdFactor == 0 {
-			r.ColdFactor = DefaultColdFactor
-		}
-	case AlgoSlidingWindow:
-		if r.Buckets == 0 {
-			r.Buckets = DefaultBuckets
-		}
-	case AlgoCircuitBreaker:
-		if r.MinRequests == 0 {
-			r.MinRequests = DefaultMinRequests
-		}
-		if r.Probes == 0 {
-			r.Probes = DefaultProbes
-		}
-	case AlgoAdaptiveConcurrency:
-		r = r.adaptiveDefaults()
-	}
-	if (r.Algorithm == AlgoConcurrency || r.Algorithm == AlgoAdaptiveConcurrency) && r.Reserve == nil {
-		res := DefaultReserve
-		r.Reserve = &res
-	} else if r.Reserve != nil {
+	if r.Reserve != nil {
 		res := *r.Reserve
 		r.Reserve = &res
 	}
-	if r.Level.keyed() && !r.Algorithm.isList() {
-		if r.MaxKeys == 0 {
-			r.MaxKeys = DefaultMaxKeys
+	for i := range ruleFields {
+		if f := &ruleFields[i]; f.Takes(&r) {
+			f.setDefault(&r)
 		}
-		if r.IdleTTL == 0 {
-			r.IdleTTL = DefaultIdleTTL
-		}
-	}
-	if r.Cluster != nil {
-		c := *r.Cluster
-		if c.Threshold == "" {
-			c.Threshold = "global"
-		}
-		if c.Fallback == "" {
-			c.Fallback = "local"
-		}
-		r.Cluster = &c
 	}
 	return r
 }
 
 // Validate reports every problem of r, joined, each a *RuleError (Index -1)
 // that reads "field: message" with the rule document's field names, e.g.
-// "limit: must be > 0". Zero values that have defaults are valid.
+// "limit: must be > 0". Zero values that have defaults are valid. A field
+// that does not apply to r's algorithm or level must be zero; the table of
+// fields (rule_table.go) says which apply and checks each value.
 func (r Rule) Validate() error {
 	var errs []error
 	bad := func(field, format string, args ...any) {
 		errs = append(errs, fieldProblem(field, format, args...))
 	}
-	switch {
-	case strings.TrimSpace(r.Resource) == "":
-		// A blank name cannot be told apart in logs, metrics or errors.
-		bad("resource", "must not be empty or only white space")
-	case !utf8.ValidString(r.Resource):
-		bad("resource", "must be valid UTF-8, not %q", r.Resource)
-	}
-	if r.Level >= NumLevels || r.Level == LevelSystem {
+	levelOK := r.Level < NumLevels && r.Level != LevelSystem
+	if !levelOK {
 		bad("level", "must be global, user, ip or param, not %v", r.Level)
 	}
 	if r.Algorithm >= numAlgorithms {
 		bad("algorithm", "unknown %v", r.Algorithm)
 	}
-	switch {
-	case r.Algorithm == AlgoAdaptiveConcurrency:
-		if r.Limit != 0 {
-			bad("limit", "does not apply to adaptive_concurrency (it finds its own; see initialLimit)")
-		}
-	case r.Algorithm == AlgoCircuitBreaker:
-		if r.Limit != 0 {
-			bad("limit", "not for circuit_breaker rules (a breaker has threshold, not limit)")
-		}
-	case r.Algorithm.isList():
-		if r.Limit != 0 {
-			bad("limit", "not for %v rules (a list has values, not limit)", r.Algorithm)
-		}
-	default:
-		if msg := r.limitProblem(r.Limit); msg != "" {
-			bad("limit", "%s", msg)
-		}
+	if !levelOK || r.Algorithm >= numAlgorithms {
+		// Which fields apply depends on the algorithm and level: with
+		// either wrong, every other message would be noise.
+		checkResource(&r, bad)
+		return errors.Join(errs...)
 	}
-	if r.Window < 0 {
-		bad("window", "must be >= 0, not %v", r.Window)
-	} else if r.Window != 0 && r.Algorithm == AlgoAdaptiveConcurrency {
-		bad("window", "does not apply to adaptive_concurrency")
+	for i := range ruleFields {
+		f := &ruleFields[i]
+		if !f.Takes(&r) {
+			if !f.IsZero(&r) {
+				bad(f.Name, "%s", f.NotFor(&r))
+			}
+			continue
+		}
+		if f.bounds != nil {
+			f.checkBounds(&r, bad)
+		}
+		if f.check != nil {
+			f.check(&r, bad)
+		}
 	}
 	r.validateAdaptive(bad)
-	if r.Burst != 0 {
-		switch {
-		case r.Algorithm != AlgoTokenBucket && r.Algorithm != AlgoSentinelHotspot:
-			bad("burst", "only for token_bucket and sentinel_hotspot rules")
-		case math.IsNaN(r.Burst) || math.IsInf(r.Burst, 0) || r.Burst < 0:
-			bad("burst", "must be a finite number >= 0, not %v", r.Burst)
-		}
-	}
-	warm := r.Algorithm == AlgoWarmUp || r.Algorithm == AlgoSentinelWarmUp
-	if r.Warmup != 0 && !warm {
-		bad("warmup", "only for warm_up and sentinel_warm_up rules")
-	} else if warm && r.Warmup <= 0 {
-		bad("warmup", "must be > 0 for %v rules, not %v", r.Algorithm, r.Warmup)
-	}
-	if r.ColdFactor != 0 {
-		switch {
-		case !warm:
-			bad("coldFactor", "only for warm_up and sentinel_warm_up rules")
-		case math.IsNaN(r.ColdFactor) || math.IsInf(r.ColdFactor, 0) || r.ColdFactor <= 1:
-			bad("coldFactor", "must be a finite number > 1, not %v", r.ColdFactor)
-		case r.Algorithm == AlgoSentinelWarmUp && (r.ColdFactor != math.Trunc(r.ColdFactor) || r.ColdFactor > math.MaxUint32):
-			bad("coldFactor", "must be a whole number for sentinel_warm_up (Sentinel's is an integer), not %v", r.ColdFactor)
-		}
-	}
-	r.validateSentinelWarmUp(bad)
-	r.validateSentinelHotspot(bad)
-	if r.Buckets != 0 {
-		switch {
-		case r.Algorithm != AlgoSlidingWindow:
-			bad("buckets", "only for sliding_window rules")
-		case r.Buckets < 1 || r.Buckets > maxBuckets:
-			bad("buckets", "must be in [1, %d], not %d", maxBuckets, r.Buckets)
-		}
-	}
-	if d := r.WithDefaults(); d.Algorithm == AlgoSentinelWindow && (d.Window%(2*time.Millisecond) != 0 || d.Window <= 0) {
-		bad("window", "must be a positive multiple of 2ms for sentinel_window (two buckets on Sentinel's millisecond clock), not %v", d.Window)
-	}
-	if r.Cluster != nil && r.Algorithm == AlgoSentinelWindow {
-		bad("cluster", "not supported for sentinel_window (the token server counts sliding_window)")
-	}
-	if d := r.WithDefaults(); d.Algorithm == AlgoSlidingWindow && d.Window > 0 && d.Buckets >= 1 && d.Window < time.Duration(d.Buckets) {
-		bad("window", "must be at least 1ns per bucket (%d buckets), not %v", d.Buckets, d.Window)
-	}
-	if r.MaxWait < 0 {
-		bad("maxWait", "must be >= 0, not %v", r.MaxWait)
-	} else if r.MaxWait > 0 && (r.Algorithm == AlgoConcurrency || r.Algorithm == AlgoAdaptiveConcurrency || r.Algorithm == AlgoSentinelWindow) {
-		bad("maxWait", "not supported for %v rules", r.Algorithm)
-	}
-	keyed := r.Level.keyed()
-	if r.MaxKeys < 0 {
-		bad("maxKeys", "must be >= 0, not %d", r.MaxKeys)
-	} else if r.MaxKeys > MaxKeysLimit {
-		bad("maxKeys", "must be at most %d, not %d", MaxKeysLimit, r.MaxKeys)
-	} else if r.MaxKeys != 0 && !keyed {
-		bad("maxKeys", "only for user, ip and param levels")
-	}
-	if r.IdleTTL < 0 {
-		bad("idleTTL", "must be >= 0, not %v", r.IdleTTL)
-	} else if r.IdleTTL != 0 && !keyed {
-		bad("idleTTL", "only for user, ip and param levels")
-	}
-	if c := r.Cluster; c != nil {
-		switch c.Threshold {
-		case "", "global", "per_instance":
-		default:
-			bad("cluster.threshold", "must be global or per_instance, not %q", c.Threshold)
-		}
-		switch c.Fallback {
-		case "", "local", "allow", "deny":
-		default:
-			bad("cluster.fallback", "must be local, allow or deny, not %q", c.Fallback)
-		}
-	}
-	errs = append(errs, r.breakerProblems()...)
-	errs = append(errs, r.keyedProblems()...)
 	return errors.Join(errs...)
+}
+
+// checkWindow checks a window against what the rule's algorithm can count
+// in it.
+func checkWindow(r *Rule, bad badFunc) {
+	if r.Window < 0 {
+		bad("window", "must be >= 0, not %v", r.Window)
+		return
+	}
+	w := r.Window
+	if w == 0 {
+		w = DefaultWindow
+	}
+	switch r.Algorithm {
+	case AlgoCircuitBreaker:
+		if r.Window != 0 && r.Window < minBreakerWd {
+			bad("window", "must be at least %v for circuit_breaker rules, not %v", minBreakerWd, r.Window)
+		}
+	case AlgoSentinelWindow:
+		if w%(2*time.Millisecond) != 0 {
+			bad("window", "must be a positive multiple of 2ms for sentinel_window (two buckets on Sentinel's millisecond clock), not %v", w)
+		}
+	case AlgoSlidingWindow:
+		if b := cmp.Or(r.Buckets, DefaultBuckets); b >= 1 && w < time.Duration(b) {
+			bad("window", "must be at least 1ns per bucket (%d buckets), not %v", b, w)
+		}
+	case AlgoSentinelWarmUp:
+		validateSentinelWarmUp(w, bad)
+	case AlgoSentinelHotspot:
+		validateSentinelHotspot(w, bad)
+	}
 }
 
 // ValidateRules reports every problem of every rule, and duplicate ids, each

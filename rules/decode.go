@@ -7,6 +7,8 @@ import (
 	"strings"
 	"time"
 	"unicode"
+
+	"github.com/flowgate/flowgate/flow"
 )
 
 // object walks one JSON object of the document: it reports unknown and
@@ -144,10 +146,6 @@ func (o *object) number(key string, v *node) (float64, bool) {
 	return f, true
 }
 
-// maxCount bounds integer fields (buckets, maxKeys, minRequests): larger
-// values are mistakes, and int conversions must not overflow on 32-bit.
-const maxCount = 1 << 30
-
 func (o *object) integer(key string, v *node) (int, bool) {
 	f, ok := o.number(key, v)
 	if !ok {
@@ -157,8 +155,8 @@ func (o *object) integer(key string, v *node) (int, bool) {
 		o.fail(key, "must be a whole number, got %s", v.text)
 		return 0, false
 	}
-	if math.Abs(f) > maxCount {
-		o.fail(key, "%s: out of range (at most %d)", v.text, maxCount)
+	if math.Abs(f) > flow.MaxCount {
+		o.fail(key, "%s: out of range (at most %d)", v.text, flow.MaxCount)
 		return 0, false
 	}
 	return int(f), true

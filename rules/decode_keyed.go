@@ -3,44 +3,7 @@ package rules
 import (
 	"strconv"
 	"strings"
-
-	"github.com/flowgate/flowgate/flow"
 )
-
-// listForbidden are the fields an allow or deny rule must not have: it
-// admits or refuses by identity, with no limit, window or state.
-var listForbidden = []string{"limit", "items", "window", "burst", "warmup", "coldFactor", "buckets",
-	"maxWait", "maxKeys", "idleTTL", "adaptive", "cluster", "refResource",
-	"initialLimit", "minLimit", "maxLimit", "tolerance", "smoothing", "reserve"}
-
-func isList(a flow.Algorithm) bool { return a == flow.AlgoAllow || a == flow.AlgoDeny }
-
-// keyedFieldProblems reports, strictly, the fields of parameters, items,
-// lists and associated resources that are given where they do not apply,
-// even when empty (the engine sees only non-empty values), and returns
-// them so the engine's checks are not repeated.
-func keyedFieldProblems(o *object, r *flow.Rule, algoOK, levelOK bool) (skip []string) {
-	if levelOK && o.given["param"] && r.Level != flow.LevelParam {
-		o.fail("param", "only for param level rules")
-		skip = append(skip, "param")
-	}
-	if levelOK && o.given["items"] && r.Level != flow.LevelUser && r.Level != flow.LevelIP && r.Level != flow.LevelParam {
-		o.fail("items", "only for user, ip and param levels")
-		skip = append(skip, "items")
-	}
-	if algoOK && o.given["values"] && !isList(r.Algorithm) {
-		o.fail("values", "only for allow and deny rules")
-		skip = append(skip, "values")
-	}
-	if o.given["refResource"] {
-		// Strict even for "0s": such a rule never queues.
-		skip = append(skip, notFor(o, []string{"maxWait"}, "not for refResource rules (they decide on traffic that is not theirs to wait for)")...)
-	}
-	if !algoOK || !levelOK {
-		skip = append(skip, "param", "items", "values", "refResource")
-	}
-	return skip
-}
 
 // items reads an object of value: limit pairs.
 func (o *object) items(key string, v *node) map[string]float64 {

@@ -26,6 +26,6 @@
 // (FileSource, and rules/etcdsource in a package of its own so that this one
 // does not import etcd); Diff lists what a new document would change. The
 // "adaptive" and "alerting" sections are read into their owners' types
-// (adaptive.Config, alerting.Section), whose defaults and checks they are;
+// (cpuconfig.Config, alerting.Section), whose defaults and checks they are;
 // Document.ApplySections keeps a controller and an alerter in step.
 package rules

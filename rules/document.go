@@ -3,11 +3,10 @@ package rules
 import (
 	"fmt"
 	"os"
-	"strconv"
 	"strings"
 	"time"
 
-	"github.com/flowgate/flowgate/adaptive"
+	"github.com/flowgate/flowgate/adaptive/cpuconfig"
 	"github.com/flowgate/flowgate/alerting"
 	"github.com/flowgate/flowgate/flow"
 )
@@ -18,9 +17,9 @@ type Document struct {
 	// Schema is the document's "$schema" reference, kept so fmt preserves it.
 	Schema string
 	// Adaptive is the document's "adaptive" section, defaults filled; nil
-	// when absent. Package adaptive owns its settings: apply it with
-	// adaptive.WithConfig or Controller.SetConfig.
-	Adaptive *adaptive.Config
+	// when absent. Package cpuconfig owns its settings; apply them with
+	// adaptive.WithConfig or adaptive.Controller.SetConfig.
+	Adaptive *cpuconfig.Config
 	// Alerting is the document's "alerting" section, defaults filled; nil
 	// when absent. Package alerting owns its settings: apply it with
 	// Section.Options or Alerter.SetConfig.
@@ -105,26 +104,26 @@ func Parse(data []byte) (*Document, error) {
 	return doc, nil
 }
 
-// ruleKeys are a rule's fields in the document's (and fmt's) order.
-var ruleKeys = []string{"id", "resource", "refResource", "level", "param", "algorithm", "values", "limit", "items",
-	"window", "burst", "warmup", "coldFactor", "buckets", "maxWait", "maxKeys", "idleTTL", "adaptive", "cluster",
-	"strategy", "threshold", "minRequests", "openFor", "probes", "slowCall",
-	"initialLimit", "minLimit", "maxLimit", "tolerance", "smoothing", "reserve", "shadow"}
-
-// breakerKeys are the fields only a circuit_breaker rule has; limitKeys
-// those only the other algorithms have.
+// ruleFields is flow's table of a rule's fields, in the document's (and
+// fmt's) order: it says how each is read, which rules take it, and which
+// have defaults. ruleKeys are their names; fieldOf gives a name's index.
 var (
-	breakerKeys = []string{"strategy", "threshold", "minRequests", "openFor", "probes", "slowCall"}
-	limitKeys   = []string{"limit", "burst", "warmup", "coldFactor", "buckets", "maxWait", "adaptive", "cluster"}
+	ruleFields = flow.RuleFields()
+	ruleKeys   = func() []string {
+		out := make([]string, len(ruleFields))
+		for i := range ruleFields {
+			out[i] = ruleFields[i].Name
+		}
+		return out
+	}()
+	fieldOf = func() map[string]int {
+		m := make(map[string]int, len(ruleFields))
+		for i := range ruleFields {
+			m[ruleFields[i].Name] = i
+		}
+		return m
+	}()
 )
-
-// maxDuration bounds every duration of a rule: anything longer than a year
-// is a typo (a missing unit prefix), not a limit anyone means.
-const maxDuration = 366 * 24 * time.Hour
-
-// maxAmount bounds limit and burst: beyond it a float64 no longer counts
-// single permits exactly.
-const maxAmount = 1e15
 
 // readRules reads every rule, then runs flow.ValidateRules over them all.
 // Problems the JSON reading already reported for a field are not repeated
@@ -162,188 +161,125 @@ func readRules(p *problems, arr *node) []flow.Rule {
 	return out
 }
 
-// readRule reads rule i. skip lists fields whose engine checks would be
-// noise after the problems already reported.
+// readRule reads rule i by the table of fields. skip lists fields whose
+// engine checks would be noise after the problems already reported.
 func readRule(p *problems, i int, n *node) (r flow.Rule, skip []string) {
-	o := &object{p: p, index: i}
-	if n.kind == kindObject { // the id first, so every message can name it
-		for _, m := range n.members {
-			if m.key == "id" && m.val.kind == kindString {
-				o.id = m.val.text
-				break
-			}
+	o := &object{p: p, index: i, id: ruleID(n)}
+	var read uint64 // bit j: ruleFields[j]'s value was read without a problem
+	if !o.walk(n, "", ruleKeys, func(key string, v *node) {
+		if j := fieldOf[key]; o.field(&ruleFields[j], &r, v) {
+			read |= 1 << j
 		}
-	}
-	var algoOK, levelOK bool
-	ok := o.walk(n, "", ruleKeys, func(key string, v *node) {
-		switch key {
-		case "id":
-			r.ID, _ = o.str(key, v)
-		case "resource":
-			r.Resource, _ = o.str(key, v)
-		case "level":
-			r.Level, levelOK = enum(o, key, v, levelNames, flow.ParseLevel)
-		case "algorithm":
-			r.Algorithm, algoOK = enum(o, key, v, algorithmNames, flow.ParseAlgorithm)
-		case "limit":
-			r.Limit, _ = o.amount(key, v)
-		case "burst":
-			r.Burst, _ = o.amount(key, v)
-		case "coldFactor":
-			r.ColdFactor, _ = o.number(key, v)
-		case "buckets":
-			r.Buckets, _ = o.integer(key, v)
-		case "maxKeys":
-			r.MaxKeys, _ = o.integer(key, v)
-		case "window":
-			r.Window, _ = o.span(key, v)
-		case "warmup":
-			r.Warmup, _ = o.span(key, v)
-		case "maxWait":
-			r.MaxWait, _ = o.span(key, v)
-		case "idleTTL":
-			r.IdleTTL, _ = o.span(key, v)
-		case "adaptive":
-			r.Adaptive, _ = o.boolean(key, v)
-		case "cluster":
-			r.Cluster = readCluster(p, i, o.id, v)
-		case "strategy":
-			r.Strategy, _ = enum(o, key, v, strategyNames, flow.ParseStrategy)
-		case "threshold":
-			r.Threshold, _ = o.number(key, v)
-		case "minRequests":
-			r.MinRequests, _ = o.integer(key, v)
-		case "probes":
-			r.Probes, _ = o.integer(key, v)
-		case "openFor":
-			r.OpenFor, _ = o.span(key, v)
-		case "slowCall":
-			r.SlowCall, _ = o.span(key, v)
-		case "initialLimit":
-			r.InitialLimit, _ = o.integer(key, v)
-		case "minLimit":
-			r.MinLimit, _ = o.integer(key, v)
-		case "maxLimit":
-			r.MaxLimit, _ = o.integer(key, v)
-		case "tolerance":
-			r.Tolerance, _ = o.number(key, v)
-		case "smoothing":
-			r.Smoothing, _ = o.number(key, v)
-		case "reserve":
-			r.Reserve = readReserve(p, i, o.id, v)
-		case "shadow":
-			r.Shadow, _ = o.boolean(key, v)
-		case "param", "refResource":
-			s, _ := o.str(key, v)
-			if key == "param" {
-				r.Param = s
-			} else {
-				r.RefResource = s
-			}
-		case "items":
-			r.Items = o.items(key, v)
-		case "values":
-			r.Values = o.values(key, v)
-		}
-	})
-	if !ok {
+	}) {
 		return r, nil
 	}
-	if !o.given["level"] {
-		levelOK = true
-	}
-	skip = append(skip, keyedFieldProblems(o, &r, algoOK, levelOK)...)
-	if algoOK && r.Algorithm == flow.AlgoCircuitBreaker {
-		// Strict both ways: a field of the other kind is an error even when
-		// zero (the engine only sees non-zero values).
-		o.required("resource", "strategy", "threshold", "openFor")
-		skip = append(skip, notFor(o, limitKeys, "not for circuit_breaker rules")...)
-	} else if algoOK && isList(r.Algorithm) {
-		o.required("resource", "values")
-		skip = append(skip, notFor(o, listForbidden, "not for allow and deny rules (a list has values, no limit)")...)
-		skip = append(skip, notFor(o, breakerKeys, "only for circuit_breaker rules")...)
-	} else {
-		o.required("resource", "algorithm")
-		if !algoOK || r.Algorithm != flow.AlgoAdaptiveConcurrency {
-			o.required("limit")
-		}
-		if algoOK {
-			skip = append(skip, notFor(o, breakerKeys, "only for circuit_breaker rules")...)
+	for j := range ruleFields {
+		if f := &ruleFields[j]; f.Required(&r) && !o.given[f.Name] {
+			o.fail(f.Name, "required")
 		}
 	}
-	// Which fields apply depends on the algorithm and level; when those are
-	// wrong, the engine's "only for ..." checks would only add noise.
-	if !algoOK {
-		skip = append(skip, "limit", "burst", "warmup", "coldFactor", "buckets", "maxWait")
-		skip = append(skip, breakerKeys...)
-		skip = append(skip, "window", "initialLimit", "minLimit", "maxLimit", "tolerance", "smoothing", "reserve", "adaptive", "cluster")
-	}
-	if !levelOK {
-		skip = append(skip, "maxKeys", "idleTTL")
-	}
-	// A concurrency rule counts calls in flight, not calls per window, and
-	// never queues: a window or maxWait on it would be read and ignored.
-	if algoOK && r.Algorithm == flow.AlgoConcurrency {
-		if o.given["window"] {
-			o.fail("window", "not supported for concurrency rules (limit is the most calls in flight)")
-		}
-		if o.given["maxWait"] {
-			o.fail("maxWait", "not supported for concurrency rules (they never queue)")
-		}
-	}
-	if algoOK && r.Algorithm == flow.AlgoAdaptiveConcurrency {
-		if o.given["window"] {
-			o.fail("window", "does not apply to adaptive_concurrency")
-		}
-		if o.given["maxWait"] {
-			o.fail("maxWait", "not supported for adaptive_concurrency rules (they never queue)")
-		}
-	}
-	// A field explicitly set to zero would silently turn into its default;
-	// say so instead. maxWait "0s" is a real setting (never wait).
-	for _, k := range []string{"window", "burst", "coldFactor", "buckets", "maxKeys", "idleTTL", "minRequests", "probes",
-		"initialLimit", "minLimit", "maxLimit", "tolerance", "smoothing"} {
-		if k == "window" && (r.Algorithm == flow.AlgoConcurrency || r.Algorithm == flow.AlgoAdaptiveConcurrency) {
-			continue // reported above
-		}
-		if o.given[k] && isZero(n, k) {
-			o.fail(k, "must be > 0 (leave it out for the default)")
-		}
-	}
-	return r, skip
-}
-
-// isZero reports whether the key's value in obj is a zero number or duration.
-func isZero(obj *node, key string) bool {
-	for _, m := range obj.members {
-		if m.key == key {
-			switch m.val.kind {
-			case kindNumber:
-				f, err := strconv.ParseFloat(m.val.text, 64)
-				return err == nil && f == 0
-			case kindString:
-				d, msg := parseDuration(m.val.text)
-				return msg == "" && d == 0
+	if read&(1<<fieldOf["algorithm"]) == 0 || o.given["level"] && read&(1<<fieldOf["level"]) == 0 {
+		// Which fields apply depends on the algorithm and level: when those
+		// are wrong, the engine's "only for ..." checks would only add noise.
+		for _, f := range ruleFields {
+			if f.Name != "id" && f.Name != "resource" {
+				skip = append(skip, f.Name)
 			}
 		}
+		return r, skip
 	}
-	return false
+	for j := range ruleFields {
+		f := &ruleFields[j]
+		if read&(1<<j) == 0 {
+			continue // not given, or already reported
+		}
+		// Strict: a field the rule does not take is an error even when
+		// zero (the engine sees only non-zero values); a field given as
+		// zero would silently turn into its default, so say so instead.
+		if !f.InDocument(&r) {
+			o.fail(f.Name, "%s", f.NotInDocument(&r))
+		} else if f.HasDefault() && f.IsZero(&r) {
+			o.fail(f.Name, "must be > 0 (leave it out for the default)")
+		}
+	}
+	return r, nil
 }
 
-// amount reads a limit or burst: a finite number no larger than maxAmount.
+// ruleID is the id of a rule object, read first so that every message can
+// name it; "" when it has none that is a string.
+func ruleID(n *node) string {
+	if n.kind != kindObject {
+		return ""
+	}
+	for _, m := range n.members {
+		if m.key == "id" && m.val.kind == kindString {
+			return m.val.text
+		}
+	}
+	return ""
+}
+
+// field reads the value v of the rule field f into r, by the type of the
+// field, and reports whether it was read without a problem.
+func (o *object) field(f *flow.RuleField, r *flow.Rule, v *node) bool {
+	key := f.Name
+	switch p := f.Ptr(r).(type) {
+	case *string:
+		return put(p)(o.str(key, v))
+	case *float64:
+		if f.Kind == flow.KindAmount {
+			return put(p)(o.amount(key, v))
+		}
+		return put(p)(o.number(key, v))
+	case *int:
+		return put(p)(o.integer(key, v))
+	case *time.Duration:
+		return put(p)(o.span(key, v))
+	case *bool:
+		return put(p)(o.boolean(key, v))
+	case *flow.Level:
+		return put(p)(enum(o, key, v, levelNames, flow.ParseLevel))
+	case *flow.Algorithm:
+		return put(p)(enum(o, key, v, algorithmNames, flow.ParseAlgorithm))
+	case *flow.BreakerStrategy:
+		return put(p)(enum(o, key, v, strategyNames, flow.ParseStrategy))
+	case *[]string:
+		*p = o.values(key, v)
+	case *map[string]float64:
+		*p = o.items(key, v)
+	case **flow.ClusterSpec:
+		*p = readCluster(o.p, o.index, o.id, v)
+	case **flow.Reserve:
+		*p = readReserve(o.p, o.index, o.id, v)
+	default:
+		panic("rules: no reader for rule field " + key)
+	}
+	return true
+}
+
+// put returns a func that stores a reader's value in dst and returns its ok.
+func put[T any](dst *T) func(v T, ok bool) bool {
+	return func(v T, ok bool) bool {
+		*dst = v
+		return ok
+	}
+}
+
+// amount reads a limit or burst: a finite number no larger than
+// flow.MaxAmount.
 func (o *object) amount(key string, v *node) (float64, bool) {
 	f, ok := o.number(key, v)
-	if ok && f > maxAmount {
+	if ok && f > flow.MaxAmount {
 		o.fail(key, "%s: out of range (at most 1e15)", v.text)
 		return 0, false
 	}
 	return f, ok
 }
 
-// span reads a rule duration no longer than maxDuration.
+// span reads a rule duration no longer than flow.MaxDuration.
 func (o *object) span(key string, v *node) (time.Duration, bool) {
 	d, ok := o.duration(key, v)
-	if ok && d > maxDuration {
+	if ok && d > flow.MaxDuration {
 		o.fail(key, "%q: out of range (at most 8784h, a year)", v.text)
 		return 0, false
 	}
@@ -386,19 +322,6 @@ func names[T fmt.Stringer](list []T) []string {
 	out := make([]string, len(list))
 	for i, x := range list {
 		out[i] = x.String()
-	}
-	return out
-}
-
-// notFor reports each of keys that was given, with msg, and returns them
-// (so the engine's own check of the field is not repeated).
-func notFor(o *object, keys []string, msg string) []string {
-	var out []string
-	for _, k := range keys {
-		if o.given[k] {
-			o.fail(k, "%s", msg)
-			out = append(out, k)
-		}
 	}
 	return out
 }

@@ -5,6 +5,9 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
+	"math"
+	"strconv"
 	"strings"
 	"time"
 
@@ -16,49 +19,11 @@ import (
 // durations in their shortest Go form ("1m", not "1m0s").
 type (
 	docJSON struct {
-		Schema   string        `json:"$schema,omitempty"`
-		Shadow   bool          `json:"shadow,omitempty"`
-		Rules    []ruleJSON    `json:"rules"`
-		Adaptive *adaptiveJSON `json:"adaptive,omitempty"`
-		Alerting *alertingJSON `json:"alerting,omitempty"`
-	}
-	ruleJSON struct {
-		ID          string             `json:"id,omitempty"`
-		Resource    string             `json:"resource"`
-		RefResource string             `json:"refResource,omitempty"`
-		Level       string             `json:"level"`
-		Param       string             `json:"param,omitempty"`
-		Algorithm   string             `json:"algorithm"`
-		Values      []string           `json:"values,omitempty"` // allow and deny only
-		Limit       float64            `json:"limit,omitempty"`  // not for circuit_breaker, adaptive_concurrency, allow, deny
-		Items       map[string]float64 `json:"items,omitempty"`  // encoding/json sorts the keys
-		Window      string             `json:"window,omitempty"` // not for concurrency, adaptive_concurrency, allow, deny
-		Burst       float64            `json:"burst,omitempty"`
-		Warmup      string             `json:"warmup,omitempty"`
-		ColdFactor  float64            `json:"coldFactor,omitempty"`
-		Buckets     int                `json:"buckets,omitempty"`
-		MaxWait     string             `json:"maxWait,omitempty"` // not for concurrency or circuit_breaker
-		MaxKeys     int                `json:"maxKeys,omitempty"`
-		IdleTTL     string             `json:"idleTTL,omitempty"`
-		Adaptive    *bool              `json:"adaptive,omitempty"`
-		Cluster     *clusterJSON       `json:"cluster,omitempty"`
-		// circuit_breaker only
-		Strategy    string  `json:"strategy,omitempty"`
-		Threshold   float64 `json:"threshold,omitempty"`
-		MinRequests int     `json:"minRequests,omitempty"`
-		OpenFor     string  `json:"openFor,omitempty"`
-		Probes      int     `json:"probes,omitempty"`
-		SlowCall    string  `json:"slowCall,omitempty"`
-		// adaptive_concurrency
-		InitialLimit int     `json:"initialLimit,omitempty"`
-		MinLimit     int     `json:"minLimit,omitempty"`
-		MaxLimit     int     `json:"maxLimit,omitempty"`
-		Tolerance    float64 `json:"tolerance,omitempty"`
-		Smoothing    float64 `json:"smoothing,omitempty"`
-		// concurrency and adaptive_concurrency
-		Reserve *reserveJSON `json:"reserve,omitempty"`
-		// any algorithm; written only when true
-		Shadow bool `json:"shadow,omitempty"`
+		Schema   string            `json:"$schema,omitempty"`
+		Shadow   bool              `json:"shadow,omitempty"`
+		Rules    []json.RawMessage `json:"rules"`
+		Adaptive *adaptiveJSON     `json:"adaptive,omitempty"`
+		Alerting *alertingJSON     `json:"alerting,omitempty"`
 	}
 	reserveJSON struct {
 		Critical float64 `json:"critical"`
@@ -94,9 +59,10 @@ type (
 // defaults filled in, two-space indentation, a final newline. Parsing the
 // result gives an equal Document.
 func (d *Document) Format() []byte {
-	out := docJSON{Schema: d.Schema, Shadow: d.Shadow, Rules: make([]ruleJSON, 0, len(d.rules))}
+	out := docJSON{Schema: d.Schema, Shadow: d.Shadow, Rules: make([]json.RawMessage, 0, len(d.rules))}
+	w := newRuleWriter()
 	for _, r := range d.rules {
-		out.Rules = append(out.Rules, formatRule(r))
+		out.Rules = append(out.Rules, w.rule(r))
 	}
 	if a := d.Adaptive; a != nil {
 		out.Adaptive = &adaptiveJSON{a.CPUTarget, a.BandLow, a.BandHigh, a.MinFactor, fmtDuration(a.Period), string(a.CPUSource), a.SystemGuard.CPU}
@@ -116,51 +82,130 @@ func (d *Document) Format() []byte {
 	return buf.Bytes()
 }
 
-func formatRule(r flow.Rule) ruleJSON {
-	j := ruleJSON{
-		ID: r.ID, Resource: r.Resource, RefResource: r.RefResource, Level: r.Level.String(), Param: r.Param,
-		Algorithm: r.Algorithm.String(), Values: r.Values, Items: r.Items,
-		Limit: r.Limit, Burst: r.Burst, ColdFactor: r.ColdFactor,
-		Buckets: r.Buckets, MaxKeys: r.MaxKeys,
-		InitialLimit: r.InitialLimit, MinLimit: r.MinLimit, MaxLimit: r.MaxLimit,
-		Tolerance: r.Tolerance, Smoothing: r.Smoothing, Shadow: r.Shadow,
-	}
-	if isList(r.Algorithm) {
-		j.Window = "" // a list has no window, limit or wait; the parser refuses them
-		return j
-	}
-	if r.Algorithm == flow.AlgoCircuitBreaker {
-		j.Strategy, j.Threshold, j.MinRequests, j.Probes = r.Strategy.String(), r.Threshold, r.MinRequests, r.Probes
-		j.OpenFor = fmtDuration(r.OpenFor)
-		if r.SlowCall != 0 {
-			j.SlowCall = fmtDuration(r.SlowCall)
+// ruleWriter writes rules as JSON objects into one buffer, with one
+// encoder that does not escape HTML characters (as Format writes the whole
+// document), so that writing a large document does not allocate per field.
+type ruleWriter struct {
+	buf bytes.Buffer
+	enc *json.Encoder
+}
+
+func newRuleWriter() *ruleWriter {
+	w := &ruleWriter{}
+	w.enc = json.NewEncoder(&w.buf)
+	w.enc.SetEscapeHTML(false)
+	return w
+}
+
+// rule writes r: the fields of the table (flow.RuleFields) in its order,
+// each that the document may give on such a rule and that is set (or,
+// like maxWait, whose zero is a setting), durations in their shortest
+// form. The result stays valid while w writes more rules.
+func (w *ruleWriter) rule(r flow.Rule) json.RawMessage {
+	start := w.buf.Len()
+	w.buf.WriteByte('{')
+	for i := range ruleFields {
+		f := &ruleFields[i]
+		if !f.Written(&r) || empty(f.Ptr(&r)) {
+			continue
 		}
-	} else {
-		adaptive := r.Adaptive
-		j.MaxWait, j.Adaptive = fmtDuration(r.MaxWait), &adaptive
+		if w.buf.Len() > start+1 {
+			w.buf.WriteByte(',')
+		}
+		w.plain(f.Name)
+		w.buf.WriteByte(':')
+		w.field(f.Ptr(&r))
 	}
-	if r.Window != 0 {
-		j.Window = fmtDuration(r.Window)
+	w.buf.WriteByte('}')
+	return w.buf.Bytes()[start:w.buf.Len():w.buf.Len()]
+}
+
+// empty reports an empty list or map, which the document leaves out.
+func empty(p any) bool {
+	switch p := p.(type) {
+	case *[]string:
+		return len(*p) == 0
+	case *map[string]float64:
+		return len(*p) == 0
 	}
-	if res := r.Reserve; res != nil {
-		j.Reserve = &reserveJSON{res.Critical, res.High, res.Normal}
+	return false
+}
+
+// field writes the value of a rule field given by its pointer
+// (flow.RuleField.Ptr). Numbers are written as encoding/json writes them.
+func (w *ruleWriter) field(p any) {
+	b := w.buf.AvailableBuffer()
+	switch p := p.(type) {
+	case *float64:
+		w.buf.Write(appendFloat(b, *p))
+	case *int:
+		w.buf.Write(strconv.AppendInt(b, int64(*p), 10))
+	case *bool:
+		w.buf.Write(strconv.AppendBool(b, *p))
+	case *time.Duration:
+		w.plain(fmtDuration(*p))
+	case *flow.Level:
+		w.plain(p.String())
+	case *flow.Algorithm:
+		w.plain(p.String())
+	case *flow.BreakerStrategy:
+		w.plain(p.String())
+	case **flow.ClusterSpec:
+		w.value(clusterJSON{(*p).Threshold, (*p).Fallback})
+	case **flow.Reserve:
+		w.value(reserveJSON{(*p).Critical, (*p).High, (*p).Normal})
+	case *string:
+		w.str(*p)
+	case *[]string:
+		w.value(*p)
+	case *map[string]float64:
+		w.value(*p) // encoding/json sorts the keys
+	default:
+		panic(fmt.Sprintf("rules: no JSON form for a rule field of type %T", p))
 	}
-	if r.Algorithm == flow.AlgoConcurrency || r.Algorithm == flow.AlgoAdaptiveConcurrency {
-		j.Window, j.MaxWait = "", "" // they do not apply; the parser refuses them
+}
+
+// plain writes a string that needs no escaping (names, durations).
+func (w *ruleWriter) plain(s string) {
+	w.buf.WriteByte('"')
+	w.buf.WriteString(s)
+	w.buf.WriteByte('"')
+}
+
+// str writes a string as encoding/json does: plain when it has nothing to
+// escape, else through the encoder.
+func (w *ruleWriter) str(s string) {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c == '"' || c == '\\' || c >= 0x80 {
+			w.value(s)
+			return
+		}
 	}
-	if r.RefResource != "" {
-		j.MaxWait = "" // never queues; the parser refuses it
+	w.plain(s)
+}
+
+// value writes v with the encoder, without its newline.
+func (w *ruleWriter) value(v any) {
+	if err := w.enc.Encode(v); err != nil {
+		panic("rules: formatting a validated document: " + err.Error()) // only plain types
 	}
-	if r.Warmup != 0 {
-		j.Warmup = fmtDuration(r.Warmup)
+	w.buf.Truncate(w.buf.Len() - 1)
+}
+
+// appendFloat appends f as encoding/json writes a float64: the shortest
+// decimal, in exponent form below 1e-6 and from 1e21, with a one-digit
+// negative exponent written without its leading zero (1e-7, not 1e-07).
+func appendFloat(b []byte, f float64) []byte {
+	format := byte('f')
+	if a := math.Abs(f); a != 0 && (a < 1e-6 || a >= 1e21) {
+		format = 'e'
 	}
-	if r.IdleTTL != 0 {
-		j.IdleTTL = fmtDuration(r.IdleTTL)
+	b = strconv.AppendFloat(b, f, format, -1, 64)
+	if n := len(b); format == 'e' && n >= 4 && b[n-4] == 'e' && b[n-3] == '-' && b[n-2] == '0' {
+		b[n-2] = b[n-1]
+		b = b[:n-1]
 	}
-	if c := r.Cluster; c != nil {
-		j.Cluster = &clusterJSON{c.Threshold, c.Fallback}
-	}
-	return j
+	return b
 }
 
 // Version identifies the document's content: the hex SHA-256 of its
@@ -183,3 +228,10 @@ func fmtDuration(d time.Duration) string {
 	}
 	return s
 }
+
+// RuleJSON returns r as a rules document writes a rule: the fields of
+// flow's table (flow.RuleFields) in its order, those the document may give
+// on such a rule that are set, durations in their shortest form. Format
+// writes each rule so, defaults filled; a converter (rules/sentinel) writes
+// its rules so, without them, and parses the result.
+func RuleJSON(r flow.Rule) json.RawMessage { return newRuleWriter().rule(r) }

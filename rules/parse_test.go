@@ -10,13 +10,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/flowgate/flowgate/adaptive"
+	"github.com/flowgate/flowgate/adaptive/cpuconfig"
 	"github.com/flowgate/flowgate/alerting"
 	"github.com/flowgate/flowgate/flow"
 )
 
-// designDoc is a whole document: one rule that sets most optional fields,
-// and the adaptive and alerting sections.
+// designDoc is a full example document: rules of several kinds and both
+// sections.
 const designDoc = `{
   "rules": [
     {
@@ -50,7 +50,7 @@ func TestParseDesignDocument(t *testing.T) {
 	}
 	// The sections come back as their owners' types, the owners' defaults
 	// filled in.
-	wantA := adaptive.Defaults()
+	wantA := cpuconfig.Defaults()
 	if !reflect.DeepEqual(doc.Adaptive, &wantA) {
 		t.Errorf("Adaptive = %+v, want %+v", doc.Adaptive, wantA)
 	}
@@ -93,7 +93,7 @@ func TestParseDefaults(t *testing.T) {
 	}
 }
 
-// TestAdaptiveBandFollowsTarget: the band's defaults are package adaptive's
+// TestAdaptiveBandFollowsTarget: the band's defaults are package cpuconfig's
 // (Config.WithDefaults), and the document gets them.
 func TestAdaptiveBandFollowsTarget(t *testing.T) {
 	for _, tc := range []struct{ target, low, high float64 }{

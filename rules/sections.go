@@ -1,13 +1,13 @@
 package rules
 
 import (
-	"github.com/flowgate/flowgate/adaptive"
+	"github.com/flowgate/flowgate/adaptive/cpuconfig"
 	"github.com/flowgate/flowgate/alerting"
 )
 
 // The "adaptive" and "alerting" sections belong to the packages that use
 // them: each setting's meaning, default and valid range live there
-// (adaptive.Config, alerting.Section). This file only reads the JSON
+// (cpuconfig.Config, alerting.Section). This file only reads the JSON
 // (names, types, duration syntax, with the document's paths and line
 // numbers), then reports the owner's Check problems under the section's
 // path. A field whose JSON is unreadable keeps its default, so it is
@@ -15,10 +15,10 @@ import (
 
 var adaptiveKeys = []string{"cpuTarget", "bandLow", "bandHigh", "minFactor", "period", "cpuSource", "systemCPU"}
 
-// readAdaptive reads the "adaptive" section into an adaptive.Config with
+// readAdaptive reads the "adaptive" section into a cpuconfig.Config with
 // its defaults filled in.
-func readAdaptive(p *problems, v *node) *adaptive.Config {
-	var c adaptive.Config // zero fields take the owner's defaults
+func readAdaptive(p *problems, v *node) *cpuconfig.Config {
+	var c cpuconfig.Config // zero fields take the owner's defaults
 	o := &object{p: p, index: -1, prefix: "adaptive."}
 	if !o.walk(v, "", adaptiveKeys, func(key string, v *node) {
 		switch key {
@@ -36,7 +36,7 @@ func readAdaptive(p *problems, v *node) *adaptive.Config {
 			setIf(&c.SystemGuard.CPU)(o.number(key, v))
 		case "cpuSource":
 			if src, ok := o.str(key, v); ok {
-				c.CPUSource = adaptive.CPUSource(src)
+				c.CPUSource = cpuconfig.CPUSource(src)
 			}
 		}
 	}) {

@@ -6,7 +6,7 @@ import (
 )
 
 // TestAdaptiveSystemCPU: the adaptive section's systemCPU is the system
-// guard's CPU threshold (adaptive.Config.SystemGuard.CPU, its owner's
+// guard's CPU threshold (cpuconfig.Config.SystemGuard.CPU, its owner's
 // check), written back by Format.
 func TestAdaptiveSystemCPU(t *testing.T) {
 	doc, err := Parse([]byte(`{"rules": [], "adaptive": {"systemCPU": 0.9}}`))

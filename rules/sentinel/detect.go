@@ -1,6 +1,10 @@
 package sentinel
 
-import "strings"
+import (
+	"strings"
+
+	"github.com/flowgate/flowgate/flow"
+)
 
 // Fields that only one dialect uses: Java's rules count with "count" and
 // "grade", sentinel-golang's with "threshold" and typed enums.
@@ -71,11 +75,11 @@ func kindOf(e *element, force Dialect) (Dialect, string) {
 
 // convert maps one source rule. Malformed fields go to the element's
 // error list; the report is then not used.
-func convert(e *element, opts Options, sys *system) (Report, []outRule) {
+func convert(e *element, opts Options, sys *system) (Report, []flow.Rule) {
 	in := unwrap(e)
 	d, kind := kindOf(in, opts.Dialect)
 	rep := Report{File: e.file, Index: e.index, Kind: d.String() + " " + kind, Resource: in.str("resource")}
-	var rs []outRule
+	var rs []flow.Rule
 	var n notes
 	switch d.String() + " " + kind {
 	case "java flow":
@@ -111,7 +115,7 @@ func convert(e *element, opts Options, sys *system) (Report, []outRule) {
 }
 
 // cannot is what a mapping returns for a rule with no counterpart.
-func cannot(format string, args ...any) ([]outRule, notes) {
+func cannot(format string, args ...any) ([]flow.Rule, notes) {
 	var n notes
 	n.add(format, args...)
 	return nil, n

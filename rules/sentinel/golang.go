@@ -3,13 +3,16 @@ package sentinel
 import (
 	"math"
 	"strings"
+	"time"
+
+	"github.com/flowgate/flowgate/flow"
 )
 
 // sentinel-golang v1.0.4's rule fields and enums (core/flow, core/
 // circuitbreaker, core/hotspot, core/isolation, core/system; the hotspot
 // JSON form is ext/datasource's HotspotRule).
 
-func goFlow(e *element) ([]outRule, notes) {
+func goFlow(e *element) ([]flow.Rule, notes) {
 	var n notes
 	calc := e.whole("tokenCalculateStrategy", 0, 0, 2)
 	behavior := e.whole("controlBehavior", 0, 0, 1)
@@ -21,7 +24,7 @@ func goFlow(e *element) ([]outRule, notes) {
 	if cold <= 1 { // sentinel-golang falls back to its default of 3
 		cold = 3
 	}
-	r := outRule{ID: idOf(e), Resource: e.str("resource"), Limit: threshold, Window: "1s"}
+	r := flow.Rule{ID: idOf(e), Resource: e.str("resource"), Limit: threshold, Window: time.Second}
 	if interval > 0 {
 		r.Window = ms(interval)
 	}
@@ -37,9 +40,9 @@ func goFlow(e *element) ([]outRule, notes) {
 			n.add("sentinel_warm_up counts its threshold per 1s; sentinel-golang per statIntervalInMs %d", interval)
 		}
 	case behavior == 1:
-		r.Algorithm, r.MaxWait = "leaky_bucket", ms(queue)
+		r.Algorithm, r.MaxWait = flow.AlgoLeakyBucket, ms(queue)
 	default:
-		r.Algorithm = "sentinel_window"
+		r.Algorithm = flow.AlgoSentinelWindow
 		// sentinel-golang counts 1s (or no statIntervalInMs) in two 500ms
 		// buckets, as sentinel_window does; another interval in
 		// interval/500ms buckets when that divides, else in one.
@@ -51,18 +54,18 @@ func goFlow(e *element) ([]outRule, notes) {
 			n.add("sentinel_window counts %s in 2 buckets; sentinel-golang counts it in %d", r.Window, b)
 		}
 	}
-	return []outRule{r}, n
+	return []flow.Rule{r}, n
 }
 
 // warmUp maps Sentinel's warm-up (with throttling when queued) to
 // sentinel_warm_up, which runs sentinel-golang's formula.
-func warmUp(r *outRule, n *notes, warm, cold int64, threshold float64, queued bool, queue int64) {
-	r.Algorithm, r.Window, r.Warmup, r.ColdFactor = "sentinel_warm_up", "1s", sec(warm), float64(cold)
+func warmUp(r *flow.Rule, n *notes, warm, cold int64, threshold float64, queued bool, queue int64) {
+	r.Algorithm, r.Window, r.Warmup, r.ColdFactor = flow.AlgoSentinelWarmUp, time.Second, sec(warm), float64(cold)
 	if queued {
 		r.MaxWait = ms(queue)
 		if queue == 0 {
 			// maxWait 0 would count a window instead of spacing calls.
-			r.MaxWait = "1ns"
+			r.MaxWait = time.Nanosecond
 			n.add("maxQueueingTimeMs 0 becomes maxWait 1ns: a call whose slot is 1ns away waits where Sentinel refuses it")
 		}
 	}
@@ -72,9 +75,9 @@ func warmUp(r *outRule, n *notes, warm, cold int64, threshold float64, queued bo
 	}
 }
 
-func goBreaker(e *element) ([]outRule, notes) {
+func goBreaker(e *element) ([]flow.Rule, notes) {
 	var n notes
-	r := outRule{ID: idOf(e), Resource: e.str("resource"), Algorithm: "circuit_breaker",
+	r := flow.Rule{ID: idOf(e), Resource: e.str("resource"), Algorithm: flow.AlgoCircuitBreaker,
 		OpenFor:     ms(e.whole("retryTimeoutMs", 0, 0, math.MaxUint32)),
 		MinRequests: int(e.whole("minRequestAmount", 0, 0, 1<<30)),
 		Window:      ms(e.whole("statIntervalMs", 0, 0, math.MaxUint32)),
@@ -83,18 +86,23 @@ func goBreaker(e *element) ([]outRule, notes) {
 	}
 	switch e.whole("strategy", 0, 0, 2) {
 	case 0:
-		r.Strategy, r.SlowCall = "slow_ratio", ms(e.whole("maxAllowedRtMs", 0, 0, math.MaxInt64/int64(1e6)))
+		r.Strategy, r.SlowCall = flow.BreakerSlowRatio, ms(e.whole("maxAllowedRtMs", 0, 0, math.MaxInt64/int64(1e6)))
 		ratioAtLeast(&r, &n)
 	case 1:
-		r.Strategy = "error_ratio"
+		r.Strategy = flow.BreakerErrorRatio
 		ratioAtLeast(&r, &n)
 	case 2:
-		r.Strategy = "error_count"
+		r.Strategy = flow.BreakerErrorCount
+	}
+	if r.Window == 0 {
+		// Zero is not flowgate's default window here but a breaker with no
+		// statistics span, which flowgate refuses.
+		return cannot("statIntervalMs 0: a breaker needs a statistics window (flowgate's window must be > 0)")
 	}
 	if b := max(1, e.whole("statSlidingWindowBucketCount", 1, 0, math.MaxUint32)); b != 10 {
 		n.add("statistics window in 10 buckets; sentinel-golang counts it in %d", b)
 	}
-	return []outRule{r}, n
+	return []flow.Rule{r}, n
 }
 
 // sentinelPrecision is sentinel-golang's util.Float64Equals tolerance.
@@ -104,7 +112,7 @@ const sentinelPrecision = 1e-8
 // is above the threshold or within 1e-8 of it (so at 0.5 exactly for 0.5),
 // where flowgate opens only above it; the threshold less 1e-8 opens at the
 // same ratios.
-func ratioAtLeast(r *outRule, n *notes) {
+func ratioAtLeast(r *flow.Rule, n *notes) {
 	if r.Threshold < sentinelPrecision {
 		n.add("sentinel-golang opens at a ratio within 1e-8 of %s, 0 included; flowgate only above it", num(r.Threshold))
 		return
@@ -112,26 +120,26 @@ func ratioAtLeast(r *outRule, n *notes) {
 	r.Threshold -= sentinelPrecision
 }
 
-func goHotspot(e *element, opts Options) ([]outRule, notes) {
+func goHotspot(e *element, opts Options) ([]flow.Rule, notes) {
 	var n notes
 	name := e.str("paramKey")
 	if name == "" {
 		name = paramName(opts, e.whole("paramIndex", 0, math.MinInt32, math.MaxInt32))
 	}
 	threshold := float64(e.whole("threshold", 0, 0, math.MaxInt64))
-	r := outRule{ID: idOf(e), Resource: e.str("resource"), Level: "param", Param: name, Limit: threshold}
+	r := flow.Rule{ID: idOf(e), Resource: e.str("resource"), Level: flow.LevelParam, Param: name, Limit: threshold}
 	if c := e.whole("paramsMaxCapacity", 0, 0, 1<<30); c > 0 {
 		r.MaxKeys = int(c)
 	}
 	r.Items = goItems(e)
 	if e.whole("metricType", 0, 0, 1) == 0 {
-		r.Algorithm = "concurrency"
-		return []outRule{r}, n
+		r.Algorithm = flow.AlgoConcurrency
+		return []flow.Rule{r}, n
 	}
 	dur := max(1, e.whole("durationInSec", 1, 0, math.MaxInt32))
 	hotspotRule(&r, dur, e.whole("controlBehavior", 0, 0, 1) == 1, e.whole("maxQueueingTimeMs", 0, 0, math.MaxInt32),
 		float64(e.whole("burstCount", 0, 0, math.MaxInt64)))
-	return []outRule{r}, n
+	return []flow.Rule{r}, n
 }
 
 // hotspotRule maps a QPS hotspot (parameter) rule to sentinel_hotspot,
@@ -139,12 +147,12 @@ func goHotspot(e *element, opts Options) ([]outRule, notes) {
 // durationInSec with burstCount extra tokens, or its millisecond
 // throttling. Sentinel's queue of 0 admits only a call whose slot has
 // come, which is maxWait 1ns there (the comparison is strict).
-func hotspotRule(r *outRule, dur int64, throttling bool, queue int64, burst float64) {
-	r.Algorithm, r.Window = "sentinel_hotspot", sec(dur)
+func hotspotRule(r *flow.Rule, dur int64, throttling bool, queue int64, burst float64) {
+	r.Algorithm, r.Window = flow.AlgoSentinelHotspot, sec(dur)
 	if throttling {
 		r.MaxWait = ms(queue)
 		if queue == 0 {
-			r.MaxWait = "1ns"
+			r.MaxWait = time.Nanosecond
 		}
 		return
 	}
@@ -179,16 +187,16 @@ func goItems(e *element) map[string]float64 {
 	return out
 }
 
-func goIsolation(e *element) ([]outRule, notes) {
+func goIsolation(e *element) ([]flow.Rule, notes) {
 	e.whole("metricType", 0, 0, 0)
-	return []outRule{{ID: idOf(e), Resource: e.str("resource"), Algorithm: "concurrency",
+	return []flow.Rule{{ID: idOf(e), Resource: e.str("resource"), Algorithm: flow.AlgoConcurrency,
 		Limit: float64(e.whole("threshold", 0, 0, math.MaxUint32))}}, nil
 }
 
 // goSystem maps a CpuUsage rule with the BBR strategy to the adaptive
 // section's systemCPU, which is the same check (CPU above the trigger, then
 // BBR's in-flight bound); the other metrics have no counterpart.
-func goSystem(e *element, sys *system) ([]outRule, notes) {
+func goSystem(e *element, sys *system) ([]flow.Rule, notes) {
 	var n notes
 	names := []string{"load", "avgRT", "concurrency", "inboundQPS", "cpuUsage"}
 	m := e.whole("metricType", 0, 0, 4)
@@ -213,5 +221,5 @@ func goSystem(e *element, sys *system) ([]outRule, notes) {
 	}
 	n.add("flowgate smooths the CPU it samples; sentinel-golang reads its latest sample")
 	sys.cpu(cpu)
-	return []outRule{}, n
+	return []flow.Rule{}, n
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/flowgate/flowgate/flow"
 	"github.com/flowgate/flowgate/rules"
 )
 
@@ -137,7 +138,7 @@ func Import(files []File, opts Options) (*Result, error) {
 	}
 	res := &Result{}
 	ids := idMaker{used: map[string]bool{}, n: map[string]int{}}
-	var out []outRule
+	var out []flow.Rule
 	var sys system
 	for _, e := range elems {
 		rep, rs := convert(e, opts, &sys)
@@ -218,8 +219,8 @@ func jsonMsg(err error) string {
 
 // checkOne parses a one-rule document, so that a mapped rule flowgate
 // refuses (a limit of 0, say) is reported against its source rule.
-func checkOne(r outRule) error {
-	data, err := marshalDoc([]outRule{r}, system{})
+func checkOne(r flow.Rule) error {
+	data, err := marshalDoc([]flow.Rule{r}, system{})
 	if err != nil {
 		return err
 	}

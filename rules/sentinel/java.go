@@ -4,6 +4,9 @@ import (
 	"encoding/json"
 	"math"
 	"strings"
+	"time"
+
+	"github.com/flowgate/flowgate/flow"
 )
 
 // Java Sentinel's rule fields and enums (com.alibaba.csp.sentinel.slots.*
@@ -29,7 +32,7 @@ func limitAppOK(e *element) (string, bool) {
 	return app, app == "" || app == "default"
 }
 
-func javaFlow(e *element, opts Options) ([]outRule, notes) {
+func javaFlow(e *element, opts Options) ([]flow.Rule, notes) {
 	var n notes
 	grade := e.whole("grade", 1, 0, 1)
 	count := e.num("count", 0)
@@ -40,7 +43,7 @@ func javaFlow(e *element, opts Options) ([]outRule, notes) {
 	if app, ok := limitAppOK(e); !ok {
 		return cannot("limitApp %q limits the calls of one origin only; flowgate has no per-origin-only limit", app)
 	}
-	r := outRule{ID: idOf(e), Resource: e.str("resource")}
+	r := flow.Rule{ID: idOf(e), Resource: e.str("resource")}
 	switch strategy {
 	case 1:
 		r.RefResource = e.str("refResource")
@@ -48,60 +51,71 @@ func javaFlow(e *element, opts Options) ([]outRule, notes) {
 		return cannot("strategy 2 (chain: count only calls entering through refResource %q) has no counterpart", e.str("refResource"))
 	}
 	if grade == 0 { // thread count: calls in flight
-		r.Algorithm, r.Limit = "concurrency", math.Floor(count)
+		r.Algorithm, r.Limit = flow.AlgoConcurrency, math.Floor(count)
 		if r.Limit != count {
 			n.add("thread count %s rounded down to %s", num(count), num(r.Limit))
 		}
 	} else {
-		r.Window = "1s"
-		r.Limit = count
-		switch behavior {
-		case 0:
-			// Sentinel's own window; the token server counts sliding_window.
-			r.Algorithm = "sentinel_window"
-			if e.boolean("clusterMode") {
-				r.Algorithm, r.Buckets = "sliding_window", 2
-				n.add(windowNote)
-			}
-		case 1, 3:
-			// Java's default cold factor is 3 (csp.sentinel.flow.cold.factor).
-			warmUp(&r, &n, warm, 3, count, behavior == 3, queue)
-			n.add(javaWarmNote)
-			if behavior == 3 {
-				n.add("Java's warm-up rate limiter spaces calls in whole milliseconds (rounded); sentinel_warm_up in nanoseconds, as sentinel-golang")
-			}
-			if e.boolean("clusterMode") {
-				// Sentinel's token server counts QPS without warm-up.
-				r.Algorithm, r.Warmup, r.ColdFactor, r.MaxWait, r.Buckets = "sliding_window", "", 0, "", 2
-				n = notes{"cluster: Sentinel's token server has no warm-up; " + windowNote}
-			}
-		case 2:
-			r.Algorithm, r.MaxWait = "leaky_bucket", ms(queue)
-		}
+		javaQPS(e, &r, &n, count, behavior, warm, queue)
 	}
 	if e.boolean("clusterMode") {
-		c := &outCluster{Threshold: "per_instance", Fallback: "allow"}
-		if cc := e.object("clusterConfig"); cc != nil {
-			if cc.whole("thresholdType", 0, 0, 1) == 1 {
-				c.Threshold = "global"
-			}
-			// Sentinel passes a call when the token server fails and
-			// fallbackToLocalWhenFail is false (default true).
-			if !cc.has("fallbackToLocalWhenFail") || cc.boolean("fallbackToLocalWhenFail") {
-				c.Fallback = "local"
-			}
-		}
-		r.Cluster = c
-		n.add("cluster: decided by flowgate's Redis token server (threshold %s), not a Sentinel token server", c.Threshold)
+		r.Cluster = javaCluster(e)
+		n.add("cluster: decided by flowgate's Redis token server (threshold %s), not a Sentinel token server", r.Cluster.Threshold)
 	}
-	return []outRule{r}, n
+	return []flow.Rule{r}, n
 }
 
-func javaDegrade(e *element) ([]outRule, notes) {
+// javaQPS maps a QPS flow rule (grade 1) of the given controlBehavior to
+// r: Sentinel's window, warm-up (with throttling for behavior 3) or
+// throttling. In cluster mode the token server counts sliding_window.
+func javaQPS(e *element, r *flow.Rule, n *notes, count float64, behavior, warm, queue int64) {
+	r.Window, r.Limit = time.Second, count
+	switch behavior {
+	case 0:
+		// Sentinel's own window; the token server counts sliding_window.
+		r.Algorithm = flow.AlgoSentinelWindow
+		if e.boolean("clusterMode") {
+			r.Algorithm, r.Buckets = flow.AlgoSlidingWindow, 2
+			n.add(windowNote)
+		}
+	case 1, 3:
+		// Java's default cold factor is 3 (csp.sentinel.flow.cold.factor).
+		warmUp(r, n, warm, 3, count, behavior == 3, queue)
+		n.add(javaWarmNote)
+		if behavior == 3 {
+			n.add("Java's warm-up rate limiter spaces calls in whole milliseconds (rounded); sentinel_warm_up in nanoseconds, as sentinel-golang")
+		}
+		if e.boolean("clusterMode") {
+			// Sentinel's token server counts QPS without warm-up.
+			r.Algorithm, r.Warmup, r.ColdFactor, r.MaxWait, r.Buckets = flow.AlgoSlidingWindow, 0, 0, 0, 2
+			*n = notes{"cluster: Sentinel's token server has no warm-up; " + windowNote}
+		}
+	case 2:
+		r.Algorithm, r.MaxWait = flow.AlgoLeakyBucket, ms(queue)
+	}
+}
+
+// javaCluster maps a cluster-mode rule's clusterConfig to a cluster spec.
+func javaCluster(e *element) *flow.ClusterSpec {
+	c := &flow.ClusterSpec{Threshold: "per_instance", Fallback: "allow"}
+	if cc := e.object("clusterConfig"); cc != nil {
+		if cc.whole("thresholdType", 0, 0, 1) == 1 {
+			c.Threshold = "global"
+		}
+		// Sentinel passes a call when the token server fails and
+		// fallbackToLocalWhenFail is false (default true).
+		if !cc.has("fallbackToLocalWhenFail") || cc.boolean("fallbackToLocalWhenFail") {
+			c.Fallback = "local"
+		}
+	}
+	return c
+}
+
+func javaDegrade(e *element) ([]flow.Rule, notes) {
 	var n notes
 	grade := e.whole("grade", 0, 0, 2)
 	count := e.num("count", 0)
-	r := outRule{ID: idOf(e), Resource: e.str("resource"), Algorithm: "circuit_breaker",
+	r := flow.Rule{ID: idOf(e), Resource: e.str("resource"), Algorithm: flow.AlgoCircuitBreaker,
 		OpenFor:     sec(e.whole("timeWindow", 0, 0, math.MaxInt32)),
 		MinRequests: int(e.whole("minRequestAmount", 5, 0, 1<<30)),
 		Window:      ms(e.whole("statIntervalMs", 1000, 1, math.MaxInt32)),
@@ -109,20 +123,20 @@ func javaDegrade(e *element) ([]outRule, notes) {
 	}
 	switch grade {
 	case 0:
-		r.Strategy, r.SlowCall, r.Threshold = "slow_ratio", ms(int64(count)), e.num("slowRatioThreshold", 1)
+		r.Strategy, r.SlowCall, r.Threshold = flow.BreakerSlowRatio, ms(int64(count)), e.num("slowRatioThreshold", 1)
 	case 1:
-		r.Strategy, r.Threshold = "error_ratio", count
+		r.Strategy, r.Threshold = flow.BreakerErrorRatio, count
 	case 2:
-		r.Strategy, r.Threshold = "error_count", count
+		r.Strategy, r.Threshold = flow.BreakerErrorCount, count
 	}
 	if app, ok := limitAppOK(e); !ok {
 		return cannot("limitApp %q: a breaker for one origin only has no counterpart", app)
 	}
 	n.add("statistics window in 10 buckets; Sentinel's DegradeRule counts it as 1 bucket")
-	return []outRule{r}, n
+	return []flow.Rule{r}, n
 }
 
-func javaParamFlow(e *element, opts Options) ([]outRule, notes) {
+func javaParamFlow(e *element, opts Options) ([]flow.Rule, notes) {
 	var n notes
 	if app, ok := limitAppOK(e); !ok {
 		return cannot("limitApp %q limits the calls of one origin only; flowgate has no per-origin-only limit", app)
@@ -132,7 +146,7 @@ func javaParamFlow(e *element, opts Options) ([]outRule, notes) {
 	}
 	grade := e.whole("grade", 1, 0, 1)
 	count := e.num("count", 0)
-	r := outRule{ID: idOf(e), Resource: e.str("resource"), Level: "param",
+	r := flow.Rule{ID: idOf(e), Resource: e.str("resource"), Level: flow.LevelParam,
 		Param: paramName(opts, e.whole("paramIdx", 0, math.MinInt32, math.MaxInt32)), Limit: count}
 	for _, it := range e.array("paramFlowItemList") {
 		v, ok := it.scalarText("object")
@@ -145,8 +159,8 @@ func javaParamFlow(e *element, opts Options) ([]outRule, notes) {
 		r.Items[v] = it.num("count", 0)
 	}
 	if grade == 0 {
-		r.Algorithm = "concurrency"
-		return []outRule{r}, n
+		r.Algorithm = flow.AlgoConcurrency
+		return []flow.Rule{r}, n
 	}
 	dur := e.whole("durationInSec", 1, 1, math.MaxInt32)
 	throttling := e.whole("controlBehavior", 0, 0, 2) == 2
@@ -156,10 +170,10 @@ func javaParamFlow(e *element, opts Options) ([]outRule, notes) {
 	} else {
 		n.add("sentinel_hotspot is sentinel-golang's port of Java's per-value bucket, measured against sentinel-golang only")
 	}
-	return []outRule{r}, n
+	return []flow.Rule{r}, n
 }
 
-func javaAuthority(e *element) ([]outRule, notes) {
+func javaAuthority(e *element) ([]flow.Rule, notes) {
 	var values []string
 	for _, v := range strings.Split(e.str("limitApp"), ",") {
 		if v = strings.TrimSpace(v); v != "" {
@@ -169,16 +183,16 @@ func javaAuthority(e *element) ([]outRule, notes) {
 	if len(values) == 0 {
 		return cannot("limitApp is empty: Sentinel ignores an authority rule without origins")
 	}
-	algo := "allow"
+	algo := flow.AlgoAllow
 	if e.whole("strategy", 0, 0, 1) == 1 {
-		algo = "deny"
+		algo = flow.AlgoDeny
 	}
-	return []outRule{{ID: idOf(e), Resource: e.str("resource"), Level: "param", Param: origin, Algorithm: algo, Values: values}}, nil
+	return []flow.Rule{{ID: idOf(e), Resource: e.str("resource"), Level: flow.LevelParam, Param: origin, Algorithm: algo, Values: values}}, nil
 }
 
 // javaSystem maps highestCpuUsage to the adaptive section's systemCPU; the
 // other limits of a SystemRule have no counterpart.
-func javaSystem(e *element, sys *system) ([]outRule, notes) {
+func javaSystem(e *element, sys *system) ([]flow.Rule, notes) {
 	var n notes
 	var rest []string
 	for _, k := range []string{"highestSystemLoad", "qps", "avgRt", "maxThread"} {
@@ -198,7 +212,7 @@ func javaSystem(e *element, sys *system) ([]outRule, notes) {
 	if len(rest) > 0 {
 		n.add("dropped, no counterpart: %s (%s)", strings.Join(rest, ", "), systemCannot)
 	}
-	return []outRule{}, n
+	return []flow.Rule{}, n
 }
 
 // systemCannot says why a system limit other than CPU has no counterpart.

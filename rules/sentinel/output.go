@@ -6,41 +6,10 @@ import (
 	"fmt"
 	"strconv"
 	"time"
+
+	"github.com/flowgate/flowgate/flow"
+	"github.com/flowgate/flowgate/rules"
 )
-
-// outRule is one flowgate rule in the rules document's JSON form, with the
-// field names rules.Parse reads. rules.Parse checks it and Format orders it, so only the fields
-// a mapping sets are written.
-type outRule struct {
-	ID          string             `json:"id,omitempty"`
-	Resource    string             `json:"resource"`
-	Level       string             `json:"level,omitempty"`
-	Param       string             `json:"param,omitempty"`
-	RefResource string             `json:"refResource,omitempty"`
-	Algorithm   string             `json:"algorithm"`
-	Limit       float64            `json:"limit,omitempty"`
-	Window      string             `json:"window,omitempty"`
-	Burst       float64            `json:"burst,omitempty"`
-	Warmup      string             `json:"warmup,omitempty"`
-	ColdFactor  float64            `json:"coldFactor,omitempty"`
-	Buckets     int                `json:"buckets,omitempty"`
-	MaxWait     string             `json:"maxWait,omitempty"`
-	MaxKeys     int                `json:"maxKeys,omitempty"`
-	Items       map[string]float64 `json:"items,omitempty"`
-	Values      []string           `json:"values,omitempty"`
-	Cluster     *outCluster        `json:"cluster,omitempty"`
-	Strategy    string             `json:"strategy,omitempty"`
-	Threshold   float64            `json:"threshold,omitempty"`
-	MinRequests int                `json:"minRequests,omitempty"`
-	OpenFor     string             `json:"openFor,omitempty"`
-	Probes      int                `json:"probes,omitempty"`
-	SlowCall    string             `json:"slowCall,omitempty"`
-}
-
-type outCluster struct {
-	Threshold string `json:"threshold"`
-	Fallback  string `json:"fallback"`
-}
 
 // system gathers what Sentinel's system rules map to: the document's
 // adaptive section. Sentinel checks every system rule, so the lowest CPU
@@ -60,14 +29,17 @@ type outAdaptive struct {
 	SystemCPU float64 `json:"systemCPU"`
 }
 
-func marshalDoc(rs []outRule, sys system) ([]byte, error) {
-	if rs == nil {
-		rs = []outRule{}
-	}
+// marshalDoc writes the rules document holding rs, each as the document
+// writes a rule (rules.RuleJSON: the fields of flow's table that are set),
+// and the adaptive section the system rules map to.
+func marshalDoc(rs []flow.Rule, sys system) ([]byte, error) {
 	doc := struct {
-		Rules    []outRule    `json:"rules"`
-		Adaptive *outAdaptive `json:"adaptive,omitempty"`
-	}{Rules: rs}
+		Rules    []json.RawMessage `json:"rules"`
+		Adaptive *outAdaptive      `json:"adaptive,omitempty"`
+	}{Rules: make([]json.RawMessage, len(rs))}
+	for i, r := range rs {
+		doc.Rules[i] = rules.RuleJSON(r)
+	}
 	if sys.set {
 		doc.Adaptive = &outAdaptive{SystemCPU: sys.cpuMin}
 	}
@@ -80,9 +52,9 @@ func marshalDoc(rs []outRule, sys system) ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
-// ms and sec turn Sentinel's integer fields into Go duration strings.
-func ms(n int64) string  { return (time.Duration(n) * time.Millisecond).String() }
-func sec(n int64) string { return (time.Duration(n) * time.Second).String() }
+// ms and sec turn Sentinel's integer fields into durations.
+func ms(n int64) time.Duration  { return time.Duration(n) * time.Millisecond }
+func sec(n int64) time.Duration { return time.Duration(n) * time.Second }
 
 // num formats a figure for a report note.
 func num(f float64) string { return strconv.FormatFloat(f, 'g', -1, 64) }

@@ -1,4 +1,4 @@
-package adaptive
+package cpuconfig
 
 import (
 	"encoding/json"
