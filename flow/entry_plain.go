@@ -113,18 +113,6 @@ func (e *Engine) decidePlain(_ context.Context, resource string, rr *resourceRul
 	var a plainArgs
 	a.parse(opts)
 	var early *Permit
-	if rr.plainKeyed { // see keyTable.prefetch
-		if kt := rr.plain[0].keys; kt.far.Load() {
-			if key := a.levelKey(rr.plain[0].rule.Level); key != "" {
-				kt.prefetch(key)
-				// Take the permit a pass needs now, not after the rules:
-				// more work done while the slot comes in (a refusal gives
-				// it back). Carrying early costs a plain call up to 9
-				// instructions; a far one it saves ~15 ns (bench/README.md).
-				early = e.getPermit(0)
-			}
-		}
-	}
 	now := e.now()
 	if a.prio == PriorityLow && rr.cpuRule != nil {
 		if err := e.shedLowForCPU(resource, rr, now); err != nil {
