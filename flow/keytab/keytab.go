@@ -13,12 +13,12 @@ import (
 // use. Time is an argument (nanoseconds on any monotonic clock), so the
 // table reads no clock and starts no goroutine.
 //
-// The keys are split over up to maxShards shards by a hash of the key
-// (hash/maphash, seeded per table), each a mutex and a Go map from the key
-// itself to its entry: the hash only picks a shard, and a key is found by
-// comparing keys, so two keys never share a value however their hashes
-// fall. Each shard holds at most its share of MaxKeys (the shares sum to
-// MaxKeys exactly).
+// A key's seeded hash (hash/maphash, a seed per table) picks one of up to
+// maxShards shards, each a mutex and Go maps of entries that hold their
+// key: a key is found by comparing it with the entry's key, never by its
+// hash alone, so two keys never share a value however their hashes fall
+// (see shard). Each shard holds at most its share of MaxKeys (the shares
+// sum to MaxKeys exactly).
 //
 // When a full shard must admit a new key it samples up to evictSamples of
 // its entries (a Go map's iteration starts at a random place), drops those
@@ -41,8 +41,8 @@ type Table[V any] struct {
 	ttl        int64 // ns; math.MaxInt64 when keys never idle out
 	sweepEvery int64 // ns
 
-	// hash, when set, replaces maphash as the shard picker (tests force
-	// every key onto one hash with it).
+	// hash, when set, replaces maphash (tests force keys onto few hashes
+	// with it).
 	hash func(string) uint64
 }
 
@@ -53,21 +53,30 @@ const (
 	sweepDiv     = 4
 )
 
-// shard is one mutex and the map it guards. The padding makes a shard 64
-// bytes, so that in the shards' slice (whose size is a power of two times
-// 64, which the allocator places on a 64-byte boundary) two shards' locks
-// never share a cache line and calls for keys of different shards do not
-// contend through it.
+// shard is one mutex and the maps it guards. A key's entry is in byHash
+// under the key's hash, or in spill when another key held that hash when
+// it was admitted (a 64-bit collision: all but never by chance, and the
+// seed keeps callers from aiming at one); a lookup compares the entry's
+// key either way. byHash rather than one map by key string: its slots are
+// 16 bytes, not 24, and the hash the shard was picked by is reused, so a
+// lookup among millions of keys reads less memory that no cache holds.
+//
+// The padding makes a shard 64 bytes, so that in the shards' slice (whose
+// size is a power of two times 64, which the allocator places on a 64-byte
+// boundary) two shards' locks never share a cache line and calls for keys
+// of different shards do not contend through it.
 type shard[V any] struct {
 	mu        sync.Mutex
-	m         map[string]*entry[V]
+	byHash    map[uint64]*entry[V]
+	spill     map[string]*entry[V] // nil until a collision
 	capacity  int
 	lastSweep int64
-	_         [32]byte
+	_         [24]byte
 }
 
-// entry is one key's value and when it was last used (Get), in ns.
+// entry is one key, its value, and when it was last used (Get), in ns.
 type entry[V any] struct {
+	key  string
 	val  V
 	last int64
 }
@@ -92,23 +101,60 @@ func New[V any](maxKeys int, idleTTL time.Duration) *Table[V] {
 		if i < maxKeys%n {
 			s.capacity++
 		}
-		s.m = make(map[string]*entry[V])
+		s.byHash = make(map[uint64]*entry[V])
 	}
 	return t
 }
 
-func (t *Table[V]) shardOf(key string) *shard[V] {
-	if t.mask == 0 {
-		return &t.shards[0]
-	}
-	var h uint64
+func (t *Table[V]) hashOf(key string) uint64 {
 	if t.hash != nil {
-		h = t.hash(key)
-	} else {
-		h = maphash.String(t.seed, key)
+		return t.hash(key)
 	}
-	return &t.shards[h&t.mask]
+	return maphash.String(t.seed, key)
 }
+
+// find returns key's entry, idle or not, or nil.
+func (s *shard[V]) find(h uint64, key string) *entry[V] {
+	if e := s.byHash[h]; e != nil && e.key == key {
+		return e
+	}
+	if len(s.spill) > 0 {
+		return s.spill[key]
+	}
+	return nil
+}
+
+// put stores e, whose key hashes to h and is not held.
+func (s *shard[V]) put(h uint64, e *entry[V]) {
+	if s.byHash[h] == nil {
+		s.byHash[h] = e
+		return
+	}
+	if s.spill == nil {
+		s.spill = make(map[string]*entry[V])
+	}
+	s.spill[e.key] = e
+}
+
+// replace puts e in the place of old, the entry of the same key (hashing to h).
+func (s *shard[V]) replace(h uint64, old, e *entry[V]) {
+	if s.byHash[h] == old {
+		s.byHash[h] = e
+	} else {
+		s.spill[e.key] = e
+	}
+}
+
+// remove drops e, whose key hashes to h.
+func (s *shard[V]) remove(h uint64, e *entry[V]) {
+	if s.byHash[h] == e {
+		delete(s.byHash, h)
+	} else {
+		delete(s.spill, e.key)
+	}
+}
+
+func (s *shard[V]) len() int { return len(s.byHash) + len(s.spill) }
 
 // idle reports whether an entry last used at last is idle past the TTL at now.
 func (t *Table[V]) idle(last, now int64) bool { return now-last > t.ttl }
@@ -119,22 +165,25 @@ func (t *Table[V]) idle(last, now int64) bool { return now-last > t.ttl }
 // init fails the key is not admitted and Get returns its error. A table of
 // no keys calls init for a value it does not keep.
 func (t *Table[V]) Get(key string, now int64, init func(*V) error) (*V, error) {
-	s := t.shardOf(key)
+	h := t.hashOf(key)
+	s := &t.shards[h&t.mask]
 	s.mu.Lock()
-	if e := s.m[key]; e != nil && !t.idle(e.last, now) {
+	e := s.find(h, key)
+	if e != nil && !t.idle(e.last, now) {
 		if now > e.last {
 			e.last = now
 		}
 		s.mu.Unlock()
 		return &e.val, nil
 	}
-	v, err := t.add(s, key, now, init)
+	v, err := t.add(s, h, key, e, now, init)
 	s.mu.Unlock()
 	return v, err
 }
 
-// add is Get for a key not held or idle past the TTL, with s locked.
-func (t *Table[V]) add(s *shard[V], key string, now int64, init func(*V) error) (*V, error) {
+// add is Get for a key not held (old nil) or idle past the TTL (old its
+// entry), with s locked.
+func (t *Table[V]) add(s *shard[V], h uint64, key string, old *entry[V], now int64, init func(*V) error) (*V, error) {
 	e := &entry[V]{last: now}
 	if err := init(&e.val); err != nil {
 		return nil, err
@@ -142,65 +191,86 @@ func (t *Table[V]) add(s *shard[V], key string, now int64, init func(*V) error) 
 	if s.capacity == 0 {
 		return &e.val, nil
 	}
-	if _, held := s.m[key]; held { // idle: its new entry takes its place
-		s.m[key] = e
+	if old != nil {
+		e.key = old.key
+		s.replace(h, old, e)
 		return &e.val, nil
 	}
 	if now-s.lastSweep >= t.sweepEvery {
 		s.lastSweep = now
 		t.sweep(s, now)
 	}
-	if len(s.m) >= s.capacity {
+	if s.len() >= s.capacity {
 		t.evict(s, now)
 	}
 	// The table keeps a copy of the key: the caller's string may share
 	// memory with a larger one (a request header) that the table would
 	// otherwise keep alive.
-	s.m[strings.Clone(key)] = e
+	e.key = strings.Clone(key)
+	s.put(h, e)
 	return &e.val, nil
 }
 
 // sweep forgets every key of s idle past the TTL; s is locked.
 func (t *Table[V]) sweep(s *shard[V], now int64) {
-	for k, e := range s.m {
+	for h, e := range s.byHash {
 		if t.idle(e.last, now) {
-			delete(s.m, k)
+			delete(s.byHash, h)
+		}
+	}
+	for k, e := range s.spill {
+		if t.idle(e.last, now) {
+			delete(s.spill, k)
 		}
 	}
 }
 
 // evict makes room for one key in s, which is full and locked: see Table.
+// The sample comes from byHash, and from spill when byHash has too few.
 func (t *Table[V]) evict(s *shard[V], now int64) {
-	var idle [evictSamples]string
-	nIdle, seen := 0, 0
-	var oldest *entry[V]
-	var oldKey string
-	for k, e := range s.m {
-		if t.idle(e.last, now) {
-			idle[nIdle] = k
-			nIdle++
-		} else if oldest == nil || e.last < oldest.last {
-			oldKey, oldest = k, e
-		}
-		if seen++; seen == evictSamples {
+	type victim struct {
+		h uint64
+		e *entry[V]
+	}
+	var sample [evictSamples]victim
+	n := 0
+	for h, e := range s.byHash {
+		sample[n] = victim{h, e}
+		if n++; n == evictSamples {
 			break
 		}
 	}
-	for _, k := range idle[:nIdle] {
-		delete(s.m, k)
+	for _, e := range s.spill {
+		if n == evictSamples {
+			break
+		}
+		sample[n] = victim{t.hashOf(e.key), e}
+		n++
 	}
-	if nIdle == 0 && oldest != nil {
-		delete(s.m, oldKey)
+	var oldest *victim
+	dropped := false
+	for i := range sample[:n] {
+		v := &sample[i]
+		if t.idle(v.e.last, now) {
+			s.remove(v.h, v.e)
+			dropped = true
+		} else if oldest == nil || v.e.last < oldest.e.last {
+			oldest = v
+		}
+	}
+	if !dropped && oldest != nil {
+		s.remove(oldest.h, oldest.e)
 	}
 }
 
 // Peek returns key's value when the key is held and not idle past the TTL
 // at now, else nil; it neither admits the key nor marks it used.
 func (t *Table[V]) Peek(key string, now int64) *V {
-	s := t.shardOf(key)
+	h := t.hashOf(key)
+	s := &t.shards[h&t.mask]
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if e := s.m[key]; e != nil && !t.idle(e.last, now) {
+	if e := s.find(h, key); e != nil && !t.idle(e.last, now) {
 		return &e.val
 	}
 	return nil
@@ -208,12 +278,15 @@ func (t *Table[V]) Peek(key string, now int64) *V {
 
 // Forget drops key and reports whether it was held (idle or not).
 func (t *Table[V]) Forget(key string) bool {
-	s := t.shardOf(key)
+	h := t.hashOf(key)
+	s := &t.shards[h&t.mask]
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	_, held := s.m[key]
-	delete(s.m, key)
-	return held
+	e := s.find(h, key)
+	if e != nil {
+		s.remove(h, e)
+	}
+	return e != nil
 }
 
 // Len is the number of keys held, idle ones not yet forgotten included
@@ -223,7 +296,7 @@ func (t *Table[V]) Len() int {
 	for i := range t.shards {
 		s := &t.shards[i]
 		s.mu.Lock()
-		n += len(s.m)
+		n += s.len()
 		s.mu.Unlock()
 	}
 	return n
@@ -246,8 +319,11 @@ func (t *Table[V]) Each(fn func(key string, v *V)) {
 	for i := range t.shards {
 		s := &t.shards[i]
 		s.mu.Lock()
-		for k, e := range s.m {
-			fn(k, &e.val)
+		for _, e := range s.byHash {
+			fn(e.key, &e.val)
+		}
+		for _, e := range s.spill {
+			fn(e.key, &e.val)
 		}
 		s.mu.Unlock()
 	}
