@@ -55,9 +55,9 @@ const (
 
 // shard is one mutex and the maps it guards. A key's entry is in byHash
 // under the key's hash, or in spill when another key held that hash when
-// it was admitted (a 64-bit collision: all but never by chance, and the
-// seed keeps callers from aiming at one); a lookup compares the entry's
-// key either way. byHash rather than one map by key string: its slots are
+// it was admitted (a 64-bit collision: all but never by chance, and one
+// aimed at without the seed costs the key a second lookup, never its own
+// value); a lookup compares the entry's key either way. byHash rather than one map by key string: its slots are
 // 16 bytes, not 24, and the hash the shard was picked by is reused, so a
 // lookup among millions of keys reads less memory that no cache holds.
 //
