@@ -167,7 +167,7 @@ func (cr *compiledRule) breakerStats(now int64) BreakerStats {
 		s.Measure, _ = trips(r, s.Completed, s.Bad)
 		return s
 	}
-	cr.keys.each(func(l limiter) {
+	cr.eachKeyLimiter(func(l limiter) {
 		switch l.(*breaker).state(now) {
 		case BreakerOpen:
 			s.OpenKeys++
