@@ -47,14 +47,7 @@ func specOf(r *Rule) algo.Spec {
 		Warmup:     r.Warmup,
 		ColdFactor: r.ColdFactor,
 		Buckets:    r.Buckets,
-		Breaker: algo.BreakerSpec{
-			Strategy:    algo.BreakerStrategy(r.Strategy),
-			Threshold:   r.Threshold,
-			MinRequests: r.MinRequests,
-			SlowCall:    r.SlowCall,
-			OpenFor:     r.OpenFor,
-			Probes:      r.Probes,
-		},
+		Breaker:    *breakerSpecOf(r),
 		Adaptive: algo.AdaptiveSpec{
 			InitialLimit: r.InitialLimit,
 			MinLimit:     r.MinLimit,
@@ -62,6 +55,21 @@ func specOf(r *Rule) algo.Spec {
 			Tolerance:    r.Tolerance,
 			Smoothing:    r.Smoothing,
 		},
+	}
+}
+
+// breakerSpecOf is what a circuit breaker reads of r. The breakers of a
+// rule keep no copy of it (one per tracked key would cost memory): the
+// engine hands it to each Check and Record, built afresh from r on the
+// stack, which costs a few loads.
+func breakerSpecOf(r *Rule) *algo.BreakerSpec {
+	return &algo.BreakerSpec{
+		Strategy:    algo.BreakerStrategy(r.Strategy),
+		Threshold:   r.Threshold,
+		MinRequests: r.MinRequests,
+		SlowCall:    r.SlowCall,
+		OpenFor:     r.OpenFor,
+		Probes:      r.Probes,
 	}
 }
 

@@ -66,7 +66,7 @@ func (st *entryState) breaker(cr *compiledRule) bool {
 	if st.now-cr.seen.Load() >= seenStep {
 		cr.seen.Store(st.now)
 	}
-	v := b.Check(st.now)
+	v := b.Check(breakerSpecOf(&cr.rule), st.now)
 	if v.Moved {
 		e.breakerMoved(cr, key, algo.BreakerMove{From: algo.BreakerOpen, To: algo.BreakerHalfOpen}, st.now)
 	}
@@ -102,7 +102,7 @@ func (c *call) exitBreakers(failed bool) {
 			}
 			at = now
 		}
-		if m, ok := u.b.Record(u.v, at, time.Duration(at-c.start), failed); ok {
+		if m, ok := u.b.Record(breakerSpecOf(&u.cr.rule), u.v, at, time.Duration(at-c.start), failed); ok {
 			e.breakerMoved(u.cr, u.key, m, at)
 		}
 		*u = breakerUse{}
@@ -166,10 +166,10 @@ func (cr *compiledRule) breakerStats(now int64) BreakerStats {
 	if cr.keys == nil {
 		b := cr.global.(*algo.Breaker)
 		s.State = BreakerState(b.State(now))
-		s.Completed, s.Bad, s.Measure = b.Window(now)
+		s.Completed, s.Bad, s.Measure = b.Window(breakerSpecOf(r), now)
 		return s
 	}
-	cr.keys.each(func(l limiter) {
+	cr.eachKeyLimiter(func(l limiter) {
 		switch BreakerState(l.(*algo.Breaker).State(now)) {
 		case BreakerOpen:
 			s.OpenKeys++

@@ -146,7 +146,7 @@ func (e *Engine) Sweep() {
 	now := e.now()
 	for _, cr := range e.rules.Load().compiled {
 		if cr.keys != nil {
-			cr.keys.sweepAll(now)
+			cr.keys.SweepAll(now)
 		}
 	}
 }

@@ -134,7 +134,7 @@ func (e *Engine) InspectKey(ruleID, key string) (KeyState, error) {
 	now := e.now()
 	ks := KeyState{RuleID: cr.rule.ID, Resource: cr.rule.Resource, Level: cr.rule.Level, Key: key, Limit: cr.limit()}
 	ks.Remaining = -1
-	if lim := cr.keys.peek(cr, key, now); lim != nil {
+	if lim := cr.peekKey(key, now); lim != nil {
 		ks.Tracked = true
 		if r, ok := lim.(remainer); ok {
 			ks.Remaining = r.Remaining(now)
@@ -163,7 +163,7 @@ func (e *Engine) ResetKey(ruleID, key string) (bool, error) {
 	if t := cr.top.Load(); t != nil {
 		t.forget(key)
 	}
-	return cr.keys.forget(key), nil
+	return cr.keys.Forget(key), nil
 }
 
 // remainer is a limiter that reports the permits left at now (the rate
@@ -181,31 +181,4 @@ func (e *Engine) keyedRule(ruleID string) (*compiledRule, error) {
 		return cr, nil
 	}
 	return nil, fmt.Errorf("%w: %q", ErrNoRule, ruleID)
-}
-
-// peek returns key's limiter when one is held and not idle past the TTL,
-// with a changed limit applied, without creating one or touching its age.
-func (t *keyTable) peek(cr *compiledRule, key string, now int64) limiter {
-	h := t.hash.String(key)
-	s := &t.shards[h&t.mask]
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	en := s.m.get(t.recs, h)
-	if en == nil || age(tick(now), en.last) > t.ttl {
-		return nil
-	}
-	if g := uint32(cr.gen.Load()); en.gen != g {
-		en.lim.SetLimit(now, cr.limit())
-		en.gen = g
-	}
-	return en.lim
-}
-
-// forget drops key's limiter; it reports whether one was held.
-func (t *keyTable) forget(key string) bool {
-	h := t.hash.String(key)
-	s := &t.shards[h&t.mask]
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.m.del(t.recs, h)
 }

@@ -94,31 +94,17 @@ func (cr *compiledRule) newLimiter(now int64) (limiter, error) {
 	return cr.buildLimiter(limit, now)
 }
 
-// initKey fills en, a key's entry (new, or idle past the TTL), with a new
-// limiter last used at nt for limit generation g. tb is the bucket in the
-// key's record (keyRecords), nil when the records hold none: a token
-// bucket cloned from the prototype at the current limit goes there, by
-// cloneInto when the record's bucket was never used and by restartFrom
-// when it was (a call may still hold it: see keyRecords). Other limiters,
-// and a bucket at a limit that has no prototype yet, are allocated apart.
-func (cr *compiledRule) initKey(en *keyEntry, tb *algo.Bucket, now int64, nt, g uint32) error {
-	limit := cr.limit()
-	if tb != nil {
-		if p := cr.proto.Load(); p != nil && p.limit == limit {
-			if tb.IsZero() {
-				p.tb.CloneInto(tb)
-			} else {
-				tb.RestartFrom(p.tb)
-			}
-			*en = keyEntry{lim: tb, last: nt, gen: g}
-			return nil
-		}
-	}
-	lim, err := cr.buildLimiter(limit, now)
+// initKey fills en, a new key's entry, with a new limiter at the current
+// limit. The generation is read first, so that a limit changed meanwhile
+// is applied on the key's next call (keyEntry.refresh).
+func (cr *compiledRule) initKey(en *keyEntry, now int64) error {
+	g := keyGen(cr)
+	lim, err := cr.newLimiter(now)
 	if err != nil {
 		return err
 	}
-	*en = keyEntry{lim: lim, last: nt, gen: g}
+	en.lim = lim
+	en.gen.Store(g)
 	return nil
 }
 
@@ -187,7 +173,7 @@ func (cr *compiledRule) limitFor(factor float64, instances int) float64 {
 // limiterFor returns the limiter for key ("" at the global level).
 func (cr *compiledRule) limiterFor(key string, now int64) (limiter, error) {
 	if cr.keys != nil {
-		return cr.keys.get(cr, key, now)
+		return cr.keyLimiter(key, now)
 	}
 	if cr.dynamic {
 		if g := cr.gen.Load(); cr.globalGen.Load() != g {
@@ -202,7 +188,7 @@ func (cr *compiledRule) keyCount() int {
 	if cr.keys == nil {
 		return 0
 	}
-	return cr.keys.len()
+	return cr.keys.Len()
 }
 
 // ruleEqual reports whether a and b configure the same state, comparing
@@ -322,8 +308,7 @@ func (e *Engine) newCompiled(r Rule, factor float64, now int64) (*compiledRule, 
 		return nil, err
 	}
 	if cr.keyed {
-		_, bucket := lim.(*algo.Bucket)
-		cr.keys = newKeyTable(r.MaxKeys, int64(r.IdleTTL), bucket)
+		cr.keys = newKeyTable(r.MaxKeys, r.IdleTTL)
 	} else {
 		cr.global = lim
 	}

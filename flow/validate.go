@@ -17,9 +17,9 @@ const (
 	DefaultBuckets    = 10
 	DefaultMaxKeys    = 100000
 	DefaultIdleTTL    = 10 * time.Minute
-	// MaxKeysLimit bounds MaxKeys: 268 435 455, so that a key table's
-	// 4-byte index slot keeps at least 4 bits of tag beside a record's
-	// number (keyRecords).
+	// MaxKeysLimit bounds MaxKeys: 268 435 455, tens of GiB of keys for
+	// one rule, far past any client count a process can serve; a larger
+	// value is taken for a mistake.
 	MaxKeysLimit = 1<<28 - 1
 	// MaxSlidingLogLimit bounds Limit of a sliding_log rule: it keeps Limit
 	// timestamps per key.

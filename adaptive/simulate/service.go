@@ -146,110 +146,140 @@ func (r LoadRun) Run(d, from time.Duration) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
-	rng := rand.New(rand.NewPCG(r.Seed, r.Seed^0x9e3779b97f4a7c15))
-	var mixSum float64
+	sim := &loadSim{LoadRun: r, from: from, rng: rand.New(rand.NewPCG(r.Seed, r.Seed^0x9e3779b97f4a7c15)),
+		res: Result{From: from, LimitMin: math.Inf(1), LimitMax: math.Inf(-1)}}
 	for _, m := range r.Mix {
-		mixSum += m
+		sim.mixSum += m
 	}
-	res := Result{From: from, LimitMin: math.Inf(1), LimitMax: math.Inf(-1)}
-	var (
-		inService  callHeap
-		work       float64 // virtual work clock: work done by one full-speed worker
-		nextArr    float64 // next arrival, ns since start
-		lat, allLt []float64
-		cur        Sample
-		steps      int
-		utilSum    float64
-		flightSum  float64
-		done       [4]uint64
-	)
 	t0 := r.Clock.Nanotime()
-	step := float64(r.Step)
 	every := int(r.Every / r.Step)
 	for t := time.Duration(0); t < d; t += r.Step {
-		now := float64(t)
 		measure := t >= from
-		// Arrivals in [t, t+Step): Poisson at the offered rate.
-		rate := r.Load(t) * r.Rate() / 1e9 // per ns
-		if rate > 0 && nextArr < now {
-			nextArr = now + rng.ExpFloat64()/rate
-		}
-		for rate > 0 && nextArr < now+step {
-			nextArr += rng.ExpFloat64() / rate
-			class := pick(rng, r.Mix, mixSum)
-			if measure {
-				res.Offered[class]++
-			}
-			p, err := r.Engine.Entry(r.Resource, flow.WithPriority(flow.Priority(class-1)))
-			if err != nil {
-				var be *flow.BlockError
-				if measure && errors.As(err, &be) && be.Reason == flow.ReasonPriority {
-					res.Shed[class]++
-				}
-				continue
-			}
-			if measure {
-				res.Admitted[class]++
-			}
-			w := float64(r.Latency) * (1 + r.Jitter*(2*rng.Float64()-1))
-			heap.Push(&inService, call{finish: work + w, start: r.Clock.Nanotime(), class: class, permit: p})
-		}
-		// Serve for one step: processor sharing above Capacity.
-		n := float64(len(inService))
-		work += step * min(1, float64(r.Capacity)/max(n, 1))
-		busy := min(n, float64(r.Capacity)) / float64(r.Capacity)
-		utilSum += busy
-		flightSum += n
-		r.Clock.Advance(r.Step)
-		for len(inService) > 0 && inService[0].finish <= work {
-			c := heap.Pop(&inService).(call)
-			c.permit.Exit()
-			l := float64(r.Clock.Nanotime() - c.start)
-			lat = append(lat, l)
-			cur.Goodput[c.class]++
-			if measure {
-				allLt = append(allLt, l)
-				done[c.class]++
-			}
-		}
+		sim.arrive(t, measure)
+		busy := sim.serve(measure)
 		if measure {
-			res.Utilisation += busy
+			sim.res.Utilisation += busy
 		}
-		steps++
-		if steps%every == 0 {
-			cur.T = time.Duration(r.Clock.Nanotime() - t0)
-			cur.Offered = r.Load(t)
-			cur.Limit = firstLimit(r.Engine)
-			cur.InFlight = flightSum / float64(every)
-			cur.Utilisation = utilSum / float64(every)
-			cur.P50, cur.P99 = quantile(lat, 0.5), quantile(lat, 0.99)
-			for i := range cur.Goodput {
-				cur.Goodput[i] /= r.Every.Seconds() * r.Rate()
-			}
-			if measure {
-				res.LimitMin, res.LimitMax = min(res.LimitMin, cur.Limit), max(res.LimitMax, cur.Limit)
-			}
-			res.Samples = append(res.Samples, cur)
-			if r.OnSample != nil {
-				r.OnSample(cur)
-			}
-			cur, lat, utilSum, flightSum = Sample{}, lat[:0], 0, 0
+		sim.steps++
+		if sim.steps%every == 0 {
+			sim.sample(t, t0, every, measure)
 		}
 	}
 	// End every call still in service so the engine is left clean.
-	for _, c := range inService {
+	for _, c := range sim.inService {
 		c.permit.Exit()
 	}
-	if span := (d - from).Seconds(); span > 0 {
+	return sim.result(d), nil
+}
+
+// loadSim is one LoadRun in progress.
+type loadSim struct {
+	LoadRun
+	from      time.Duration
+	rng       *rand.Rand
+	mixSum    float64
+	res       Result
+	inService callHeap
+	work      float64 // virtual work clock: work done by one full-speed worker
+	nextArr   float64 // next arrival, ns since start
+	lat       []float64
+	allLt     []float64
+	cur       Sample
+	steps     int
+	utilSum   float64
+	flightSum float64
+	done      [4]uint64
+}
+
+// arrive admits or refuses the arrivals in [t, t+Step): Poisson at the
+// offered rate.
+func (s *loadSim) arrive(t time.Duration, measure bool) {
+	now, step := float64(t), float64(s.Step)
+	rate := s.Load(t) * s.Rate() / 1e9 // per ns
+	if rate > 0 && s.nextArr < now {
+		s.nextArr = now + s.rng.ExpFloat64()/rate
+	}
+	for rate > 0 && s.nextArr < now+step {
+		s.nextArr += s.rng.ExpFloat64() / rate
+		class := pick(s.rng, s.Mix, s.mixSum)
+		if measure {
+			s.res.Offered[class]++
+		}
+		p, err := s.Engine.Entry(s.Resource, flow.WithPriority(flow.Priority(class-1)))
+		if err != nil {
+			var be *flow.BlockError
+			if measure && errors.As(err, &be) && be.Reason == flow.ReasonPriority {
+				s.res.Shed[class]++
+			}
+			continue
+		}
+		if measure {
+			s.res.Admitted[class]++
+		}
+		w := float64(s.Latency) * (1 + s.Jitter*(2*s.rng.Float64()-1))
+		heap.Push(&s.inService, call{finish: s.work + w, start: s.Clock.Nanotime(), class: class, permit: p})
+	}
+}
+
+// serve runs the service for one step (processor sharing above
+// Capacity), ends the calls it finished, and returns how busy it was.
+func (s *loadSim) serve(measure bool) float64 {
+	step := float64(s.Step)
+	n := float64(len(s.inService))
+	s.work += step * min(1, float64(s.Capacity)/max(n, 1))
+	busy := min(n, float64(s.Capacity)) / float64(s.Capacity)
+	s.utilSum += busy
+	s.flightSum += n
+	s.Clock.Advance(s.Step)
+	for len(s.inService) > 0 && s.inService[0].finish <= s.work {
+		c := heap.Pop(&s.inService).(call)
+		c.permit.Exit()
+		l := float64(s.Clock.Nanotime() - c.start)
+		s.lat = append(s.lat, l)
+		s.cur.Goodput[c.class]++
+		if measure {
+			s.allLt = append(s.allLt, l)
+			s.done[c.class]++
+		}
+	}
+	return busy
+}
+
+// sample closes the current Sample (every Every of virtual time).
+func (s *loadSim) sample(t time.Duration, t0 int64, every int, measure bool) {
+	cur := &s.cur
+	cur.T = time.Duration(s.Clock.Nanotime() - t0)
+	cur.Offered = s.Load(t)
+	cur.Limit = firstLimit(s.Engine)
+	cur.InFlight = s.flightSum / float64(every)
+	cur.Utilisation = s.utilSum / float64(every)
+	cur.P50, cur.P99 = quantile(s.lat, 0.5), quantile(s.lat, 0.99)
+	for i := range cur.Goodput {
+		cur.Goodput[i] /= s.Every.Seconds() * s.Rate()
+	}
+	if measure {
+		s.res.LimitMin, s.res.LimitMax = min(s.res.LimitMin, cur.Limit), max(s.res.LimitMax, cur.Limit)
+	}
+	s.res.Samples = append(s.res.Samples, *cur)
+	if s.OnSample != nil {
+		s.OnSample(*cur)
+	}
+	s.cur, s.lat, s.utilSum, s.flightSum = Sample{}, s.lat[:0], 0, 0
+}
+
+// result is the run's Result over [from, d).
+func (s *loadSim) result(d time.Duration) Result {
+	res := s.res
+	if span := (d - s.from).Seconds(); span > 0 {
 		var total uint64
-		for _, n := range done {
+		for _, n := range s.done {
 			total += n
 		}
-		res.Goodput = float64(total) / span / r.Rate()
-		res.Utilisation /= float64(d-from) / step
+		res.Goodput = float64(total) / span / s.Rate()
+		res.Utilisation /= float64(d-s.from) / float64(s.Step)
 	}
-	res.P50, res.P99 = quantile(allLt, 0.5), quantile(allLt, 0.99)
-	return res, nil
+	res.P50, res.P99 = quantile(s.allLt, 0.5), quantile(s.allLt, 0.99)
+	return res
 }
 
 func pick(rng *rand.Rand, m Mix, sum float64) int {

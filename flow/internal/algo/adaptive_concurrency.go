@@ -57,12 +57,19 @@ type adaptiveConcurrency struct {
 	shortNs atomic.Int64 // last window's mean RTT, for Snapshot
 	longNs  atomic.Int64 // long-term RTT, for Snapshot
 
-	cfg AdaptiveSpec
+	cfg adaptiveConfig
 
 	mu       sync.Mutex // held (TryLock) by the Exit closing a window
 	est      float64    // the limit before rounding; under mu
 	long     float64    // long-term RTT in ns; under mu
 	lastTime int64      // when the last window closed; under mu
+}
+
+// adaptiveConfig is the part of an AdaptiveSpec update reads, as floats,
+// kept apart so that a tracked key's limiter holds no more than it uses.
+type adaptiveConfig struct {
+	minLimit, maxLimit   float64
+	tolerance, smoothing float64
 }
 
 // AdaptiveSpec is what adaptive_concurrency reads of its rule.
@@ -94,7 +101,10 @@ var _ ClassLimiter = (*adaptiveConcurrency)(nil)
 var _ RTTObserver = (*adaptiveConcurrency)(nil)
 
 func newAdaptiveConcurrency(cfg AdaptiveSpec) *adaptiveConcurrency {
-	a := &adaptiveConcurrency{cfg: cfg}
+	a := &adaptiveConcurrency{cfg: adaptiveConfig{
+		minLimit: float64(cfg.MinLimit), maxLimit: float64(cfg.MaxLimit),
+		tolerance: cfg.Tolerance, smoothing: cfg.Smoothing,
+	}}
 	a.est = float64(cfg.InitialLimit)
 	for i := range a.dyn {
 		a.dyn[i].Store(math.Float64bits(1))
@@ -203,7 +213,7 @@ func (a *adaptiveConcurrency) update(short float64, inUse bool, dt time.Duration
 		a.long += (short - a.long) * (1 - math.Exp(-float64(dt)/float64(longRTTRise)))
 	}
 	c := &a.cfg
-	gradient := min(max(c.Tolerance*a.long/short, 0.5), 1)
+	gradient := min(max(c.tolerance*a.long/short, 0.5), 1)
 	next := a.est * gradient
 	// Grow by the queue allowance only while the limit is in use (someone
 	// was turned away: otherwise the window says nothing about a higher
@@ -216,7 +226,7 @@ func (a *adaptiveConcurrency) update(short float64, inUse bool, dt time.Duration
 	if queued := a.est * (1 - a.long/short); inUse && queued < queueFloor*a.est {
 		next += math.Sqrt(a.est)
 	}
-	a.est = min(max(a.est*(1-c.Smoothing)+next*c.Smoothing, float64(c.MinLimit)), float64(c.MaxLimit))
+	a.est = min(max(a.est*(1-c.smoothing)+next*c.smoothing, c.minLimit), c.maxLimit)
 	a.limit.Store(int64(a.est))
 	a.shortNs.Store(int64(short))
 	a.longNs.Store(int64(a.long))

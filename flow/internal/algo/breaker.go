@@ -41,7 +41,9 @@ type BreakerSpec struct {
 
 // Breaker is one circuit breaker: the rule's only one at the global level,
 // or one per key in the rule's key table. The engine asks Check before a
-// call, Record after it (or Cancel when a later check refused the call).
+// call, Record after it (or Cancel when a later check refused the call),
+// handing it the rule's BreakerSpec each time: the settings are the rule's,
+// so a tracked key's breaker does not keep a copy.
 //
 // The state is one word, changed by compare-and-swap only, so the closed
 // path is a load and the half-open probe count is exact under any number of
@@ -60,7 +62,6 @@ type Breaker struct {
 	word  atomic.Uint64
 	until atomic.Uint64 // generation (low 16 bits) << 48 | µs since base
 	base  int64         // the engine clock reading when it was made, floored to the µs
-	cfg   BreakerSpec
 	win   breakerWindow
 }
 
@@ -88,8 +89,8 @@ func next(w uint64, s BreakerState) uint64 { return (genOf(w)+1)<<bwGenShift | u
 // rounded up to the µs from base, is the same instant whenever the breaker
 // was made: open+OpenFor itself when that is on a whole µs (a base with a
 // sub-µs part put the half-open moment up to 1µs late, after Sentinel's).
-func newBreaker(window time.Duration, cfg BreakerSpec, now int64) *Breaker {
-	b := &Breaker{base: now - floorMod(now, int64(time.Microsecond)), cfg: cfg}
+func newBreaker(window time.Duration, now int64) *Breaker {
+	b := &Breaker{base: now - floorMod(now, int64(time.Microsecond))}
 	b.win.init(window)
 	return b
 }
@@ -104,8 +105,8 @@ type BreakerVerdict struct {
 	gen        uint64        // the generation the call was admitted in
 }
 
-// Check admits or refuses one call at now.
-func (b *Breaker) Check(now int64) BreakerVerdict {
+// Check admits or refuses one call at now under c.
+func (b *Breaker) Check(c *BreakerSpec, now int64) BreakerVerdict {
 	for {
 		w := b.word.Load()
 		switch stateOf(w) {
@@ -114,7 +115,7 @@ func (b *Breaker) Check(now int64) BreakerVerdict {
 		case BreakerOpen:
 			until, published := b.openUntil(w)
 			if !published { // opened a moment ago: its until is on the way
-				return BreakerVerdict{RetryAfter: b.cfg.OpenFor}
+				return BreakerVerdict{RetryAfter: c.OpenFor}
 			}
 			if now < until {
 				return BreakerVerdict{RetryAfter: time.Duration(until - now)}
@@ -126,7 +127,7 @@ func (b *Breaker) Check(now int64) BreakerVerdict {
 				return BreakerVerdict{OK: true, probe: true, gen: genOf(n), Moved: true}
 			}
 		case BreakerHalfOpen:
-			if takenOf(w) >= b.cfg.Probes {
+			if takenOf(w) >= c.Probes {
 				return BreakerVerdict{} // every probe is out: wait for them
 			}
 			// One more probe, or retry when another caller changed the word.
@@ -169,12 +170,12 @@ func (b *Breaker) openUntil(w uint64) (int64, bool) {
 
 // open moves w's spell to open at now (by CAS; false when another caller
 // changed the word first), then publishes until, rounded up to the µs.
-func (b *Breaker) open(w uint64, now int64) bool {
+func (b *Breaker) open(c *BreakerSpec, w uint64, now int64) bool {
 	n := next(w, BreakerOpen)
 	if !b.word.CompareAndSwap(w, n) {
 		return false
 	}
-	us := (now - b.base + int64(b.cfg.OpenFor) + int64(time.Microsecond) - 1) / int64(time.Microsecond)
+	us := (now - b.base + int64(c.OpenFor) + int64(time.Microsecond) - 1) / int64(time.Microsecond)
 	us = min(max(us, 0), 1<<48-1)
 	b.until.Store((genOf(n)&0xffff)<<48 | uint64(us))
 	return true
@@ -188,19 +189,19 @@ type BreakerMove struct {
 }
 
 // Record counts the outcome of a call admitted with v, which ended at now
-// after rt and failed or not, and makes the transition it calls for.
-func (b *Breaker) Record(v BreakerVerdict, now int64, rt time.Duration, failed bool) (BreakerMove, bool) {
+// after rt and failed or not, and makes the transition c calls for.
+func (b *Breaker) Record(c *BreakerSpec, v BreakerVerdict, now int64, rt time.Duration, failed bool) (BreakerMove, bool) {
 	bad := failed
-	if b.cfg.Strategy == BreakerSlowRatio {
-		bad = rt > b.cfg.SlowCall
+	if c.Strategy == BreakerSlowRatio {
+		bad = rt > c.SlowCall
 	}
 	if v.probe {
-		return b.probeDone(v, now, bad)
+		return b.probeDone(c, v, now, bad)
 	}
 	// A call admitted while closed counts in the window whatever the state
 	// now: the window is cleared when the breaker closes again.
 	inBucket := b.win.add(now, bad)
-	if !bad && inBucket > uint64(b.cfg.MinRequests) {
+	if !bad && inBucket > uint64(c.MinRequests) {
 		// A success lowers every measure; it can open the breaker only by
 		// bringing the window up to MinRequests, or when the measure rose
 		// as older buckets slid out, which happens only as this bucket
@@ -215,8 +216,8 @@ func (b *Breaker) Record(v BreakerVerdict, now int64, rt time.Duration, failed b
 		return BreakerMove{}, false // admitted in an earlier closed spell: counted only
 	}
 	completed, nbad := b.win.sum(now)
-	measure, trip := b.cfg.trips(completed, nbad)
-	if trip && b.open(w, now) {
+	measure, trip := c.trips(completed, nbad)
+	if trip && b.open(c, w, now) {
 		return BreakerMove{From: BreakerClosed, To: BreakerOpen, Completed: completed, Bad: nbad, Measure: measure}, true
 	}
 	return BreakerMove{}, false
@@ -237,29 +238,29 @@ func (c *BreakerSpec) trips(completed, bad uint64) (float64, bool) {
 }
 
 // Window reads the window ending at now: the completed calls, the bad ones
-// (errors, or slow calls for BreakerSlowRatio), and the measure the
+// (errors, or slow calls for BreakerSlowRatio), and the measure c's
 // strategy compares with Threshold.
-func (b *Breaker) Window(now int64) (completed, bad uint64, measure float64) {
+func (b *Breaker) Window(c *BreakerSpec, now int64) (completed, bad uint64, measure float64) {
 	completed, bad = b.win.sum(now)
-	measure, _ = b.cfg.trips(completed, bad)
+	measure, _ = c.trips(completed, bad)
 	return completed, bad, measure
 }
 
 // probeDone settles one half-open probe: a failure opens the breaker again,
 // the last of Probes successes closes it with a fresh window.
-func (b *Breaker) probeDone(v BreakerVerdict, now int64, bad bool) (BreakerMove, bool) {
+func (b *Breaker) probeDone(c *BreakerSpec, v BreakerVerdict, now int64, bad bool) (BreakerMove, bool) {
 	for {
 		w := b.word.Load()
 		if stateOf(w) != BreakerHalfOpen || genOf(w) != v.gen {
 			return BreakerMove{}, false // the spell already ended
 		}
 		if bad {
-			if b.open(w, now) {
+			if b.open(c, w, now) {
 				return BreakerMove{From: BreakerHalfOpen, To: BreakerOpen, Completed: 1, Bad: 1, Measure: 1}, true
 			}
 			continue
 		}
-		if okOf(w)+1 < b.cfg.Probes {
+		if okOf(w)+1 < c.Probes {
 			if b.word.CompareAndSwap(w, w+bwOKOne) {
 				return BreakerMove{}, false
 			}
@@ -270,7 +271,7 @@ func (b *Breaker) probeDone(v BreakerVerdict, now int64, bad bool) (BreakerMove,
 			// opening may still add to the window after this: it counts,
 			// as any outcome that ends while closed.
 			b.win.reset()
-			return BreakerMove{From: BreakerHalfOpen, To: BreakerClosed, Completed: uint64(b.cfg.Probes)}, true
+			return BreakerMove{From: BreakerHalfOpen, To: BreakerClosed, Completed: uint64(c.Probes)}, true
 		}
 	}
 }

@@ -20,11 +20,11 @@ func TestBreakerCycle(t *testing.T) {
 	now := int64(time.Hour)
 	call := func(failed bool) (BreakerMove, bool) {
 		t.Helper()
-		v := b.Check(now)
+		v := b.Check(&s.Breaker, now)
 		if !v.OK {
 			t.Fatalf("closed breaker refused: %+v", v)
 		}
-		return b.Record(v, now, time.Millisecond, failed)
+		return b.Record(&s.Breaker, v, now, time.Millisecond, failed)
 	}
 	for _, failed := range []bool{false, true, true} {
 		if m, moved := call(failed); moved {
@@ -35,27 +35,27 @@ func TestBreakerCycle(t *testing.T) {
 	if !moved || m.From != BreakerClosed || m.To != BreakerOpen || m.Completed != 4 || m.Bad != 3 || m.Measure != 0.75 {
 		t.Fatalf("4th call moved %v: %+v, want closed -> open at 3 bad of 4", moved, m)
 	}
-	if v := b.Check(now + int64(time.Second)); v.OK || v.RetryAfter != 4*time.Second {
+	if v := b.Check(&s.Breaker, now+int64(time.Second)); v.OK || v.RetryAfter != 4*time.Second {
 		t.Fatalf("open, 1s later: %+v, want refused with retryAfter 4s", v)
 	}
 	now += int64(5 * time.Second)
 	if got := b.State(now); got != BreakerHalfOpen {
 		t.Fatalf("state after OpenFor %v, want half-open", got)
 	}
-	p1, p2 := b.Check(now), b.Check(now)
+	p1, p2 := b.Check(&s.Breaker, now), b.Check(&s.Breaker, now)
 	if !p1.OK || !p1.Moved || !p2.OK || p2.Moved {
 		t.Fatalf("probes %+v %+v, want two, the first moving the breaker", p1, p2)
 	}
-	if v := b.Check(now); v.OK {
+	if v := b.Check(&s.Breaker, now); v.OK {
 		t.Fatalf("third call while 2 probes are out: %+v, want refused", v)
 	}
-	if _, moved := b.Record(p1, now, time.Millisecond, false); moved {
+	if _, moved := b.Record(&s.Breaker, p1, now, time.Millisecond, false); moved {
 		t.Fatal("closed after one of two probes")
 	}
-	if m, moved := b.Record(p2, now, time.Millisecond, false); !moved || m.To != BreakerClosed {
+	if m, moved := b.Record(&s.Breaker, p2, now, time.Millisecond, false); !moved || m.To != BreakerClosed {
 		t.Fatalf("last probe: moved %v %+v, want closed", moved, m)
 	}
-	if c, bad, _ := b.Window(now); c != 0 || bad != 0 {
+	if c, bad, _ := b.Window(&s.Breaker, now); c != 0 || bad != 0 {
 		t.Fatalf("window after closing: %d bad of %d, want empty", bad, c)
 	}
 }
@@ -67,20 +67,20 @@ func TestBreakerCancelGivesBackProbe(t *testing.T) {
 		Breaker: BreakerSpec{Strategy: BreakerErrorCount, Threshold: 1, MinRequests: 1, OpenFor: time.Second}})
 	l, _ := New(s, 0, nil, 0)
 	b := l.(*Breaker)
-	v := b.Check(0)
-	if m, moved := b.Record(v, 0, 0, true); !moved || m.To != BreakerOpen {
+	v := b.Check(&s.Breaker, 0)
+	if m, moved := b.Record(&s.Breaker, v, 0, 0, true); !moved || m.To != BreakerOpen {
 		t.Fatalf("one error with threshold 1: %+v, want open", m)
 	}
 	at := int64(time.Second)
-	p := b.Check(at)
+	p := b.Check(&s.Breaker, at)
 	if !p.OK {
 		t.Fatalf("probe refused: %+v", p)
 	}
-	if v := b.Check(at); v.OK {
+	if v := b.Check(&s.Breaker, at); v.OK {
 		t.Fatal("second probe admitted with Probes 1")
 	}
 	b.Cancel(p)
-	if v := b.Check(at); !v.OK {
+	if v := b.Check(&s.Breaker, at); !v.OK {
 		t.Fatalf("after Cancel: %+v, want the probe back", v)
 	}
 }

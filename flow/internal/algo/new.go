@@ -91,7 +91,7 @@ type Spec struct {
 func New(spec Spec, limit float64, clk clock.Clock, now int64) (Limiter, error) {
 	s := &spec
 	if s.Kind == CircuitBreaker { // no limit: it sits in key tables as one (see Breaker)
-		return newBreaker(s.Window, s.Breaker, now), nil
+		return newBreaker(s.Window, now), nil
 	}
 	if s.Kind == AdaptiveConcurrency {
 		return newAdaptiveConcurrency(s.Adaptive), nil

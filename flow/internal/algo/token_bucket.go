@@ -10,8 +10,9 @@ import (
 
 // Bucket is a Guava token bucket from package warmup: SmoothBursty for
 // TokenBucket, SmoothWarmingUp for WarmUp. Both share this adapter; only the
-// constructors differ. It is exported for what a key table does with it:
-// clone a rule's prototype per key (Clone) and drain it (Drain).
+// constructors differ. It is exported for what the engine does with it:
+// clone a rule's prototype per key (Clone), and drain it before a cluster
+// rule's local fallback resumes (Drain).
 //
 // Guava's semantics carry over unchanged, including the one that surprises:
 // a request is granted when the bucket owes nothing, however many permits it
@@ -60,27 +61,10 @@ func newTokenBucket(s *Spec, limit float64, clk clock.Clock) (Limiter, error) {
 // cloned from one prototype, which itself never admits a call (its rate
 // must not change).
 func (b *Bucket) Clone() *Bucket {
-	c := new(Bucket)
-	b.CloneInto(c)
+	c := &Bucket{window: b.window, warm: b.warm}
+	b.l.CloneInto(&c.l)
 	return c
 }
-
-// CloneInto makes dst what Clone would return, in place. dst must be a
-// zero Bucket that nothing uses yet (see IsZero).
-func (b *Bucket) CloneInto(dst *Bucket) {
-	dst.window, dst.warm = b.window, b.warm
-	b.l.CloneInto(&dst.l)
-}
-
-// IsZero reports whether b is a zero Bucket, never cloned into (a built
-// bucket's window is > 0).
-func (b *Bucket) IsZero() bool { return b.window == 0 }
-
-// RestartFrom puts b, a bucket cloned before from one of the same rule's
-// prototypes, in the state p.Clone would start in now, while calls may
-// still hold b (see warmup.Limiter.Restart): how a key table hands a
-// record's bucket on to a new key.
-func (b *Bucket) RestartFrom(p *Bucket) { b.l.Restart(&p.l) }
 
 // Drain takes every permit a bursty bucket has stored at now. A warming-up
 // bucket keeps them: its stored permits are its cold state, not a burst,
