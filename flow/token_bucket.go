@@ -26,9 +26,8 @@ type tokenBucket struct {
 	l    warmup.Limiter // by value: no pointer hop to the state
 }
 
-// The per-key cost of a token bucket: this struct, 96 B with the
-// warmup.Limiter and its state inline; the rate data is shared by every key
-// of a rule (see clone).
+// A key's token bucket is this struct with the warmup.Limiter inline; the
+// rate data is shared by every key of a rule (see clone).
 
 var _ limiter = (*tokenBucket)(nil)
 
@@ -63,18 +62,12 @@ func (b *tokenBucket) clone() *tokenBucket {
 	return c
 }
 
-// cloneInto makes dst what clone would return, in place (see keyedBucket).
-// dst must be a zero tokenBucket that nothing uses yet.
+// cloneInto makes dst what clone would return, in place. dst must be a
+// zero tokenBucket that nothing uses yet.
 func (b *tokenBucket) cloneInto(dst *tokenBucket) {
 	dst.window, dst.warm = b.window, b.warm
 	b.l.CloneInto(&dst.l)
 }
-
-// restartFrom puts b, a bucket cloned before from one of the same rule's
-// prototypes, in the state p.clone would start in now, while calls may
-// still hold b (see warmup.Limiter.Restart): how a key table hands a
-// record's bucket on to a new key.
-func (b *tokenBucket) restartFrom(p *tokenBucket) { b.l.Restart(&p.l) }
 
 func (b *tokenBucket) tryAcquire(now int64, n int, maxWait time.Duration) decision {
 	res, err := b.reserve(now, n, maxWait)
