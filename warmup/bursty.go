@@ -242,7 +242,7 @@ func (l *Limiter) setRateBursty(rate float64) {
 		if l.rate.CompareAndSwap(old, &cfg) {
 			return
 		}
-		// Another SetRate (or Restart) came first: apply this one after it.
+		// Another SetRate came first: apply this one after it.
 	}
 }
 

@@ -27,7 +27,7 @@ type Limiter struct {
 	// compare-and-swap; see bursty.go. A warming-up limiter does not use it.
 	word atomic.Int64
 	// rate is the current rate and what was fixed at construction,
-	// immutable, shared by clones, replaced whole by SetRate and Restart.
+	// immutable, shared by clones, replaced whole by SetRate.
 	rate atomic.Pointer[rateConfig]
 	// origin is clock.Nanotime at construction: time counts from here.
 	origin int64
@@ -214,30 +214,6 @@ func (l *Limiter) CloneInto(dst *Limiter) {
 		dst.word.Store(c.startWord(0))
 	}
 	dst.rate.Store(c)
-}
-
-// Restart puts l, a limiter CloneInto built from a prototype of the same
-// kind and burst as from (the same rule's prototypes, at one limit or
-// another), in the state from.Clone would start in now, keeping l's own
-// origin. It allocates nothing.
-//
-// Other calls may still be using l. On a warming-up limiter they come
-// before or after the Restart (it holds the mutex). On a bursty one a call
-// racing it decides from the old state or the new one, at the old rate or
-// the new one: Restart stores the rate, then the state word, and a call
-// reads the word, then the rate, so a call's compare-and-swap against the
-// old word fails once the new word is in, and one that succeeded before is
-// overwritten. Every mix is a state a SetRate could leave, because a bursty
-// word means the same instant at any rate of the same burst (see bursty.go).
-func (l *Limiter) Restart(from *Limiter) {
-	c := from.rate.Load()
-	m := l.micros(clock.Nanotime(l.rate.Load().clk)) // what a clone made now counts as 0
-	if l.warm != nil {
-		l.warm.restart(l, c, m)
-		return
-	}
-	l.rate.Store(c)
-	l.word.Store(c.startWord(m * 1000))
 }
 
 // SetRate changes the stable rate as Guava's setRate does: time elapsed so far

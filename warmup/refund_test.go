@@ -34,22 +34,6 @@ func nextFree(l *Limiter) int64 {
 	}
 }
 
-// storedView is the stored permits at now and the maxPermits of the same
-// rate (read once, so that a concurrent SetRate cannot split them).
-func storedView(l *Limiter, now int64) (stored, maxP float64) {
-	m := l.micros(now)
-	if w := l.warm; w != nil {
-		w.mu.Lock()
-		defer w.mu.Unlock()
-		c, cp := l.rate.Load(), warmState{next: w.next, stored: w.stored}
-		cp.resync(c, m)
-		return storedOrMax(cp.stored, c.maxP), c.maxP
-	}
-	e := l.word.Load()
-	c := l.rate.Load()
-	return c.storedAt(e, m*1000), c.maxP
-}
-
 func TestRefund(t *testing.T) {
 	s := newStopwatch(t)
 	ms := func(n int64) int64 { return n * int64(time.Millisecond) }

@@ -96,14 +96,6 @@ func (w *warmState) setRateNow(l *Limiter, rate float64) {
 	l.rate.Store(&cfg)
 }
 
-// restart is Restart: the state a clone of c made at m starts in.
-func (w *warmState) restart(l *Limiter, c *rateConfig, m int64) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	l.rate.Store(c)
-	w.next, w.stored = m, c.initialStored()
-}
-
 // setRate is Guava's setRate and SmoothWarmingUp's doSetRate: resync under
 // old, then fill cfg for the new rate and rescale the stored permits to it.
 // old.maxP 0 marks the initial state (cold).

@@ -28,9 +28,8 @@ type Bucket struct {
 	l    warmup.Limiter // by value: no pointer hop to the state
 }
 
-// The per-key cost of a token bucket is this struct, with the
-// warmup.Limiter and its state inline; the rate data is shared by every key
-// of a rule (see Clone).
+// A key's token bucket is this struct with the warmup.Limiter inline; the
+// rate data is shared by every key of a rule (see Clone).
 
 var _ Limiter = (*Bucket)(nil)
 
