@@ -26,25 +26,32 @@ func TestArrowsRunOneWay(t *testing.T) {
 	)
 	for _, tc := range []struct {
 		pkg       string
-		forbidden []string
+		forbidden []string // these packages and every package under them
+		exactly   []string // these packages alone
 	}{
 		// One package per transport: the Redis token server links no gRPC
 		// or protobuf, the gRPC client no Redis client; neither exports.
-		{"./cluster", []string{metricsPkg, prom, otel, grpc, protobuf}},
-		{"./cluster/remote", []string{metricsPkg, prom, otel, redis}},
+		{"./cluster", []string{metricsPkg, prom, otel, grpc, protobuf}, nil},
+		{"./cluster/remote", []string{metricsPkg, prom, otel, redis}, nil},
 		// The generated wire form knows protobuf and gRPC only.
-		{"./cluster/tokenpb", []string{flowPkg, metricsPkg, redis}},
+		{"./cluster/tokenpb", []string{flowPkg, metricsPkg, redis}, nil},
 		// gRPC interceptors share the forwarding walk with HTTP through an
 		// internal package, not by importing the HTTP middleware.
-		{"./flow/flowgrpc", []string{flowhttp, metricsPkg, prom, otel}},
+		{"./flow/flowgrpc", []string{flowhttp, metricsPkg, prom, otel}, nil},
 		// The gRPC token service exports its own counters with Prometheus,
 		// but reads the Redis side through no exporter of ours.
-		{"./cluster/tokenrpc", []string{metricsPkg, otel}},
+		{"./cluster/tokenrpc", []string{metricsPkg, otel}, nil},
 		// The settings' owners do not know the document that carries them:
 		// rules reads the sections into their types, never the other way.
-		{"./alerting", []string{metricsPkg, rulesPkg, prom, otel}},
-		{"./adaptive", []string{metricsPkg, rulesPkg, prom, otel}},
-		{"./rules", []string{metricsPkg, prom, otel}},
+		{"./alerting", []string{metricsPkg, rulesPkg, prom, otel}, nil},
+		{"./adaptive", []string{metricsPkg, rulesPkg, prom, otel}, nil},
+		// Parsing rules pulls no CPU sampling: the adaptive settings live
+		// in a leaf (adaptive/cpuconfig) that both read.
+		{"./rules", []string{metricsPkg, prom, otel, "github.com/shirou/gopsutil"}, nil},
+		// The engine's rooms know nothing of the engine: the algorithms
+		// and the key tables are below flow, flow imports them.
+		{"./flow/internal/algo", nil, []string{flowPkg}},
+		{"./flow/keytab", nil, []string{flowPkg}},
 	} {
 		out, err := exec.Command("go", "list", "-deps", tc.pkg).CombinedOutput()
 		if err != nil {
@@ -58,6 +65,11 @@ func TestArrowsRunOneWay(t *testing.T) {
 			for _, f := range tc.forbidden {
 				if d == f || strings.HasPrefix(d, f) {
 					t.Errorf("%s depends on %s (forbidden: %s)", tc.pkg, d, f)
+				}
+			}
+			for _, f := range tc.exactly {
+				if d == f {
+					t.Errorf("%s depends on %s (forbidden)", tc.pkg, d)
 				}
 			}
 		}

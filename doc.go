@@ -11,7 +11,7 @@
 // The module is a star around package flow:
 //
 //	clock/            time for everything: the real clock and a virtual one for tests
-//	warmup/           Guava-exact token buckets (SmoothBursty, SmoothWarmingUp)
+//	tokenbucket/      Guava-exact token buckets (SmoothBursty, SmoothWarmingUp)
 //	flow/             the engine: Entry, Exit, Guard, rules, levels, statistics
 //	flow/flowhttp/    net/http middleware: 429, Retry-After, RateLimit headers
 //	flow/flowgrpc/    gRPC interceptors: ResourceExhausted with RetryInfo

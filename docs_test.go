@@ -80,7 +80,7 @@ var docImports = map[string]string{
 	"cluster":    "github.com/flowgate/flowgate/cluster",
 	"remote":     "github.com/flowgate/flowgate/cluster/remote",
 	"clock":      "github.com/flowgate/flowgate/clock",
-	"warmup":     "github.com/flowgate/flowgate/warmup",
+	"warmup":     "github.com/flowgate/flowgate/tokenbucket",
 	"grpc":       "google.golang.org/grpc",
 	"redis":      "github.com/redis/go-redis/v9",
 	"clientv3":   "go.etcd.io/etcd/client/v3",

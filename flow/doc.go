@@ -77,7 +77,7 @@
 //
 // # Circuit breakers
 //
-// A circuit_breaker rule (breaker.go) counts the outcomes Exit records over
+// A circuit_breaker rule (internal/algo/breaker.go) counts the outcomes Exit records over
 // its Window — errors, or calls slower than SlowCall — and opens when,
 // with at least MinRequests completed, the ratio is > Threshold
 // (BreakerErrorRatio, BreakerSlowRatio) or the errors are >= Threshold

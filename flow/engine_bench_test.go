@@ -73,7 +73,7 @@ func BenchmarkEntryExitPass(b *testing.B) {
 // BenchmarkEntryExitPassParallel reports blocked/op: a goroutine preempted
 // between reading the clock and reserving holds a stale now. The bursty
 // bucket serves it as of its latest moment while it holds permits (see
-// warmup.Limiter.TryReserveAt), so this should stay 0; it shows how often a
+// tokenbucket.Limiter.TryReserveAt), so this should stay 0; it shows how often a
 // real clock still makes a stale call refused.
 func BenchmarkEntryExitPassParallel(b *testing.B) {
 	e := benchEngine(b, bigBucket)

@@ -45,7 +45,7 @@ const (
 	AlgoSlidingWindow                   // sub-window counters, previous window weighted by overlap
 	AlgoSlidingLog                      // exact: never more than Limit in any span of Window
 	AlgoConcurrency                     // at most Limit in flight
-	AlgoCircuitBreaker                  // refuses while a dependency fails (see Strategy); breaker.go
+	AlgoCircuitBreaker                  // refuses while a dependency fails (see Strategy); internal/algo/breaker.go
 	// AlgoAdaptiveConcurrency caps calls in flight at a limit it finds from
 	// their response times (see InitialLimit..Smoothing).
 	AlgoAdaptiveConcurrency
@@ -53,15 +53,15 @@ const (
 	AlgoDeny  // refuses callers whose identity is in Values; lists.go
 	// AlgoSentinelWindow counts as Alibaba Sentinel's QPS rules do: two
 	// unweighted half-window buckets aligned to the Unix epoch
-	// (sentinel_window.go); rules imported from Sentinel use it.
+	// (internal/algo/sentinel_window.go); rules imported from Sentinel use it.
 	AlgoSentinelWindow
 	// AlgoSentinelWarmUp is Alibaba Sentinel's warm-up (its token formula
-	// and per-second sync, not Guava's curve; sentinel_warm_up.go); warm-up
+	// and per-second sync, not Guava's curve; internal/algo/sentinel_warm_up.go); warm-up
 	// rules imported from Sentinel use it.
 	AlgoSentinelWarmUp
 	// AlgoSentinelHotspot is sentinel-golang's per-value hotspot limiter:
 	// lump refills once per Window, Burst extra tokens, or with MaxWait its
-	// millisecond throttling (sentinel_hotspot.go); hotspot rules imported
+	// millisecond throttling (internal/algo/sentinel_hotspot.go); hotspot rules imported
 	// from Sentinel use it.
 	AlgoSentinelHotspot
 	numAlgorithms

@@ -185,7 +185,7 @@ type RuleError struct {
 }
 
 // Unwrap returns the error the problem was made from, if any: building a
-// rule's limiter can fail with a lower package's error (warmup).
+// rule's limiter can fail with a lower package's error (tokenbucket).
 func (e *RuleError) Unwrap() error { return e.cause }
 
 // Error reads `rules[3] (id "orders"): limit: must be > 0, not 0`: the

@@ -17,7 +17,7 @@ import (
 	"time"
 
 	"github.com/flowgate/flowgate/clock"
-	"github.com/flowgate/flowgate/warmup"
+	"github.com/flowgate/flowgate/tokenbucket"
 )
 
 const (
@@ -38,7 +38,7 @@ func main() {
 func run() error {
 	start := time.Now()
 	c := clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
-	l, err := warmup.NewWarmingUp(rate, period, warmup.WithClock(c))
+	l, err := tokenbucket.NewWarmingUp(rate, period, tokenbucket.WithClock(c))
 	if err != nil {
 		return err
 	}

@@ -5,10 +5,10 @@ import (
 	"time"
 
 	"github.com/flowgate/flowgate/clock"
-	"github.com/flowgate/flowgate/warmup"
+	"github.com/flowgate/flowgate/tokenbucket"
 )
 
-// Bucket is a Guava token bucket from package warmup: SmoothBursty for
+// Bucket is a Guava token bucket from package tokenbucket: SmoothBursty for
 // TokenBucket, SmoothWarmingUp for WarmUp. Both share this adapter; only the
 // constructors differ. It is exported for what the engine does with it:
 // clone a rule's prototype per key (Clone), and drain it before a cluster
@@ -25,10 +25,10 @@ type Bucket struct {
 	// warm marks a warming-up bucket, which reports no remaining permits
 	// nor a reset time (see Remaining).
 	warm bool
-	l    warmup.Limiter // by value: no pointer hop to the state
+	l    tokenbucket.Limiter // by value: no pointer hop to the state
 }
 
-// A key's token bucket is this struct with the warmup.Limiter inline; the
+// A key's token bucket is this struct with the tokenbucket.Limiter inline; the
 // rate data is shared by every key of a rule (see Clone).
 
 var _ Limiter = (*Bucket)(nil)
@@ -42,10 +42,10 @@ func newTokenBucket(s *Spec, limit float64, clk clock.Clock) (Limiter, error) {
 	window := s.Window.Seconds()
 	burstSeconds := s.Burst / (s.Limit / window)
 	rate := limit / window
-	l, err := warmup.NewBursty(rate,
-		warmup.WithClock(clk),
-		warmup.WithMaxBurstSeconds(burstSeconds),
-		warmup.WithStoredPermits(math.Inf(1)), // clamped to maxPermits: full
+	l, err := tokenbucket.NewBursty(rate,
+		tokenbucket.WithClock(clk),
+		tokenbucket.WithMaxBurstSeconds(burstSeconds),
+		tokenbucket.WithStoredPermits(math.Inf(1)), // clamped to maxPermits: full
 	)
 	if err != nil {
 		return nil, err
@@ -87,7 +87,7 @@ func (b *Bucket) TryAcquire(now int64, n int, maxWait time.Duration) Decision {
 }
 
 // reserve is the Guava reservation TryAcquire decides from.
-func (b *Bucket) reserve(now int64, n int, maxWait time.Duration) (warmup.Reservation, error) {
+func (b *Bucket) reserve(now int64, n int, maxWait time.Duration) (tokenbucket.Reservation, error) {
 	return b.l.TryReserveAt(now, n, maxWait)
 }
 
@@ -95,7 +95,7 @@ func (b *Bucket) reserve(now int64, n int, maxWait time.Duration) (warmup.Reserv
 // time to refill, as the reservation saw them (reading the bucket again
 // could see another call's reservation). A warming-up bucket reports
 // neither (see Remaining).
-func (b *Bucket) quota(res *warmup.Reservation) (remaining float64, reset time.Duration) {
+func (b *Bucket) quota(res *tokenbucket.Reservation) (remaining float64, reset time.Duration) {
 	if b.warm {
 		return 0, 0
 	}
@@ -103,7 +103,7 @@ func (b *Bucket) quota(res *warmup.Reservation) (remaining float64, reset time.D
 }
 
 // refusal is the decision for a reservation that was not granted.
-func (b *Bucket) refusal(res *warmup.Reservation, err error) Decision {
+func (b *Bucket) refusal(res *tokenbucket.Reservation, err error) Decision {
 	if err != nil { // n <= 0: never valid
 		return Decision{Never: true}
 	}

@@ -2,7 +2,7 @@ package algo
 
 import (
 	"github.com/flowgate/flowgate/clock"
-	"github.com/flowgate/flowgate/warmup"
+	"github.com/flowgate/flowgate/tokenbucket"
 )
 
 // newWarmUp builds Guava's SmoothWarmingUp at rate limit/Window: it starts
@@ -10,9 +10,9 @@ import (
 // saturated demand.
 func newWarmUp(s *Spec, limit float64, clk clock.Clock) (Limiter, error) {
 	window := s.Window.Seconds()
-	l, err := warmup.NewWarmingUp(limit/window, s.Warmup,
-		warmup.WithClock(clk),
-		warmup.WithColdFactor(s.ColdFactor),
+	l, err := tokenbucket.NewWarmingUp(limit/window, s.Warmup,
+		tokenbucket.WithClock(clk),
+		tokenbucket.WithColdFactor(s.ColdFactor),
 	)
 	if err != nil {
 		return nil, err

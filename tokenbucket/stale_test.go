@@ -1,4 +1,4 @@
-package warmup
+package tokenbucket
 
 import (
 	"math"

@@ -1,4 +1,4 @@
-// Package warmup owns flowgate's Guava-exact token buckets: SmoothBursty and
+// Package tokenbucket owns flowgate's Guava-exact token buckets: SmoothBursty and
 // SmoothWarmingUp, the two RateLimiter flavours of Google Guava, restated in Go.
 //
 // A Limiter remembers the moment the next request may go (nextFree) and the
@@ -26,4 +26,4 @@
 // TryAcquire read the limiter's clock and sleep on it; the flow engine calls
 // TryReserveAt, Refund and StoredPermitsAt with a time it read once, and
 // never sleeps here.
-package warmup
+package tokenbucket

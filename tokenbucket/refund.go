@@ -1,4 +1,4 @@
-package warmup
+package tokenbucket
 
 // Refund gives back permits reserved by a TryReserveAt whose call did not go ahead (a later
 // level refused): it undoes that reservation's cost as far as is still possible (moves the

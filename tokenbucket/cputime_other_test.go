@@ -1,6 +1,6 @@
 //go:build !unix
 
-package warmup
+package tokenbucket
 
 import "time"
 

@@ -1,4 +1,4 @@
-package warmup
+package tokenbucket
 
 import (
 	"errors"
@@ -12,7 +12,7 @@ import (
 
 // ErrInvalidArgument is wrapped by every error about a bad rate, period,
 // factor or permit count.
-var ErrInvalidArgument = errors.New("warmup: invalid argument")
+var ErrInvalidArgument = errors.New("tokenbucket: invalid argument")
 
 // Limiter is a Guava SmoothRateLimiter: SmoothBursty (NewBursty) or
 // SmoothWarmingUp (NewWarmingUp). It is safe for concurrent use. Most callers

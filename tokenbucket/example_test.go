@@ -1,4 +1,4 @@
-package warmup_test
+package tokenbucket_test
 
 import (
 	"context"
@@ -6,12 +6,12 @@ import (
 	"time"
 
 	"github.com/flowgate/flowgate/clock"
-	"github.com/flowgate/flowgate/warmup"
+	"github.com/flowgate/flowgate/tokenbucket"
 )
 
 func ExampleNewBursty() {
 	c := clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
-	l, err := warmup.NewBursty(5, warmup.WithClock(c)) // 5 permits/s, stores up to 1 s of them
+	l, err := tokenbucket.NewBursty(5, tokenbucket.WithClock(c)) // 5 permits/s, stores up to 1 s of them
 	if err != nil {
 		panic(err)
 	}
@@ -34,7 +34,7 @@ func ExampleNewWarmingUp() {
 	c := clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	// 2 permits/s once warm; cold it is 3 times slower and takes 4 s of
 	// saturated demand to warm up.
-	l, err := warmup.NewWarmingUp(2, 4*time.Second, warmup.WithClock(c))
+	l, err := tokenbucket.NewWarmingUp(2, 4*time.Second, tokenbucket.WithClock(c))
 	if err != nil {
 		panic(err)
 	}
@@ -54,7 +54,7 @@ func ExampleNewWarmingUp() {
 
 func ExampleLimiter_TryReserveAt() {
 	c := clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
-	l, _ := warmup.NewBursty(10, warmup.WithClock(c))
+	l, _ := tokenbucket.NewBursty(10, tokenbucket.WithClock(c))
 	now := clock.Nanotime(c) // read once, passed down, as the flow engine does
 	for range 3 {
 		r, _ := l.TryReserveAt(now, 1, 0)

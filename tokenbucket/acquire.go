@@ -1,4 +1,4 @@
-package warmup
+package tokenbucket
 
 import (
 	"context"
@@ -11,7 +11,7 @@ import (
 
 // ErrWouldPassDeadline is returned by Acquire when the wait would outlast the
 // context's deadline. It matches context.DeadlineExceeded with errors.Is.
-var ErrWouldPassDeadline = fmt.Errorf("warmup: wait would pass the context deadline: %w", context.DeadlineExceeded)
+var ErrWouldPassDeadline = fmt.Errorf("tokenbucket: wait would pass the context deadline: %w", context.DeadlineExceeded)
 
 // Acquire takes permits, waiting on the limiter's clock until they may be
 // used, and returns the time waited (Guava's acquire). If ctx is done, or its
@@ -86,7 +86,7 @@ func (l *Limiter) sleep(ctx context.Context, permits int, d time.Duration) error
 		if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 			return err
 		}
-		return fmt.Errorf("warmup: sleeping %v: %w", d, err)
+		return fmt.Errorf("tokenbucket: sleeping %v: %w", d, err)
 	}
 	return nil
 }
