@@ -226,8 +226,7 @@ func (e *Engine) queue(st *entryState) bool {
 // pass is counted, and its Permit returned.
 func (e *Engine) pass(st *entryState) Permit {
 	c := st.c
-	clear(c.taken) // refunds are no longer possible: keep no limiter alive
-	c.taken = c.taken[:0]
+	c.taken = c.taken[:0] // refunds are no longer possible (see call.taken)
 	n := 0
 	for _, g := range c.grants { // keep the grants Exit releases
 		if g.release {
@@ -235,13 +234,16 @@ func (e *Engine) pass(st *entryState) Permit {
 			n++
 		}
 	}
-	clear(c.grants[n:])
 	c.grants = c.grants[:n]
 	c.waited = st.wait
-	c.stats = nil
-	if rr := st.rr; rr != nil {
-		c.stats = rr.stats
-		c.bucket = rr.stats.pass(st.now, st.wait, c.lane)
+	if rr := st.rr; rr == nil {
+		c.stats = nil
+	} else {
+		last := c.bucket // where this record's previous call counted, if in rr's statistics
+		if c.stats != rr.stats {
+			c.stats, last = rr.stats, nil
+		}
+		c.bucket = rr.stats.pass(st.now, st.wait, c.lane, last)
 		if rr.observers != nil {
 			feedObservers(rr, st.now, c.tokens)
 		}
@@ -292,10 +294,8 @@ func (e *Engine) undo(st *entryState) {
 	for _, t := range c.taken {
 		t.lim.Refund(t.at, c.tokens)
 	}
-	clear(c.taken)
 	c.taken = c.taken[:0]
-	clear(c.held) // refunded above with the rest of taken
-	c.held = c.held[:0]
+	c.held = c.held[:0] // refunded above with the rest of taken
 	for i := range c.brk {
 		c.brk[i].b.Cancel(c.brk[i].v)
 		c.brk[i] = breakerUse{}

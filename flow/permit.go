@@ -30,10 +30,12 @@ type Permit struct {
 
 // call is the record of one admitted call: what it took, and what Exit
 // needs. Records are pooled, so that admitting a call allocates nothing;
-// gen tells one use of a record from the next. It is odd while a call
-// holds the record, even while the record is free; a Permit remembers the
-// odd value its call was given, and Exit moves it to the next even value
-// with a compare-and-swap, which only the first Exit of that call can do.
+// gen tells one use of a record from the next. A Permit remembers the gen
+// its call was handed out with, and Exit moves gen on by one with a
+// compare-and-swap from that value, which only the first Exit of that call
+// can do. gen changes nowhere else: a record goes back to the pool, and out
+// again, with the gen its last Exit left, which no earlier Permit of it
+// holds.
 type call struct {
 	gen atomic.Uint64
 	eng *Engine
@@ -51,7 +53,10 @@ type call struct {
 	// sysCounted: counted in Engine.sysInFlight; unruled: in Engine.unruled.
 	sysCounted, unruled bool
 	// taken is what Entry took, so that a refusal can give it back; what
-	// the call still holds at Exit is moved to held, grants and brk.
+	// the call still holds at Exit is also in held, grants and brk. The
+	// slices keep their arrays from call to call; what a free record's
+	// arrays still point to past their length is never read, and goes with
+	// the record when the pool drops it (at most two GC cycles later).
 	taken  []takenLim
 	held   []algo.Holder  // concurrency caps to release
 	grants []clusterGrant // token server grants to release, or give back on refusal
@@ -86,17 +91,12 @@ func (e *Engine) getCall(now int64) *call {
 		c = &call{eng: e, rng: rand.Uint64(), lane: e.callSeq.Add(1)}
 	}
 	c.start, c.quota = now, quotaNote{}
-	c.gen.Add(1) // even (free) to odd (in use)
 	return c
 }
 
-// putCall marks c, a record no Permit was made from, free and returns it
-// to the pool. It must hold nothing (see undo): the pool keeps no limiter
-// or grant alive.
-func (e *Engine) putCall(c *call) {
-	c.gen.Add(1) // odd to even: no Permit of the call it served matches now
-	e.calls.Put(c)
-}
+// putCall returns c, a record no Permit was made from, to the pool. It
+// must hold nothing to release (see undo).
+func (e *Engine) putCall(c *call) { e.calls.Put(c) }
 
 // permit is the Permit for the call c now serves.
 func (c *call) permit() Permit { return Permit{c: c, gen: c.gen.Load()} }
@@ -111,8 +111,8 @@ func (p Permit) Exit(opts ...ExitOption) {
 	if c == nil || !c.gen.CompareAndSwap(p.gen, p.gen+1) {
 		return
 	}
-	// From here the record is this goroutine's alone, marked free but not
-	// yet in the pool: no Entry can hand it out, no other Exit matches.
+	// From here the record is this goroutine's alone: not yet in the
+	// pool, so no Entry can hand it out, and no other Exit matches gen.
 	var failed bool
 	for i := range opts {
 		failed = failed || opts[i].err != nil
@@ -146,7 +146,7 @@ func (p Permit) Exit(opts ...ExitOption) {
 			c.stats.exitUnmeasured(c.bucket, failed)
 		}
 	}
-	e.calls.Put(c) // the generation moved on above
+	e.calls.Put(c)
 }
 
 // release lets go of what the call held past Entry: concurrency permits

@@ -188,15 +188,21 @@ func (s *resourceStats) turnOver(b *statBucket) {
 
 // pass counts an admitted call in lane and returns the bucket it counted
 // in, where its Exit counts it complete when it does not read the clock.
-func (s *resourceStats) pass(now int64, waited time.Duration, lane uint32) *laneBucket {
+// last is the bucket the caller's record counted its previous call in, when
+// that was in s (else nil): a record keeps its lane, so while now is in
+// last's epoch, last is the bucket, found without laneBucketAt's checks.
+func (s *resourceStats) pass(now int64, waited time.Duration, lane uint32, last *laneBucket) *laneBucket {
 	if waited > 0 {
 		s.waited.Add(1)
 		s.waitSum.Add(int64(waited))
 		s.waitHist.observe(int64(waited), 1)
 	}
-	b := s.laneBucket(now, lane)
-	b.passed.Add(1)
-	return b
+	idx := s.epochOf(now)
+	if last == nil || last.epoch.Load() != idx {
+		last = s.laneBucketAt(idx, lane)
+	}
+	last.passed.Add(1)
+	return last
 }
 
 func (s *resourceStats) block(now int64, l Level) {
