@@ -59,6 +59,11 @@ bench:
 bench-peers: deps
 	@sh scripts/bench-peers.sh
 
+## bench-floor: the core's speed floor (one rule, parallel, refusal, three levels, a million users)
+## for BASE (default HEAD~1) and the work tree in one interleaved run; writes bench/floor.txt.
+bench-floor:
+	@sh scripts/bench-floor.sh
+
 ## bench-accuracy: how closely cluster rules hold their limit with N instances on one Redis, leasing
 ## off/on, beside redis_rate and a local split (module bench/); writes the table and pictures into
 ## bench/README.md and prints the table. The full grid takes about 32 min; ACC_* env vars take a subset

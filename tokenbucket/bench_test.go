@@ -76,16 +76,7 @@ func BenchmarkTryReserveAt(b *testing.B) {
 				_, _ = l.TryReserveAt(clock.Nanotime(c), 1, 0)
 			}
 		})
-		b.Run(r.name+"/shared-parallel", func(b *testing.B) {
-			l := mustBursty(b, r.rate)
-			b.ReportAllocs()
-			b.RunParallel(func(pb *testing.PB) {
-				for pb.Next() {
-					_, _ = l.TryReserveAtShared(clock.Nanotime(c), 1, 0)
-				}
-			})
-		})
-		b.Run(r.name+"/plain-parallel", func(b *testing.B) {
+		b.Run(r.name+"/parallel", func(b *testing.B) {
 			l := mustBursty(b, r.rate)
 			b.ReportAllocs()
 			b.RunParallel(func(pb *testing.PB) {

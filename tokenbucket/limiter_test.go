@@ -166,26 +166,6 @@ func TestReservationRefill(t *testing.T) {
 	}
 }
 
-// TestTryReserveAtShared: the shared variant decides exactly as
-// TryReserveAt; only how it reads the state differs.
-func TestTryReserveAtShared(t *testing.T) {
-	s := newStopwatch(t)
-	a, b := s.bursty(5), s.bursty(5)
-	now := s.clk.Nanotime()
-	for i := range 40 {
-		at := now + int64(i)*int64(37*time.Millisecond)
-		wait := time.Duration(i%3) * 100 * time.Millisecond
-		ra, ea := a.TryReserveAt(at, 1+i%2, wait)
-		rb, eb := b.TryReserveAtShared(at, 1+i%2, wait)
-		if ra != rb || (ea == nil) != (eb == nil) {
-			t.Fatalf("step %d: TryReserveAt %+v, %v; TryReserveAtShared %+v, %v", i, ra, ea, rb, eb)
-		}
-	}
-	if _, err := b.TryReserveAtShared(now, 0, 0); err == nil {
-		t.Fatal("TryReserveAtShared(0 permits): no error")
-	}
-}
-
 func TestTryReserveAt(t *testing.T) {
 	s := newStopwatch(t)
 	l := s.bursty(5)

@@ -43,12 +43,6 @@ func (l *Limiter) TryReserveAt(now int64, permits int, maxWait time.Duration) (R
 	return l.reserve(now, permits, int64(max(maxWait/time.Microsecond, 0))), nil
 }
 
-// TryReserveAtShared is TryReserveAt: a limiter many cores reserve on at
-// once needs no other access to its one word.
-func (l *Limiter) TryReserveAtShared(now int64, permits int, maxWait time.Duration) (Reservation, error) {
-	return l.TryReserveAt(now, permits, maxWait)
-}
-
 // reserve is Guava's tryAcquire decision and reservation at now, with a
 // timeout in whole microseconds, >= 0, or unbounded (reserve whatever the
 // wait). permits > 0.
