@@ -13,7 +13,7 @@ MODULES ?= contrib/gin contrib/echo
 # Every module of its own, checked by make lint.
 LINT_MODULES ?= bench contrib/gin contrib/echo compat/sentinel
 
-.PHONY: all demo test test-modules soak bench bench-peers bench-accuracy lint deps examples compat proto
+.PHONY: all demo test test-modules soak bench bench-peers bench-floor bench-accuracy lint deps examples compat proto
 
 all: lint test
 
