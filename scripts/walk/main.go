@@ -69,40 +69,18 @@ func main() {
 		}
 		rel := strings.TrimPrefix(blk.file, mod+"/")
 		path := filepath.Join(root, rel)
-		f := parsed[path]
-		if f == nil {
-			var err error
-			f, err = parser.ParseFile(fset, path, nil, 0)
+		if parsed[path] == nil {
+			f, err := parser.ParseFile(fset, path, nil, 0)
 			if err != nil {
 				fmt.Fprintln(os.Stderr, "walk:", err)
 				os.Exit(1)
 			}
 			parsed[path] = f
 		}
-		name := "?"
-		for _, d := range f.Decls {
-			fd, ok := d.(*ast.FuncDecl)
-			if !ok {
-				continue
-			}
-			s, e := fset.Position(fd.Pos()).Line, fset.Position(fd.End()).Line
-			if blk.line0 >= s && blk.line0 <= e {
-				name = fd.Name.Name
-				if fd.Recv != nil && len(fd.Recv.List) > 0 {
-					t := fd.Recv.List[0].Type
-					if st, ok := t.(*ast.StarExpr); ok {
-						t = st.X
-					}
-					if id, ok := t.(*ast.Ident); ok {
-						name = id.Name + "." + name
-					}
-				}
-			}
-		}
 		if funcs[rel] == nil {
 			funcs[rel] = map[string]bool{}
 		}
-		funcs[rel][name] = true
+		funcs[rel][funcAt(fset, parsed[path], blk.line0)] = true
 	}
 	var files []string
 	n := 0
@@ -120,4 +98,29 @@ func main() {
 		sort.Strings(fn)
 		fmt.Printf("  %s: %s\n", f, strings.Join(fn, ", "))
 	}
+}
+
+// funcAt names the function of f that holds line ("Type.Method" for a
+// method), "?" when none does.
+func funcAt(fset *token.FileSet, f *ast.File, line int) string {
+	for _, d := range f.Decls {
+		fd, ok := d.(*ast.FuncDecl)
+		if !ok || line < fset.Position(fd.Pos()).Line || line > fset.Position(fd.End()).Line {
+			continue
+		}
+		if fd.Recv != nil && len(fd.Recv.List) > 0 {
+			t := fd.Recv.List[0].Type
+			if st, ok := t.(*ast.StarExpr); ok {
+				t = st.X
+			}
+			if ix, ok := t.(*ast.IndexExpr); ok { // a generic type's method
+				t = ix.X
+			}
+			if id, ok := t.(*ast.Ident); ok {
+				return id.Name + "." + fd.Name.Name
+			}
+		}
+		return fd.Name.Name
+	}
+	return "?"
 }
