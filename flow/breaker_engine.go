@@ -73,7 +73,8 @@ func (st *entryState) breaker(cr *compiledRule) bool {
 	if !v.OK {
 		return st.deny(cr, ReasonBreakerOpen, key, algo.Decision{RetryAfter: v.RetryAfter})
 	}
-	st.c.brk = append(st.c.brk, breakerUse{b: b, cr: cr, key: key, v: v})
+	c := st.rec()
+	c.brk = append(c.brk, breakerUse{b: b, cr: cr, key: key, v: v})
 	return true
 }
 

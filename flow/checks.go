@@ -120,12 +120,11 @@ func (st *entryState) local(cr *compiledRule, key string) bool {
 		st.eng.logError("flow: building limiter", err, cr)
 		return true
 	}
-	c := st.c
 	var d algo.Decision
 	if cr.classed {
-		d = lim.(algo.ClassLimiter).TryAcquireClass(st.now, c.tokens, algo.Priority(st.a.prio), cr.shares[st.a.prio+1])
+		d = lim.(algo.ClassLimiter).TryAcquireClass(st.now, st.a.tokens, algo.Priority(st.a.prio), cr.shares[st.a.prio+1])
 	} else {
-		d = lim.TryAcquire(st.now, c.tokens, cr.rule.MaxWait)
+		d = lim.TryAcquire(st.now, st.a.tokens, cr.rule.MaxWait)
 	}
 	if !d.OK {
 		reason := cr.reason
@@ -134,6 +133,7 @@ func (st *entryState) local(cr *compiledRule, key string) bool {
 		}
 		return st.deny(cr, reason, key, d)
 	}
+	c := st.rec()
 	c.taken = append(c.taken, takenLim{lim: lim, at: st.now + int64(d.Wait)})
 	if cr.holds {
 		if h, ok := lim.(algo.Holder); ok {

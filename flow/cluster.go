@@ -63,7 +63,7 @@ type ClusterStats struct {
 // level, for key, and applies each rule's fallback when it cannot answer.
 func (st *entryState) cluster(g *clusterGroup, level Level, key string) bool {
 	e := st.eng
-	req := TokenRequest{Resource: st.resource, Level: level, Key: key, Tokens: st.c.tokens, Rules: g.rules, Factor: e.AdaptiveFactor()}
+	req := TokenRequest{Resource: st.resource, Level: level, Key: key, Tokens: st.a.tokens, Rules: g.rules, Factor: e.AdaptiveFactor()}
 	res, err := e.cf.ts.Acquire(st.a.context(), req)
 	if err != nil {
 		return st.clusterFallback(g, key, err)
@@ -80,7 +80,8 @@ func (st *entryState) cluster(g *clusterGroup, level Level, key string) bool {
 	if e.cl.outage.down.Load() {
 		e.cl.outage.up(e, st.now)
 	}
-	st.c.grants = append(st.c.grants, clusterGrant{req: req, res: res, release: g.conc || res.Lease != ""})
+	c := st.rec()
+	c.grants = append(c.grants, clusterGrant{req: req, res: res, release: g.conc || res.Lease != ""})
 	st.note(tightest(g.crs), max(0, res.Wait), res.Remaining, 0)
 	return true
 }

@@ -117,11 +117,16 @@ type entryState struct {
 	resource string
 	rr       *resourceRules
 	a        entryArgs // the call's options, parsed (held by value: see decide)
-	c        *call     // what the call took so far; becomes its Permit
-	now      int64
-	wait     time.Duration // the longest queued slot a rule granted
-	waitRule *compiledRule
-	refusal  denial // set by the check that refused
+	// c is the call's record once a check took something to give back or
+	// hold (see rec): a call refused before that never takes one.
+	c     *call
+	now   int64
+	quota quotaNote // the most restrictive rule seen so far
+	// sysCounted: counted in Engine.sysInFlight; unruled: in Engine.unruled.
+	sysCounted, unruled bool
+	wait                time.Duration // the longest queued slot a rule granted
+	waitRule            *compiledRule
+	refusal             denial // set by the check that refused
 }
 
 // denial is what one check refused a call for; refuse turns it into the
@@ -150,8 +155,6 @@ func (e *Engine) decide(ctx context.Context, resource string, opts []EntryOption
 	st := entryState{eng: e, resource: resource, rr: rr}
 	st.a.parse(ctx, opts)
 	st.now = e.now()
-	st.c = e.getCall(st.now)
-	st.c.tokens = st.a.tokens
 	ok := e.admitSystem(&st, sys)
 	if ok && rr != nil {
 		ok = e.admit(&st)
@@ -161,7 +164,9 @@ func (e *Engine) decide(ctx context.Context, resource string, opts []EntryOption
 	}
 	if !ok {
 		e.undo(&st)
-		e.putCall(st.c)
+		if st.c != nil {
+			e.putCall(st.c)
+		}
 		be = refusalIn(be)
 		e.refuse(&st, be)
 		return Permit{}, be
@@ -202,10 +207,10 @@ func (e *Engine) admitSystem(st *entryState, sys int64) bool {
 		st.refusal = denial{level: LevelSystem, reason: reason}
 		return false
 	}
-	st.c.sysCounted = true
+	st.sysCounted = true
 	if st.rr == nil {
 		e.unruled.Add(1)
-		st.c.unruled = true
+		st.unruled = true
 	}
 	return true
 }
@@ -225,7 +230,9 @@ func (e *Engine) queue(st *entryState) bool {
 // pass finishes an admitted call: what it holds until Exit is kept, the
 // pass is counted, and its Permit returned.
 func (e *Engine) pass(st *entryState) Permit {
-	c := st.c
+	c := st.rec()
+	c.tokens, c.quota = st.a.tokens, st.quota
+	c.sysCounted, c.unruled = st.sysCounted, st.unruled
 	c.taken = c.taken[:0] // refunds are no longer possible (see call.taken)
 	n := 0
 	for _, g := range c.grants { // keep the grants Exit releases
@@ -245,7 +252,7 @@ func (e *Engine) pass(st *entryState) Permit {
 		}
 		c.bucket = rr.stats.pass(st.now, st.wait, c.lane, last)
 		if rr.observers != nil {
-			feedObservers(rr, st.now, c.tokens)
+			feedObservers(rr, st.now, st.a.tokens)
 		}
 	}
 	c.start = st.now + int64(st.wait)
@@ -290,9 +297,20 @@ func (e *Engine) refuse(st *entryState, be *BlockError) {
 // undo gives back everything the call took, local and cluster. Each
 // limiter is told the moment its permits were taken for (see newLimiter).
 func (e *Engine) undo(st *entryState) {
+	if st.sysCounted {
+		e.sysInFlight.Add(-1)
+		st.sysCounted = false
+	}
+	if st.unruled {
+		e.unruled.Add(-1)
+		st.unruled = false
+	}
 	c := st.c
+	if c == nil {
+		return
+	}
 	for _, t := range c.taken {
-		t.lim.Refund(t.at, c.tokens)
+		t.lim.Refund(t.at, st.a.tokens)
 	}
 	c.taken = c.taken[:0]
 	c.held = c.held[:0] // refunded above with the rest of taken
@@ -311,14 +329,14 @@ func (e *Engine) undo(st *entryState) {
 		c.grants[i] = clusterGrant{}
 	}
 	c.grants = c.grants[:0]
-	if c.sysCounted {
-		e.sysInFlight.Add(-1)
-		c.sysCounted = false
+}
+
+// rec is the call's record, taken from the pool at the first need.
+func (st *entryState) rec() *call {
+	if st.c == nil {
+		st.c = st.eng.getCall(st.now)
 	}
-	if c.unruled {
-		e.unruled.Add(-1)
-		c.unruled = false
-	}
+	return st.c
 }
 
 // note records what an enforcing rule granted: the longest wait, and the
@@ -330,7 +348,7 @@ func (st *entryState) note(cr *compiledRule, wait time.Duration, remaining float
 	if wait > st.wait {
 		st.wait, st.waitRule = wait, cr
 	}
-	if q := &st.c.quota; q.cr == nil || remaining < q.remaining {
+	if q := &st.quota; q.cr == nil || remaining < q.remaining {
 		*q = quotaNote{cr: cr, limit: cr.limit(), remaining: remaining, reset: reset}
 	}
 }

@@ -90,7 +90,7 @@ func (e *Engine) getCall(now int64) *call {
 	if c == nil {
 		c = &call{eng: e, rng: rand.Uint64(), lane: e.callSeq.Add(1)}
 	}
-	c.start, c.quota = now, quotaNote{}
+	c.start = now
 	return c
 }
 
