@@ -136,8 +136,8 @@ func BenchmarkMiddlewareParallel(b *testing.B) {
 }
 
 func TestMiddlewareAllocations(t *testing.T) {
-	if testing.Short() {
-		t.Skip("allocation count")
+	if testing.Short() || raceEnabled {
+		t.Skip("allocation count: not under -short or the race detector")
 	}
 	eng := newEngine(t, clock.Real(), bigLimits()...)
 	h := Middleware(eng, WithUser(xUser))(trivial)

@@ -105,6 +105,9 @@ func TestDenyListAnswers403(t *testing.T) {
 
 // Reading params adds no allocation to the middleware's own.
 func TestParamsAllocateNothing(t *testing.T) {
+	if raceEnabled {
+		t.Skip("allocation count: not under the race detector")
+	}
 	eng := newEngine(t, clock.NewFake(epoch), flow.Rule{ID: "p", Resource: "GET /t/{tenant}", Level: flow.LevelParam,
 		Param: "tenant", Algorithm: flow.AlgoTokenBucket, Limit: 1e9})
 	allocs := func(params ...Param) float64 {

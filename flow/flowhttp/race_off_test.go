@@ -1,0 +1,5 @@
+//go:build !race
+
+package flowhttp
+
+const raceEnabled = false
