@@ -86,7 +86,8 @@ func (k *check) run(st *entryState) bool {
 	return true
 }
 
-// levelKey is the call's key at level l (ip or user); "" at the global level.
+// levelKey is the call's key at level l (ip or user); "" at the global
+// level, and at the param level, whose key depends on the rule (keyFor).
 func (a *entryArgs) levelKey(l Level) string {
 	switch l {
 	case LevelIP:

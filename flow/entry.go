@@ -90,15 +90,10 @@ func (a *entryArgs) context() context.Context {
 // keyFor is the call's key for a rule of r's level: "" at the global level
 // or when the call did not give it.
 func (a *entryArgs) keyFor(r *Rule) string {
-	switch r.Level {
-	case LevelIP:
-		return a.ip
-	case LevelUser:
-		return a.user
-	case LevelParam:
+	if r.Level == LevelParam {
 		return a.param(r.Param)
 	}
-	return ""
+	return a.levelKey(r.Level)
 }
 
 // now reads the engine's clock: once per Entry, and at the Exits that
@@ -334,7 +329,7 @@ func (e *Engine) undo(st *entryState) {
 // rec is the call's record, taken from the pool at the first need.
 func (st *entryState) rec() *call {
 	if st.c == nil {
-		st.c = st.eng.getCall(st.now)
+		st.c = st.eng.getCall()
 	}
 	return st.c
 }

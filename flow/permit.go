@@ -83,14 +83,13 @@ type quotaNote struct {
 	reset            time.Duration
 }
 
-// getCall takes a free record from the pool (or makes one) for a call
-// starting at now, and marks it in use.
-func (e *Engine) getCall(now int64) *call {
+// getCall takes a free record from the pool, or makes one. Its fields
+// from an earlier call are overwritten by pass before a Permit is made.
+func (e *Engine) getCall() *call {
 	c, _ := e.calls.Get().(*call)
 	if c == nil {
 		c = &call{eng: e, rng: rand.Uint64(), lane: e.callSeq.Add(1)}
 	}
-	c.start = now
 	return c
 }
 
