@@ -77,12 +77,13 @@ func TestShareSumsToOne(t *testing.T) {
 
 func TestRunPacesByTheClock(t *testing.T) {
 	// A decider that admits everything: what Run offers over 500 ms at
-	// 2000/s must be close to 1000 calls, whatever the machine's speed.
+	// 2000/s must be 1000 calls, whatever the machine's speed: a stall
+	// delays calls (into the stall Run records) but loses none.
 	var calls atomic.Int64
 	d := func() bool { calls.Add(1); return true }
 	tr := Run(Load{Rate: 2000, Duration: 500 * time.Millisecond, Shape: Skewed}, []Decide{d, d})
 	got := len(tr.Admitted) + int(tr.Dropped)
-	if got < 900 || got > 1010 {
+	if got < 998 || got > 1001 {
 		t.Fatalf("offered %d calls in 500 ms at 2000/s, want about 1000", got)
 	}
 	if int(calls.Load()) != len(tr.Admitted) {

@@ -174,10 +174,11 @@ func (r *run) pace(i int, ch chan<- struct{}) {
 	tick := time.NewTicker(time.Millisecond)
 	defer tick.Stop()
 	for range tick.C {
-		el := time.Since(r.start)
-		if el >= r.l.Duration {
-			return
-		}
+		// The run's last tick is credited up to Duration, not beyond: a
+		// process stalled across the end still offers every call of the
+		// run's length (late, in the stall that Stalls records), so the
+		// offered count is the rate's whatever the machine's load.
+		el := min(time.Since(r.start), r.l.Duration)
 		if el-last > StallGap {
 			r.mu.Lock()
 			r.tr.Stalls = append(r.tr.Stalls, [2]int64{int64(last), int64(el)})
@@ -191,6 +192,9 @@ func (r *run) pace(i int, ch chan<- struct{}) {
 			default:
 				r.dropped.Add(1)
 			}
+		}
+		if el == r.l.Duration {
+			return
 		}
 	}
 }
