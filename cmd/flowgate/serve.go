@@ -69,6 +69,9 @@ func serve(ctx context.Context, cf serveConfig, stdout io.Writer, log *slog.Logg
 	if err != nil {
 		return err
 	}
+	if err := checkAdminExposure(cf, log); err != nil {
+		return err
+	}
 	rdb, err := redisClient(cf.Redis, time.Duration(cf.Timeout))
 	if err != nil {
 		return fmt.Errorf("redis: %w", err)
