@@ -36,7 +36,7 @@
 // loopback needs TLS (-tls-cert, -tls-key) or -allow-cleartext-token. The
 // admin reads (top keys name users and client IPs) are served beyond
 // loopback only behind -admin-read-token-env or with
-// -allow-open-admin-reads. On SIGINT or
+// -allow-open-admin-reads; -no-admin serves /metrics alone. On SIGINT or
 // SIGTERM it stops accepting calls and drains those in flight for at most
 // -shutdown-timeout.
 package main

@@ -199,8 +199,10 @@ func serveMetrics(cf serveConfig, srv *tokenrpc.Server, ts *cluster.RedisTokenSe
 	reg.MustRegister(srv.Collector(), metrics.NewClusterCollector(ts))
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
-	if err := mountAdmin(mux, cf, watched, log); err != nil {
-		return nil, fmt.Errorf("admin: %w", err)
+	if !cf.NoAdmin {
+		if err := mountAdmin(mux, cf, watched, log); err != nil {
+			return nil, fmt.Errorf("admin: %w", err)
+		}
 	}
 	ml, err := net.Listen("tcp", cf.MetricsListen)
 	if err != nil {
@@ -209,7 +211,9 @@ func serveMetrics(cf serveConfig, srv *tokenrpc.Server, ts *cluster.RedisTokenSe
 	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 	go hs.Serve(ml)
 	fmt.Fprintf(stdout, "metrics on %s\n", ml.Addr())
-	fmt.Fprintf(stdout, "admin on http://%s/flowgate/\n", ml.Addr())
+	if !cf.NoAdmin {
+		fmt.Fprintf(stdout, "admin on http://%s/flowgate/\n", ml.Addr())
+	}
 	return hs, nil
 }
 

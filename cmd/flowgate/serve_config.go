@@ -42,6 +42,10 @@ type serveConfig struct {
 	// which serve allows only on a loopback MetricsListen unless
 	// AllowOpenAdminReads.
 	AdminReadTokenEnv string `json:"adminReadTokenEnv"`
+	// NoAdmin serves /metrics alone on MetricsListen, without the admin
+	// API and console: what a Prometheus-only listener beyond loopback
+	// wants. Default false.
+	NoAdmin bool `json:"noAdmin"`
 	// AllowUnauthenticated lets Listen be beyond loopback with neither a
 	// token nor client certificates (a warning is logged); default false,
 	// and serve refuses to start that way.
@@ -164,6 +168,7 @@ func bindServeFlags(fs *flag.FlagSet, cf *serveConfig) *serveFlagVars {
 	fs.StringVar(&cf.AdminTokenEnv, "admin-token-env", cf.AdminTokenEnv, "environment variable holding the bearer token for the admin API's writes (empty: read-only)")
 	fs.StringVar(&cf.AdminReadTokenEnv, "admin-read-token-env", cf.AdminReadTokenEnv,
 		"environment variable holding the bearer token the admin API's reads need (empty: reads open, loopback only)")
+	fs.BoolVar(&cf.NoAdmin, "no-admin", cf.NoAdmin, "serve /metrics alone on -metrics-listen, without the admin API and console")
 	fs.BoolVar(&cf.AllowUnauthenticated, "allow-unauthenticated", cf.AllowUnauthenticated,
 		"listen beyond loopback with neither a token nor client certificates (logs a warning)")
 	fs.BoolVar(&cf.AllowCleartextToken, "allow-cleartext-token", cf.AllowCleartextToken,
@@ -205,6 +210,9 @@ func (cf *serveConfig) validate() error {
 	}
 	if cf.AdminReadTokenEnv != "" && cf.MetricsListen == "" {
 		errs = append(errs, errors.New("adminReadTokenEnv: needs metricsListen (where the admin is served)"))
+	}
+	if cf.NoAdmin && (cf.AdminTokenEnv != "" || cf.AdminReadTokenEnv != "") {
+		errs = append(errs, errors.New("noAdmin: no admin is served, so adminTokenEnv and adminReadTokenEnv have nothing to guard"))
 	}
 	if cf.Timeout <= 0 || cf.ShutdownTimeout <= 0 {
 		errs = append(errs, errors.New("timeout, shutdownTimeout: must be > 0"))
@@ -277,16 +285,17 @@ func (cf *serveConfig) exposure(hasToken bool) (warning string, err error) {
 }
 
 // adminExposure is exposure for the admin reads on MetricsListen: ok when
-// it is off or on loopback, or reads need a token; otherwise an error, or,
+// it or the admin is off, it is on loopback, or reads need a token;
+// otherwise an error, or,
 // with AllowOpenAdminReads, a warning to log. Top keys and key states name
 // users and client IPs, and the rules show every limit.
 func (cf *serveConfig) adminExposure(hasReadToken bool) (warning string, err error) {
-	if cf.MetricsListen == "" || hasReadToken || loopbackOnly(cf.MetricsListen) {
+	if cf.MetricsListen == "" || cf.NoAdmin || hasReadToken || loopbackOnly(cf.MetricsListen) {
 		return "", nil
 	}
 	msg := fmt.Sprintf("metrics-listen %q reaches beyond loopback and the admin reads (/flowgate/api/topkeys, /api/key, /api/rules: user ids, client IPs, rules) need no token", cf.MetricsListen)
 	if !cf.AllowOpenAdminReads {
-		return "", errors.New(msg + ": set -admin-read-token-env, listen on 127.0.0.1, or pass -allow-open-admin-reads")
+		return "", errors.New(msg + ": set -admin-read-token-env, listen on 127.0.0.1, pass -no-admin (serve /metrics alone) or -allow-open-admin-reads")
 	}
 	return msg + ": anyone who can connect can read them", nil
 }

@@ -57,6 +57,7 @@ func TestServeRefusesOpenAdminReads(t *testing.T) {
 		{"beyond loopback", serveConfig{MetricsListen: ":9600"}, false, true, false},
 		{"beyond loopback, read token", serveConfig{MetricsListen: ":9600"}, true, false, false},
 		{"override", serveConfig{MetricsListen: "0.0.0.0:9600", AllowOpenAdminReads: true}, false, false, true},
+		{"metrics alone", serveConfig{MetricsListen: "0.0.0.0:9600", NoAdmin: true}, false, false, false},
 	} {
 		warning, err := tc.cf.adminExposure(tc.token)
 		if (err != nil) != tc.wantErr || (warning != "") != tc.warning {
@@ -90,6 +91,23 @@ func TestServeRefusesOpenAdminReads(t *testing.T) {
 	}
 	if got := adminGet(t, base+"/flowgate/api/topkeys", "look"); got != 200 {
 		t.Errorf("GET topkeys with the read token: %d, want 200", got)
+	}
+	cancel()
+	if got := <-sv.code; got != exitOK {
+		t.Fatalf("exit %d; stderr:\n%s", got, sv.stderr.String())
+	}
+
+	// With -no-admin, /metrics alone: no admin to read.
+	ctx, cancel = context.WithCancel(context.Background())
+	defer cancel()
+	sv = startServe(t, ctx, "-listen", "127.0.0.1:0", "-metrics-listen", "0.0.0.0:0", "-no-admin", "-redis", srv.Addr, "-timeout", "1s")
+	_, port, _ = net.SplitHostPort(sv.metricsAddr)
+	base = "http://127.0.0.1:" + port
+	if got := adminGet(t, base+"/flowgate/api/topkeys", ""); got != 404 {
+		t.Errorf("-no-admin: GET topkeys %d, want 404", got)
+	}
+	if got := adminGet(t, base+"/metrics", ""); got != 200 {
+		t.Errorf("-no-admin: GET /metrics %d, want 200", got)
 	}
 	cancel()
 	if got := <-sv.code; got != exitOK {

@@ -253,6 +253,14 @@ func TestServeFlagsOverrideFile(t *testing.T) {
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("flags over the file:\n got %+v\nwant %+v", got, want)
 	}
+	// -no-admin leaves the admin tokens nothing to guard.
+	if _, err := parseServeFlags([]string{"-config", path, "-no-admin"}, flag.NewFlagSet("serve", flag.ContinueOnError)); err == nil || !strings.Contains(err.Error(), "noAdmin") {
+		t.Errorf("-no-admin with the file's adminTokenEnv: %v, want a noAdmin error", err)
+	}
+	got, err = parseServeFlags([]string{"-config", path, "-no-admin", "-admin-token-env", ""}, flag.NewFlagSet("serve", flag.ContinueOnError))
+	if err != nil || !got.NoAdmin {
+		t.Errorf("-no-admin: %+v, %v", got, err)
+	}
 }
 
 // TestServeRedisClientNeverResends: the client serve builds never re-sends
