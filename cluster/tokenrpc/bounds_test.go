@@ -23,21 +23,7 @@ func TestRequestBounds(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	atBounds := func() *tokenpb.AcquireRequest {
-		res := strings.Repeat("r", MaxResourceBytes)
-		r := rule(strings.Repeat("i", MaxNameBytes), res)
-		r.Level, r.Param = flow.LevelParam, strings.Repeat("p", MaxNameBytes)
-		in := acquireReq(res, r)
-		in.RuleIds = nil
-		in.Namespace, in.Level, in.Key, in.Param = strings.Repeat("n", MaxNamespaceBytes), tokenpb.Level_LEVEL_PARAM, strings.Repeat("k", MaxKeyBytes), r.Param
-		for len(in.Rules) < MaxRulesPerRequest {
-			c := proto.Clone(in.Rules[0]).(*tokenpb.Rule)
-			c.Id = fmt.Sprintf("%0*d", MaxNameBytes, len(in.Rules))
-			in.Rules = append(in.Rules, c)
-		}
-		return in
-	}
-	if out, _ := srv.Acquire(ctx, atBounds()); out.Status != tokenpb.Status_STATUS_OK {
+	if out, _ := srv.Acquire(ctx, requestAtBounds()); out.Status != tokenpb.Status_STATUS_OK {
 		t.Fatalf("a request at every bound: %v %s, want OK", out.Status, out.Message)
 	}
 	seen := len(ts.reqs)
@@ -71,7 +57,7 @@ func TestRequestBounds(t *testing.T) {
 				in.Resource += "r"
 			}},
 	} {
-		in := atBounds()
+		in := requestAtBounds()
 		tc.edit(in)
 		out, err := srv.Acquire(ctx, in)
 		if err != nil || out.Status != tokenpb.Status_STATUS_BAD_REQUEST || !strings.Contains(out.Message, tc.want) {
@@ -88,6 +74,23 @@ func TestRequestBounds(t *testing.T) {
 	if n := len(*srv.guard.counters.Load()); n != 1 {
 		t.Errorf("%d namespaces counted, want 1 (refused requests count in none)", n)
 	}
+}
+
+// requestAtBounds is a param-level request with every name at its bound
+// and MaxRulesPerRequest inline rules.
+func requestAtBounds() *tokenpb.AcquireRequest {
+	res := strings.Repeat("r", MaxResourceBytes)
+	r := rule(strings.Repeat("i", MaxNameBytes), res)
+	r.Level, r.Param = flow.LevelParam, strings.Repeat("p", MaxNameBytes)
+	in := acquireReq(res, r)
+	in.RuleIds = nil
+	in.Namespace, in.Level, in.Key, in.Param = strings.Repeat("n", MaxNamespaceBytes), tokenpb.Level_LEVEL_PARAM, strings.Repeat("k", MaxKeyBytes), r.Param
+	for len(in.Rules) < MaxRulesPerRequest {
+		c := proto.Clone(in.Rules[0]).(*tokenpb.Rule)
+		c.Id = fmt.Sprintf("%0*d", MaxNameBytes, len(in.Rules))
+		in.Rules = append(in.Rules, c)
+	}
+	return in
 }
 
 // The caches keyed by what clients send hold at most their bound, in

@@ -69,9 +69,6 @@ func serve(ctx context.Context, cf serveConfig, stdout io.Writer, log *slog.Logg
 	if err != nil {
 		return err
 	}
-	if err := checkAdminExposure(cf, log); err != nil {
-		return err
-	}
 	rdb, err := redisClient(cf.Redis, time.Duration(cf.Timeout))
 	if err != nil {
 		return fmt.Errorf("redis: %w", err)
@@ -143,8 +140,9 @@ func drain(srv *tokenrpc.Server, served <-chan error, hs *http.Server, timeout t
 }
 
 // serverOptions are the token server's options from cf: its request cap,
-// logger, inline rules, and the token and TLS that guard it. It logs a
-// warning when cf.exposure finds the service open to others unguarded.
+// logger, inline rules, and the token and TLS that guard it. It refuses,
+// or logs a warning, when cf.exposure finds the service, or
+// checkAdminExposure the admin reads, open to others unguarded.
 func serverOptions(cf serveConfig, log *slog.Logger) ([]tokenrpc.Option, error) {
 	token, err := readSecret(cf.TokenFile, cf.TokenEnv)
 	if err != nil {
@@ -156,6 +154,9 @@ func serverOptions(cf serveConfig, log *slog.Logger) ([]tokenrpc.Option, error) 
 	}
 	if warning != "" {
 		log.Warn("flowgate serve: " + warning)
+	}
+	if err := checkAdminExposure(cf, log); err != nil {
+		return nil, err
 	}
 	opts := []tokenrpc.Option{tokenrpc.WithMaxQPS(cf.MaxQPS), tokenrpc.WithLogger(log), tokenrpc.WithInlineRules(*cf.InlineRules)}
 	if token != "" {

@@ -72,8 +72,11 @@ func TestServeRefusesOpenAdminReads(t *testing.T) {
 	if stdout.Len() != 0 {
 		t.Errorf("refused serve printed %q", stdout.String())
 	}
+}
 
-	// With a read token it starts, and every admin read needs the token.
+// With a read token serve starts with its admin beyond loopback, and every
+// admin read needs the token; with -no-admin it serves /metrics alone.
+func TestServeAdminReadToken(t *testing.T) {
 	srv := redistest.Start(t)
 	t.Setenv("FG_TEST_READ", "look")
 	ctx, cancel := context.WithCancel(context.Background())
