@@ -5,7 +5,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -50,8 +49,8 @@ func call(t *testing.T, method, u, token, body string) (int, []byte) {
 	if token != "" {
 		req.Header.Set("Authorization", "Bearer "+token)
 	}
-	if method == http.MethodPost {
-		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	if method == http.MethodPost || method == http.MethodPut {
+		req.Header.Set("Content-Type", "application/json")
 	}
 	res, err := http.DefaultClient.Do(req)
 	if err != nil {
@@ -138,7 +137,7 @@ func TestWritesOffByDefault(t *testing.T) {
 	before := eng.Rules()
 	for _, c := range []struct{ method, path, body string }{
 		{"PUT", "/flowgate/api/rules", `{"rules": []}`},
-		{"POST", "/flowgate/api/key/reset", "rule=per-user&key=a"},
+		{"POST", "/flowgate/api/key/reset", `{"rule": "per-user", "key": "a"}`},
 	} {
 		code, b := call(t, c.method, srv.URL+c.path, "anything", c.body)
 		if code != 403 || !strings.Contains(string(b), "writes are disabled") {
@@ -174,7 +173,7 @@ func TestReadToken(t *testing.T) {
 			t.Errorf("read with %q: got %d, want %d", tok, code, want)
 		}
 	}
-	if code, _ := call(t, "POST", srv.URL+"/flowgate/api/key/reset", "look", "rule=per-user&key=a"); code != 401 {
+	if code, _ := call(t, "POST", srv.URL+"/flowgate/api/key/reset", "look", `{"rule": "per-user", "key": "a"}`); code != 401 {
 		t.Errorf("write with the read token: got %d, want 401", code)
 	}
 }
@@ -235,15 +234,14 @@ func TestResetKey(t *testing.T) {
 	if _, err := eng.Entry("GET /orders", flow.WithUser("alice")); err == nil {
 		t.Fatal("alice passed a third time")
 	}
-	form := url.Values{"rule": {"per-user"}, "key": {"alice"}}.Encode()
-	code, b := call(t, "POST", srv.URL+"/flowgate/api/key/reset", "s3cret", form)
+	code, b := call(t, "POST", srv.URL+"/flowgate/api/key/reset", "s3cret", `{"rule": "per-user", "key": "alice"}`)
 	if rr := decode[admin.ResetResponse](t, b); code != 200 || !rr.Held {
 		t.Fatalf("reset: %d %s", code, b)
 	}
 	if _, err := eng.Entry("GET /orders", flow.WithUser("alice")); err != nil {
 		t.Fatalf("after reset alice is refused: %v", err)
 	}
-	if code, _ := call(t, "POST", srv.URL+"/flowgate/api/key/reset", "s3cret", "rule=nope&key=a"); code != 404 {
+	if code, _ := call(t, "POST", srv.URL+"/flowgate/api/key/reset?rule=nope&key=a", "s3cret", ""); code != 404 {
 		t.Errorf("reset of an unknown rule: got %d, want 404", code)
 	}
 }

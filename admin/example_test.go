@@ -25,6 +25,9 @@ func Example() {
 
 	show := func(method, path, token string) {
 		req := httptest.NewRequest(method, path, nil)
+		if method != "GET" {
+			req.Header.Set("Content-Type", "application/json") // writes take JSON
+		}
 		if token != "" {
 			req.Header.Set("Authorization", "Bearer "+token)
 		}

@@ -3,6 +3,7 @@ package admin
 import (
 	"crypto/subtle"
 	"encoding/json"
+	"mime"
 	"net/http"
 	"strings"
 	"sync"
@@ -14,9 +15,10 @@ import (
 // Handler is the admin API and console of one engine. Build it with New;
 // it starts no goroutine and needs no Close.
 type Handler struct {
-	eng *flow.Engine
-	cf  config
-	mux *http.ServeMux
+	eng  *flow.Engine
+	cf   config
+	mux  *http.ServeMux
+	csrf *http.CrossOriginProtection
 
 	mu      sync.Mutex
 	lastPut *rules.Document // the document PUT last, shown while in force
@@ -32,6 +34,7 @@ func New(eng *flow.Engine, opts ...Option) *Handler {
 	for _, o := range opts {
 		o(&h.cf)
 	}
+	h.csrf = http.NewCrossOriginProtection()
 	h.mux.HandleFunc("GET /{$}", h.console)
 	h.mux.HandleFunc("GET /api/rules", h.read(h.getRules))
 	h.mux.HandleFunc("PUT /api/rules", h.write(h.putRules))
@@ -69,12 +72,25 @@ func (h *Handler) read(next http.HandlerFunc) http.HandlerFunc {
 	}
 }
 
-// write guards a write endpoint: 403 when writes are off, 401 without a
-// valid credential.
+// write guards a write endpoint: 403 when writes are off or the request
+// comes from another site, 401 without a valid credential, 415 unless it
+// declares a JSON body (Content-Type: application/json, even when empty).
+//
+// A browser attaches a client certificate (and, on some setups, other
+// ambient credentials) to any page's request, and a plain HTML form may
+// POST across sites without asking the server first. Such a request says
+// where it comes from (Sec-Fetch-Site, or an Origin unlike the Host), and
+// it cannot declare a JSON body without the CORS preflight we never grant:
+// either refusal alone stops it.
 func (h *Handler) write(next http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		if !h.WritesEnabled() {
 			writeError(w, http.StatusForbidden, "writes are disabled (enable them with admin.WithWriteToken or admin.WithWriteMTLS)")
+			return
+		}
+		if err := h.csrf.Check(r); err != nil {
+			h.logRefusal(r)
+			writeError(w, http.StatusForbidden, "cross-site write refused: the request's Sec-Fetch-Site or Origin says another site sent it")
 			return
 		}
 		if !h.writer(r) {
@@ -83,8 +99,18 @@ func (h *Handler) write(next http.HandlerFunc) http.HandlerFunc {
 			writeError(w, http.StatusUnauthorized, "a valid bearer token or client certificate is required to write")
 			return
 		}
+		if !jsonBody(r) {
+			writeError(w, http.StatusUnsupportedMediaType, "writes take Content-Type: application/json")
+			return
+		}
 		next(w, r)
 	}
+}
+
+// jsonBody reports whether r declares an application/json body.
+func jsonBody(r *http.Request) bool {
+	mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	return err == nil && mt == "application/json"
 }
 
 // writer reports whether r carries a write credential.

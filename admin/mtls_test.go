@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
@@ -73,7 +74,7 @@ func TestWriteMTLS(t *testing.T) {
 			tc.Certificates = []tls.Certificate{*c.cert}
 		}
 		cl := &http.Client{Transport: &http.Transport{TLSClientConfig: tc}}
-		res, err := cl.Post(srv.URL+"/api/key/reset?rule=u&key=a", "text/plain", nil)
+		res, err := cl.Post(srv.URL+"/api/key/reset?rule=u&key=a", "application/json", nil)
 		if err != nil {
 			t.Fatalf("%s: %v", c.name, err)
 		}
@@ -97,3 +98,82 @@ func TestWriteMTLS(t *testing.T) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// A page on another site can make the operator's browser POST a form to
+// the admin, and the browser attaches the client certificate: with
+// WithWriteMTLS that request was a valid write. Writes now refuse any
+// request a browser marks as cross-site (403), and any body not declared
+// JSON (415), which a form cannot declare; on every write endpoint, and
+// before the engine is touched.
+func TestWritesRefuseCrossSiteAndForms(t *testing.T) {
+	ca := certFor(t, "test CA", nil, true)
+	pool := x509.NewCertPool()
+	pool.AddCert(ca.Leaf)
+	eng := flow.NewEngine()
+	if err := eng.LoadRules([]flow.Rule{{ID: "u", Resource: "r", Level: flow.LevelUser, Algorithm: flow.AlgoFixedWindow, Limit: 1}}); err != nil {
+		t.Fatal(err)
+	}
+	eng.Entry("r", flow.WithUser("a"))
+	srv := httptest.NewUnstartedServer(admin.New(eng, admin.WithWriteMTLS("ops")))
+	srv.TLS = &tls.Config{ClientAuth: tls.VerifyClientCertIfGiven, ClientCAs: pool, Certificates: []tls.Certificate{certFor(t, "127.0.0.1", &ca, false)}}
+	srv.StartTLS()
+	defer srv.Close()
+	cl := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, Certificates: []tls.Certificate{certFor(t, "ops", &ca, false)}}}}
+	defer cl.CloseIdleConnections()
+
+	form := "application/x-www-form-urlencoded"
+	for _, c := range []struct {
+		name, method, path, ctype, body string
+		header                          map[string]string
+		want                            int
+	}{
+		{"cross-site form (Origin)", "POST", "/api/key/reset", form, "rule=u&key=a", map[string]string{"Origin": "https://evil.example"}, 403},
+		{"cross-site form (Sec-Fetch-Site)", "POST", "/api/key/reset", form, "rule=u&key=a", map[string]string{"Sec-Fetch-Site": "cross-site", "Origin": "https://evil.example"}, 403},
+		{"cross-site JSON", "POST", "/api/key/reset?rule=u&key=a", "application/json", "", map[string]string{"Sec-Fetch-Site": "cross-site"}, 403},
+		{"same-site subdomain", "PUT", "/api/rules", "application/json", `{"rules": []}`, map[string]string{"Sec-Fetch-Site": "same-site"}, 403},
+		{"cross-site PUT", "PUT", "/api/rules", "application/json", `{"rules": []}`, map[string]string{"Origin": "https://evil.example"}, 403},
+		{"form without Origin", "POST", "/api/key/reset", form, "rule=u&key=a", nil, 415},
+		{"text/plain", "POST", "/api/key/reset?rule=u&key=a", "text/plain", "", nil, 415},
+		{"multipart", "POST", "/api/key/reset?rule=u&key=a", "multipart/form-data; boundary=x", "", nil, 415},
+		{"no content type", "POST", "/api/key/reset?rule=u&key=a", "", "", nil, 415},
+		{"PUT as text", "PUT", "/api/rules", "text/plain", `{"rules": []}`, nil, 415},
+	} {
+		if code := mtlsCall(t, cl, c.method, srv.URL+c.path, c.ctype, c.body, c.header); code != c.want {
+			t.Errorf("%s: %s %s: got %d, want %d", c.name, c.method, c.path, code, c.want)
+		}
+	}
+	if len(eng.Rules()) != 1 {
+		t.Fatal("a refused write replaced the rules")
+	}
+	if ks, _ := eng.InspectKey("u", "a"); !ks.Tracked {
+		t.Fatal("a refused write reset the key")
+	}
+	// The same origin, and tools that send no browser header, still write.
+	same := map[string]string{"Origin": srv.URL, "Sec-Fetch-Site": "same-origin"}
+	if code := mtlsCall(t, cl, "POST", srv.URL+"/api/key/reset", "application/json; charset=utf-8", `{"rule": "u", "key": "a"}`, same); code != 200 {
+		t.Errorf("same-origin JSON reset: got %d, want 200", code)
+	}
+	if code := mtlsCall(t, cl, "POST", srv.URL+"/api/key/reset?rule=u&key=a", "application/json", "", nil); code != 200 {
+		t.Errorf("JSON reset from a tool: got %d, want 200", code)
+	}
+}
+
+func mtlsCall(t *testing.T, cl *http.Client, method, u, ctype, body string, header map[string]string) int {
+	t.Helper()
+	req, err := http.NewRequest(method, u, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ctype != "" {
+		req.Header.Set("Content-Type", ctype)
+	}
+	for k, v := range header {
+		req.Header.Set(k, v)
+	}
+	res, err := cl.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	return res.StatusCode
+}

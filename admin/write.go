@@ -1,7 +1,9 @@
 package admin
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
 	"net/http"
@@ -114,22 +116,47 @@ func (h *Handler) resetKey(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, ResetResponse{Rule: rule, Key: key, Held: held})
 }
 
-// ruleAndKey reads ?rule= and ?key= (or the same fields of a form body).
+// maxResetBody bounds the body of POST /api/key/reset.
+const maxResetBody = 64 << 10
+
+// resetRequest is the JSON body POST /api/key/reset may carry instead of
+// its query.
+type resetRequest struct {
+	Rule string `json:"rule"`
+	Key  string `json:"key"`
+}
+
+// ruleAndKey reads rule and key from a JSON body {"rule": ..., "key": ...}
+// when there is one, else from ?rule= and ?key=. Form bodies are never
+// read: a write declares JSON (see Handler.write).
 func ruleAndKey(w http.ResponseWriter, r *http.Request) (rule, key string, ok bool) {
-	r.Body = http.MaxBytesReader(w, r.Body, 64<<10)
-	rule, key = r.FormValue("rule"), r.FormValue("key")
+	q := r.URL.Query()
+	in := resetRequest{Rule: q.Get("rule"), Key: q.Get("key")}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxResetBody))
+	if err != nil {
+		writeError(w, http.StatusRequestEntityTooLarge, "reading the body: "+err.Error())
+		return "", "", false
+	}
+	if len(bytes.TrimSpace(body)) > 0 {
+		dec := json.NewDecoder(bytes.NewReader(body))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&in); err != nil {
+			writeError(w, http.StatusBadRequest, "body: want {\"rule\": ID, \"key\": K}: "+err.Error())
+			return "", "", false
+		}
+	}
 	var missing []string
-	if rule == "" {
+	if in.Rule == "" {
 		missing = append(missing, "rule: required")
 	}
-	if key == "" {
+	if in.Key == "" {
 		missing = append(missing, "key: required")
 	}
 	if len(missing) > 0 {
 		writeError(w, http.StatusBadRequest, "rule and key are required", missing...)
 		return "", "", false
 	}
-	return rule, key, true
+	return in.Rule, in.Key, true
 }
 
 func writeKeyError(w http.ResponseWriter, err error) {

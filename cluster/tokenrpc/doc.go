@@ -5,6 +5,13 @@
 // requests (Sentinel's maxAllowedQps), bearer-token auth, TLS, the standard
 // gRPC health service, Prometheus metrics and a draining shutdown.
 //
+// Every request is bounded (MaxResourceBytes, MaxKeyBytes,
+// MaxNamespaceBytes, MaxNameBytes, MaxRulesPerRequest) and refused
+// STATUS_BAD_REQUEST over a bound, before it is counted, kept or handed to
+// the token server; what the server keeps per name a client chooses
+// (interned rule sets, decision counts, namespace counters) is bounded in
+// entries and bytes.
+//
 // The server keeps no decision state of its own: every decision is the
 // wrapped token server's (Redis's), so any number of replicas can serve the
 // same clients. remote.New (package cluster/remote) is the client.

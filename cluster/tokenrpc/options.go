@@ -31,10 +31,12 @@ type config struct {
 	inline     bool
 	grpcOpts   []grpc.ServerOption
 	maxRuleSet int
+
+	maxRuleSetBytes int
 }
 
 func defaults() config {
-	return config{maxQPS: DefaultMaxQPS, clk: clock.Real(), inline: true, maxRuleSet: 4096}
+	return config{maxQPS: DefaultMaxQPS, clk: clock.Real(), inline: true, maxRuleSet: 4096, maxRuleSetBytes: defaultMaxRuleSetBytes}
 }
 
 // WithMaxQPS caps the Acquire calls accepted per second in each namespace;

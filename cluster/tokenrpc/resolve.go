@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"reflect"
 	"slices"
 	"strconv"
 	"sync"
@@ -16,12 +17,36 @@ import (
 // ruleSets turns a request's rules (inline or by id) into the []*flow.Rule
 // the token server sees, interned: the same rules give the same slice and
 // pointers on every call, which is what the token server's per-rule-set
-// caches key on. Bounded: past max entries it starts over.
+// caches key on. Bounded: past max entries, or past maxBytes held (see
+// setBytes), it starts over.
 type ruleSets struct {
-	mu   sync.RWMutex
-	sets map[string]*ruleSet
-	max  int
-	pool sync.Pool // *[]byte key buffers
+	mu       sync.RWMutex
+	sets     map[string]*ruleSet
+	max      int
+	maxBytes int
+	bytes    int       // setBytes of the sets held
+	pool     sync.Pool // *[]byte key buffers
+}
+
+// defaultMaxRuleSetBytes bounds the bytes the interned rule sets hold
+// (setBytes): with the request bounds (MaxRulesPerRequest...) one set
+// holds at most about 30 KiB, so this keeps a few hundred of the largest,
+// or all 4096 of usual ones.
+const defaultMaxRuleSetBytes = 8 << 20
+
+// ruleBytes is what a flow.Rule takes without its strings and maps.
+var ruleBytes = int(reflect.TypeFor[flow.Rule]().Size())
+
+// setBytes estimates what keeping set under key holds: the key, each rule
+// and its strings, and the map entry. A served document's rules are shared
+// with the document, but counted all the same: the estimate is an upper
+// bound.
+func setBytes(key []byte, set []*flow.Rule) int {
+	n := len(key) + 128
+	for _, r := range set {
+		n += ruleBytes + 8 + len(r.ID) + len(r.Resource) + len(r.Param)
+	}
+	return n
 }
 
 // ruleSet is one interned rule set. When a rule of it has Items (a
@@ -39,8 +64,8 @@ type ruleSet struct {
 	byLimits map[string][]*flow.Rule // the item limits of each rule (see forKey) -> set
 }
 
-func newRuleSets(max int) *ruleSets {
-	return &ruleSets{sets: map[string]*ruleSet{}, max: max}
+func newRuleSets(max, maxBytes int) *ruleSets {
+	return &ruleSets{sets: map[string]*ruleSet{}, max: max, maxBytes: maxBytes}
 }
 
 // forKey is the rule set that decides key: the set with key's items in
@@ -132,11 +157,17 @@ func (rs *ruleSets) resolve(in *tokenpb.AcquireRequest, inline bool, byID func(s
 	for _, r := range rules {
 		set.hasItems = set.hasItems || len(r.Items) > 0
 	}
+	size := setBytes(key, rules)
 	rs.mu.Lock()
-	if len(rs.sets) >= rs.max {
+	if len(rs.sets) >= rs.max || rs.bytes+size > rs.maxBytes {
 		clear(rs.sets)
+		rs.bytes = 0
+	}
+	if old, ok := rs.sets[string(key)]; ok { // resolved again after a reload
+		rs.bytes -= setBytes(key, old.rules)
 	}
 	rs.sets[string(key)] = set
+	rs.bytes += size
 	rs.mu.Unlock()
 	return set.forKey(in.GetKey()), nil
 }

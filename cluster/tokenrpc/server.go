@@ -50,7 +50,7 @@ func NewServer(ts flow.TokenServer, rulesByID func(id string) (*flow.Rule, bool)
 			o(&cf)
 		}
 	}
-	s := &Server{ts: ts, byID: rulesByID, cf: cf, guard: newGuard(cf.maxQPS), sets: newRuleSets(cf.maxRuleSet)}
+	s := &Server{ts: ts, byID: rulesByID, cf: cf, guard: newGuard(cf.maxQPS), sets: newRuleSets(cf.maxRuleSet, cf.maxRuleSetBytes)}
 	gopts := []grpc.ServerOption{grpc.ChainUnaryInterceptor(s.authorize)}
 	if cf.tls != nil {
 		gopts = append(gopts, grpc.Creds(credentials.NewTLS(cf.tls)))
@@ -112,6 +112,11 @@ func (s *Server) Acquire(ctx context.Context, in *tokenpb.AcquireRequest) (*toke
 }
 
 func (s *Server) acquire(ctx context.Context, in *tokenpb.AcquireRequest, now int64) *tokenpb.AcquireResponse {
+	if err := checkBounds(in); err != nil {
+		// Before the namespace is counted: a namespace over its bound
+		// would otherwise be kept as the counter's key.
+		return &tokenpb.AcquireResponse{Status: tokenpb.Status_STATUS_BAD_REQUEST, Refused: -1, Message: err.Error()}
+	}
 	ns := in.GetNamespace()
 	if ns == "" {
 		ns = DefaultNamespace
@@ -173,10 +178,14 @@ func (s *Server) release(ctx context.Context, in *tokenpb.ReleaseRequest) *token
 }
 
 // request turns in into a flow.TokenRequest; on error the status says
-// which kind of refusal it is.
+// which kind of refusal it is. A request over a bound (checkBounds) is
+// refused before its rules are resolved or kept.
 func (s *Server) request(in *tokenpb.AcquireRequest) (flow.TokenRequest, tokenpb.Status, error) {
 	if in == nil {
 		return flow.TokenRequest{}, tokenpb.Status_STATUS_BAD_REQUEST, errors.New("request: missing")
+	}
+	if err := checkBounds(in); err != nil {
+		return flow.TokenRequest{}, tokenpb.Status_STATUS_BAD_REQUEST, err
 	}
 	lv, err := wire.ToLevel(in.GetLevel())
 	if err != nil {

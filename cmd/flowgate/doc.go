@@ -32,7 +32,11 @@
 // does) and writes it back to the rules file. It listens on
 // 127.0.0.1:7600 by default and refuses to listen beyond loopback unless
 // callers authenticate (a token or client certificates), or
-// -allow-unauthenticated is given, which logs a warning. On SIGINT or
+// -allow-unauthenticated is given, which logs a warning; a token beyond
+// loopback needs TLS (-tls-cert, -tls-key) or -allow-cleartext-token. The
+// admin reads (top keys name users and client IPs) are served beyond
+// loopback only behind -admin-read-token-env or with
+// -allow-open-admin-reads; -no-admin serves /metrics alone. On SIGINT or
 // SIGTERM it stops accepting calls and drains those in flight for at most
 // -shutdown-timeout.
 package main

@@ -140,8 +140,9 @@ func drain(srv *tokenrpc.Server, served <-chan error, hs *http.Server, timeout t
 }
 
 // serverOptions are the token server's options from cf: its request cap,
-// logger, inline rules, and the token and TLS that guard it. It logs a
-// warning when cf.exposure finds the service open to others unguarded.
+// logger, inline rules, and the token and TLS that guard it. It refuses,
+// or logs a warning, when cf.exposure finds the service, or
+// checkAdminExposure the admin reads, open to others unguarded.
 func serverOptions(cf serveConfig, log *slog.Logger) ([]tokenrpc.Option, error) {
 	token, err := readSecret(cf.TokenFile, cf.TokenEnv)
 	if err != nil {
@@ -153,6 +154,9 @@ func serverOptions(cf serveConfig, log *slog.Logger) ([]tokenrpc.Option, error) 
 	}
 	if warning != "" {
 		log.Warn("flowgate serve: " + warning)
+	}
+	if err := checkAdminExposure(cf, log); err != nil {
+		return nil, err
 	}
 	opts := []tokenrpc.Option{tokenrpc.WithMaxQPS(cf.MaxQPS), tokenrpc.WithLogger(log), tokenrpc.WithInlineRules(*cf.InlineRules)}
 	if token != "" {
@@ -196,8 +200,10 @@ func serveMetrics(cf serveConfig, srv *tokenrpc.Server, ts *cluster.RedisTokenSe
 	reg.MustRegister(srv.Collector(), metrics.NewClusterCollector(ts))
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
-	if err := mountAdmin(mux, cf, watched, log); err != nil {
-		return nil, fmt.Errorf("admin: %w", err)
+	if !cf.NoAdmin {
+		if err := mountAdmin(mux, cf, watched, log); err != nil {
+			return nil, fmt.Errorf("admin: %w", err)
+		}
 	}
 	ml, err := net.Listen("tcp", cf.MetricsListen)
 	if err != nil {
@@ -206,7 +212,9 @@ func serveMetrics(cf serveConfig, srv *tokenrpc.Server, ts *cluster.RedisTokenSe
 	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 	go hs.Serve(ml)
 	fmt.Fprintf(stdout, "metrics on %s\n", ml.Addr())
-	fmt.Fprintf(stdout, "admin on http://%s/flowgate/\n", ml.Addr())
+	if !cf.NoAdmin {
+		fmt.Fprintf(stdout, "admin on http://%s/flowgate/\n", ml.Addr())
+	}
 	return hs, nil
 }
 

@@ -2,6 +2,7 @@ package main
 
 import (
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"os"
@@ -22,6 +23,13 @@ func mountAdmin(mux *http.ServeMux, cf serveConfig, watched *watchedRules, log *
 		eng = watched.eng
 		opts = append(opts, admin.WithSource(watched.w))
 	}
+	if cf.AdminReadTokenEnv != "" {
+		token, err := adminReadToken(cf)
+		if err != nil {
+			return err
+		}
+		opts = append(opts, admin.WithReadToken(token))
+	}
 	if cf.AdminTokenEnv != "" {
 		token := os.Getenv(cf.AdminTokenEnv)
 		if token == "" {
@@ -30,5 +38,36 @@ func mountAdmin(mux *http.ServeMux, cf serveConfig, watched *watchedRules, log *
 		opts = append(opts, admin.WithWriteToken(token), admin.WithWriteBack(admin.WriteFile(cf.Rules)))
 	}
 	mux.Handle("/flowgate/", http.StripPrefix("/flowgate", admin.New(eng, opts...)))
+	return nil
+}
+
+// adminReadToken is the admin read token named by cf.AdminReadTokenEnv;
+// named but empty is an error, as a token nobody can send would be.
+func adminReadToken(cf serveConfig) (string, error) {
+	if cf.AdminReadTokenEnv == "" {
+		return "", nil
+	}
+	token := os.Getenv(cf.AdminReadTokenEnv)
+	if token == "" {
+		return "", errors.New("environment variable " + cf.AdminReadTokenEnv + " (adminReadTokenEnv) is empty")
+	}
+	return token, nil
+}
+
+// checkAdminExposure refuses, before anything listens, to serve the admin
+// reads beyond loopback without a read token (see adminExposure), and logs
+// the warning of an allowed exposure.
+func checkAdminExposure(cf serveConfig, log *slog.Logger) error {
+	token, err := adminReadToken(cf)
+	if err != nil {
+		return fmt.Errorf("admin: %w", err)
+	}
+	warning, err := cf.adminExposure(token != "")
+	if err != nil {
+		return err
+	}
+	if warning != "" {
+		log.Warn("flowgate serve: " + warning)
+	}
 	return nil
 }

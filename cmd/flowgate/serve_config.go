@@ -36,10 +36,28 @@ type serveConfig struct {
 	// token that turns on the admin API's writes (replace the rules,
 	// written back to Rules; reset a key); "" = the admin is read-only.
 	AdminTokenEnv string `json:"adminTokenEnv"`
+	// AdminReadTokenEnv names the environment variable holding the bearer
+	// token the admin API's reads (and the console's calls) then need:
+	// top keys and key states name users and client IPs. "" = reads open,
+	// which serve allows only on a loopback MetricsListen unless
+	// AllowOpenAdminReads.
+	AdminReadTokenEnv string `json:"adminReadTokenEnv"`
+	// NoAdmin serves /metrics alone on MetricsListen, without the admin
+	// API and console: what a Prometheus-only listener beyond loopback
+	// wants. Default false.
+	NoAdmin bool `json:"noAdmin"`
 	// AllowUnauthenticated lets Listen be beyond loopback with neither a
 	// token nor client certificates (a warning is logged); default false,
 	// and serve refuses to start that way.
 	AllowUnauthenticated bool `json:"allowUnauthenticated"`
+	// AllowCleartextToken lets Listen be beyond loopback with a token but
+	// without TLS, the token crossing the network in clear (a warning is
+	// logged); default false, and serve refuses to start that way.
+	AllowCleartextToken bool `json:"allowCleartextToken"`
+	// AllowOpenAdminReads lets MetricsListen be beyond loopback with the
+	// admin reads open, no AdminReadTokenEnv (a warning is logged); default
+	// false, and serve refuses to start that way.
+	AllowOpenAdminReads bool `json:"allowOpenAdminReads"`
 }
 
 type redisConfig struct {
@@ -148,8 +166,15 @@ func bindServeFlags(fs *flag.FlagSet, cf *serveConfig) *serveFlagVars {
 	fs.StringVar(&cf.Prefix, "prefix", cf.Prefix, "Redis key prefix")
 	fs.BoolVar(&v.inline, "inline-rules", inline, "accept rules sent inline by clients (false: only the served document's rules)")
 	fs.StringVar(&cf.AdminTokenEnv, "admin-token-env", cf.AdminTokenEnv, "environment variable holding the bearer token for the admin API's writes (empty: read-only)")
+	fs.StringVar(&cf.AdminReadTokenEnv, "admin-read-token-env", cf.AdminReadTokenEnv,
+		"environment variable holding the bearer token the admin API's reads need (empty: reads open, loopback only)")
+	fs.BoolVar(&cf.NoAdmin, "no-admin", cf.NoAdmin, "serve /metrics alone on -metrics-listen, without the admin API and console")
 	fs.BoolVar(&cf.AllowUnauthenticated, "allow-unauthenticated", cf.AllowUnauthenticated,
 		"listen beyond loopback with neither a token nor client certificates (logs a warning)")
+	fs.BoolVar(&cf.AllowCleartextToken, "allow-cleartext-token", cf.AllowCleartextToken,
+		"listen beyond loopback with a token but no TLS, the token in clear on the network (logs a warning)")
+	fs.BoolVar(&cf.AllowOpenAdminReads, "allow-open-admin-reads", cf.AllowOpenAdminReads,
+		"serve the admin reads beyond loopback without -admin-read-token-env (logs a warning)")
 	return v
 }
 
@@ -182,6 +207,12 @@ func (cf *serveConfig) validate() error {
 	}
 	if cf.AdminTokenEnv != "" && (cf.Rules == "" || cf.MetricsListen == "") {
 		errs = append(errs, errors.New("adminTokenEnv: needs rules (the document writes go back to) and metricsListen (where the admin is served)"))
+	}
+	if cf.AdminReadTokenEnv != "" && cf.MetricsListen == "" {
+		errs = append(errs, errors.New("adminReadTokenEnv: needs metricsListen (where the admin is served)"))
+	}
+	if cf.NoAdmin && (cf.AdminTokenEnv != "" || cf.AdminReadTokenEnv != "") {
+		errs = append(errs, errors.New("noAdmin: no admin is served, so adminTokenEnv and adminReadTokenEnv have nothing to guard"))
 	}
 	if cf.Timeout <= 0 || cf.ShutdownTimeout <= 0 {
 		errs = append(errs, errors.New("timeout, shutdownTimeout: must be > 0"))
@@ -227,11 +258,23 @@ func redisClient(rc redisConfig, timeout time.Duration) (redis.UniversalClient, 
 }
 
 // exposure says whether serving cf is safe to start: ok when Listen is on
-// loopback or callers must authenticate (a token, or client certificates);
-// otherwise an error, or, with AllowUnauthenticated, a warning to log.
-// Anyone who reaches an open token server can take every quota.
+// loopback, or callers must authenticate (a token, or client certificates)
+// and a token travels only inside TLS; otherwise an error, or, with
+// AllowUnauthenticated (no credential) or AllowCleartextToken (a token
+// without TLS), a warning to log. Anyone who reaches an open token server
+// can take every quota, and anyone who reads a cleartext token can too.
 func (cf *serveConfig) exposure(hasToken bool) (warning string, err error) {
-	if hasToken || cf.TLS.ClientCA != "" || loopbackOnly(cf.Listen) {
+	if loopbackOnly(cf.Listen) {
+		return "", nil
+	}
+	if hasToken && cf.TLS.Cert == "" {
+		msg := fmt.Sprintf("listen %q reaches beyond loopback and the bearer token would cross the network in clear (no TLS)", cf.Listen)
+		if !cf.AllowCleartextToken {
+			return "", errors.New(msg + ": set -tls-cert and -tls-key, listen on 127.0.0.1, or pass -allow-cleartext-token")
+		}
+		return msg + ": anyone who can watch the network can read the token", nil
+	}
+	if hasToken || cf.TLS.ClientCA != "" {
 		return "", nil
 	}
 	msg := fmt.Sprintf("listen %q reaches beyond loopback and callers are not authenticated (no token, no client certificates)", cf.Listen)
@@ -239,6 +282,22 @@ func (cf *serveConfig) exposure(hasToken bool) (warning string, err error) {
 		return "", errors.New(msg + ": set -token-file/-token-env or -tls-client-ca, listen on 127.0.0.1, or pass -allow-unauthenticated")
 	}
 	return msg + ": anyone who can connect can take and release tokens", nil
+}
+
+// adminExposure is exposure for the admin reads on MetricsListen: ok when
+// it or the admin is off, it is on loopback, or reads need a token;
+// otherwise an error, or,
+// with AllowOpenAdminReads, a warning to log. Top keys and key states name
+// users and client IPs, and the rules show every limit.
+func (cf *serveConfig) adminExposure(hasReadToken bool) (warning string, err error) {
+	if cf.MetricsListen == "" || cf.NoAdmin || hasReadToken || loopbackOnly(cf.MetricsListen) {
+		return "", nil
+	}
+	msg := fmt.Sprintf("metrics-listen %q reaches beyond loopback and the admin reads (/flowgate/api/topkeys, /api/key, /api/rules: user ids, client IPs, rules) need no token", cf.MetricsListen)
+	if !cf.AllowOpenAdminReads {
+		return "", errors.New(msg + ": set -admin-read-token-env, listen on 127.0.0.1, pass -no-admin (serve /metrics alone) or -allow-open-admin-reads")
+	}
+	return msg + ": anyone who can connect can read them", nil
 }
 
 // loopbackOnly reports whether addr (host:port) listens on loopback only.

@@ -237,7 +237,8 @@ func TestServeFlagsOverrideFile(t *testing.T) {
 		"-redis", "c:3,c:4", "-redis-master", "cm", "-redis-cluster", "-redis-db", "2", "-redis-user", "cu",
 		"-redis-password-env", "CP", "-redis-tls", "-tls-cert", "c.pem", "-tls-key", "c.key", "-tls-client-ca", "c.ca",
 		"-token-file", "c.tok", "-token-env", "CT", "-max-qps", "3", "-timeout", "3s", "-shutdown-timeout", "4s",
-		"-prefix", "c:", "-inline-rules=true", "-admin-token-env", "CA", "-allow-unauthenticated"}
+		"-prefix", "c:", "-inline-rules=true", "-admin-token-env", "CA", "-allow-unauthenticated",
+		"-admin-read-token-env", "CR", "-allow-cleartext-token", "-allow-open-admin-reads"}
 	got, err := parseServeFlags(args, flag.NewFlagSet("serve", flag.ContinueOnError))
 	if err != nil {
 		t.Fatal(err)
@@ -247,9 +248,18 @@ func TestServeFlagsOverrideFile(t *testing.T) {
 		Redis: redisConfig{Addrs: []string{"c:3", "c:4"}, MasterName: "cm", Cluster: true, DB: 2, Username: "cu", PasswordEnv: "CP", TLS: true},
 		TLS:   tlsConfig{Cert: "c.pem", Key: "c.key", ClientCA: "c.ca"}, TokenFile: "c.tok", TokenEnv: "CT",
 		MaxQPS: 3, Timeout: duration(3 * time.Second), ShutdownTimeout: duration(4 * time.Second), Prefix: "c:",
-		InlineRules: &inlineOn, AdminTokenEnv: "CA", AllowUnauthenticated: true}
+		InlineRules: &inlineOn, AdminTokenEnv: "CA", AllowUnauthenticated: true,
+		AdminReadTokenEnv: "CR", AllowCleartextToken: true, AllowOpenAdminReads: true}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("flags over the file:\n got %+v\nwant %+v", got, want)
+	}
+	// -no-admin leaves the admin tokens nothing to guard.
+	if _, err := parseServeFlags([]string{"-config", path, "-no-admin"}, flag.NewFlagSet("serve", flag.ContinueOnError)); err == nil || !strings.Contains(err.Error(), "noAdmin") {
+		t.Errorf("-no-admin with the file's adminTokenEnv: %v, want a noAdmin error", err)
+	}
+	got, err = parseServeFlags([]string{"-config", path, "-no-admin", "-admin-token-env", ""}, flag.NewFlagSet("serve", flag.ContinueOnError))
+	if err != nil || !got.NoAdmin {
+		t.Errorf("-no-admin: %+v, %v", got, err)
 	}
 }
 
@@ -304,7 +314,7 @@ func TestServeListenDefaultsAndExposure(t *testing.T) {
 		{listen: "[::]:7600", wantErr: true},
 		{listen: "10.1.2.3:7600", wantErr: true},
 		{listen: "tokens.internal:7600", wantErr: true},
-		{listen: ":7600", token: true},
+		{listen: ":7600", token: true, wantErr: true}, // a token in clear: see TestServeRefusesCleartextToken
 		{listen: ":7600", clientCA: "ca.pem"},
 		{listen: ":7600", allow: true, warn: true},
 	} {

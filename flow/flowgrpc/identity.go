@@ -38,15 +38,18 @@ func ParseTrustedProxies(cidrs ...string) ([]netip.Prefix, error) {
 	return forwarded.ParseTrusted(cidrs...)
 }
 
+// peerAddr is the peer's address without its IPv6 zone (a link-local
+// peer's zone names our interface; a zoned address matches no prefix, so
+// deny lists and per-IP limits would pass it by) and unmapped.
 func peerAddr(addr net.Addr) netip.Addr {
 	switch a := addr.(type) {
 	case *net.TCPAddr:
-		return a.AddrPort().Addr().Unmap()
+		return forwarded.Normal(a.AddrPort().Addr())
 	case *net.UDPAddr:
-		return a.AddrPort().Addr().Unmap()
+		return forwarded.Normal(a.AddrPort().Addr())
 	}
 	if ap, err := netip.ParseAddrPort(addr.String()); err == nil {
-		return ap.Addr().Unmap()
+		return forwarded.Normal(ap.Addr())
 	}
 	return netip.Addr{}
 }

@@ -7,8 +7,10 @@ import (
 	"testing"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/peer"
+	"google.golang.org/grpc/status"
 
 	"github.com/flowgate/flowgate/clock"
 	"github.com/flowgate/flowgate/flow"
@@ -53,6 +55,9 @@ func TestClientIP(t *testing.T) {
 		{"xff from trusted", callCtx(tcp("10.0.0.1:5000"), "6.6.6.6, 198.51.100.4"), "198.51.100.4"},
 		{"xff split values", callCtx(tcp("10.0.0.1:5000"), "198.51.100.4", "10.2.2.2"), "198.51.100.4"},
 		{"malformed from trusted", callCtx(tcp("10.0.0.1:5000"), "junk"), "10.0.0.1"},
+		{"zoned peer", callCtx(&net.TCPAddr{IP: net.ParseIP("fe80::1"), Port: 1, Zone: "eth0"}), "fe80::1"},
+		{"zoned string peer", callCtx(strAddr("[fe80::1%eth0]:1")), "fe80::1"},
+		{"zoned xff from trusted", callCtx(tcp("10.0.0.1:5000"), "fe80::2%eth0"), "fe80::2"},
 	} {
 		if got := ClientIP(tc.ctx, trusted).String(); got != tc.want {
 			t.Errorf("%s: ClientIP = %s, want %s", tc.name, got, tc.want)
@@ -98,5 +103,22 @@ func TestServerIPv6Prefix(t *testing.T) {
 		if blocked := err != nil; blocked != tc.blocked {
 			t.Errorf("call %d from %s: err %v, want blocked=%v", i, tc.peer, err, tc.blocked)
 		}
+	}
+}
+
+// A link-local peer's zone is dropped, so the IP deny list sees the
+// peer's address (a zoned address matches no prefix).
+func TestServerZonedPeerMeetsDenyList(t *testing.T) {
+	eng := newEngine(t, clock.NewFake(epoch), flow.Rule{ID: "no-link-local", Resource: checkMethod, Level: flow.LevelIP,
+		Algorithm: flow.AlgoDeny, Values: []string{"fe80::/10"}})
+	ic := UnaryServerInterceptor(eng)
+	info := &grpc.UnaryServerInfo{FullMethod: checkMethod}
+	h := func(context.Context, any) (any, error) { return nil, nil }
+	zoned := &net.TCPAddr{IP: net.ParseIP("fe80::1"), Port: 1, Zone: "eth0"}
+	if got := ClientIP(callCtx(zoned), nil); got != netip.MustParseAddr("fe80::1") {
+		t.Errorf("ClientIP(%s) = %s, want fe80::1", zoned, got)
+	}
+	if _, err := ic(callCtx(zoned), nil, info, h); status.Code(err) != codes.PermissionDenied {
+		t.Errorf("peer %s: err %v, want PermissionDenied", zoned, err)
 	}
 }

@@ -69,7 +69,7 @@ func Trusted(trusted []netip.Prefix, a netip.Addr) bool {
 // connection's address, values the X-Forwarded-For values in the order
 // received. The walk is flowhttp.ClientIP's.
 func Resolve(peer netip.Addr, trusted []netip.Prefix, values []string) netip.Addr {
-	peer = peer.Unmap()
+	peer = Normal(peer)
 	if !peer.IsValid() || len(values) == 0 || !Trusted(trusted, peer) {
 		return peer
 	}
@@ -120,7 +120,7 @@ func ParseXFF(hops []Hop, vals []string) []Hop {
 }
 
 // ParseHop parses "192.0.2.1", "192.0.2.1:80", "2001:db8::1", "[2001:db8::1]"
-// or "[2001:db8::1]:80". Zones are refused: a header cannot name our interfaces.
+// or "[2001:db8::1]:80"; a zone is dropped (see ParseHostPort).
 func ParseHop(s string) Hop {
 	a := ParseHostPort(s)
 	return Hop{Addr: a, OK: a.IsValid(), Text: s}
@@ -128,7 +128,13 @@ func ParseHop(s string) Hop {
 
 // ParseHostPort parses an address with or without a port, as found in
 // RemoteAddr and forwarding headers, and returns it unmapped (IPv4-mapped
-// IPv6 becomes IPv4). It returns the zero Addr for anything else.
+// IPv6 becomes IPv4) and without its zone. It returns the zero Addr for
+// anything else.
+//
+// net/http writes a link-local peer as "[fe80::1%eth0]:port". The zone
+// names an interface of the host that saw the peer, not the peer; kept, it
+// would make the address match no prefix (netip never matches a zoned
+// address), so deny lists and per-IP limits would pass the peer by.
 func ParseHostPort(s string) netip.Addr {
 	if s == "" {
 		return netip.Addr{}
@@ -142,10 +148,10 @@ func ParseHostPort(s string) netip.Addr {
 			return netip.Addr{}
 		}
 		a, err := netip.ParseAddr(s[1:end])
-		if err != nil || !a.Is6() || a.Zone() != "" {
+		if err != nil || !a.Is6() {
 			return netip.Addr{}
 		}
-		return a.Unmap()
+		return Normal(a)
 	}
 	host := s
 	if i := strings.IndexByte(s, ':'); i >= 0 && strings.IndexByte(s[i+1:], ':') < 0 {
@@ -156,11 +162,15 @@ func ParseHostPort(s string) netip.Addr {
 		host = s[:i]
 	}
 	a, err := netip.ParseAddr(host)
-	if err != nil || a.Zone() != "" {
+	if err != nil {
 		return netip.Addr{}
 	}
-	return a.Unmap()
+	return Normal(a)
 }
+
+// Normal is a as client addresses are compared: without its IPv6 zone and
+// unmapped (IPv4-mapped IPv6 becomes IPv4).
+func Normal(a netip.Addr) netip.Addr { return a.WithZone("").Unmap() }
 
 // validPort reports whether s is ":" followed by 1 to 5 digits.
 func validPort(s string) bool {

@@ -108,11 +108,11 @@ func forwardedNode(s string) Hop {
 		return Hop{}
 	}
 	a, err := netip.ParseAddr(host)
-	if err != nil || a.Zone() != "" || a.Is6() != strings.HasPrefix(s, "[") {
+	if err != nil || a.Is6() != strings.HasPrefix(s, "[") {
 		// covers "unknown", "_hidden", a bare IPv6, and IPv4 in brackets
 		return Hop{}
 	}
-	return Hop{Addr: a.Unmap(), OK: true, Text: s}
+	return Hop{Addr: Normal(a), OK: true, Text: s}
 }
 
 // validObfPort reports whether s is ":" followed by an obfport ("_" and
