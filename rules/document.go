@@ -168,7 +168,7 @@ func readRules(p *problems, arr []byte) []flow.Rule {
 				p.add(fe)
 			}
 		}
-		if j, dup := ids[r.ID]; dup && r.ID != "" && !reported["id"] {
+		if j, dup := ids[r.ID]; dup && r.ID != "" && !reported["id"] && !reported[""] {
 			p.add(&FieldError{Index: i, ID: r.ID, Field: "id", Msg: "duplicate of rules[" + strconv.Itoa(j) + "]"})
 		} else if !dup {
 			ids[r.ID] = i
