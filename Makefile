@@ -13,7 +13,7 @@ MODULES ?= contrib/gin contrib/echo
 # Every module of its own, checked by make lint.
 LINT_MODULES ?= bench contrib/gin contrib/echo compat/sentinel
 
-.PHONY: all demo test test-modules soak bench bench-peers bench-floor bench-accuracy lint deps examples compat proto
+.PHONY: all demo test fuzz test-modules soak bench bench-peers bench-floor bench-accuracy lint deps examples compat proto
 
 all: lint test
 
@@ -26,13 +26,24 @@ demo:
 ## by deps when missing); a test that needs one fails instead of skipping. Then the modules of their
 ## own (MODULES) and the examples. The allocation checks run again without -race: the race detector
 ## changes allocation counts (sync.Pool drops a random share of what is put back), so under it they skip.
+## Then each reader of outside input is fuzzed for a few seconds (fuzz).
 test: deps
 	$(GO) vet $(PKGS)
 	FLOWGATE_REQUIRE_REDIS=1 FLOWGATE_REQUIRE_PROMETHEUS=1 FLOWGATE_REQUIRE_ETCD=1 FLOWGATE_REQUIRE_BROWSER=1 $(GO) test -race -count=1 -timeout 20m $(PKGS)
 	$(GO) test -count=1 -run 'Alloc' ./flow/...
+	@$(MAKE) --no-print-directory fuzz
 	@$(MAKE) --no-print-directory test-modules
 	@$(MAKE) --no-print-directory compat
 	@$(MAKE) --no-print-directory examples
+
+## fuzz: each reader of outside input fuzzed for FUZZTIME (default 3s): the rules document parser
+## (also what the watcher, etcd source and admin PUT read) and the Sentinel importer, JSON and YAML.
+## The seed corpora are the f.Add lines and testdata/fuzz/; a failing input is written there.
+FUZZTIME ?= 3s
+fuzz:
+	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./rules/
+	$(GO) test -run '^$$' -fuzz '^FuzzImport$$' -fuzztime $(FUZZTIME) ./rules/sentinel/
+	$(GO) test -run '^$$' -fuzz '^FuzzImportYAML$$' -fuzztime $(FUZZTIME) ./rules/sentinel/
 
 ## test-modules: vet and race-enabled tests of each module of its own (contrib/gin, contrib/echo).
 test-modules:

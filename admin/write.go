@@ -14,8 +14,9 @@ import (
 	"github.com/flowgate/flowgate/rules"
 )
 
-// MaxDocumentBytes bounds the body of PUT /api/rules.
-const MaxDocumentBytes = 4 << 20
+// MaxDocumentBytes bounds the body of PUT /api/rules: rules.MaxDocumentBytes,
+// the bound of every rules reader.
+const MaxDocumentBytes = rules.MaxDocumentBytes
 
 // PutRulesResponse is the answer to an accepted PUT /api/rules.
 type PutRulesResponse struct {

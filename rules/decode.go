@@ -24,6 +24,9 @@ type object struct {
 
 // fail reports a problem with field (a JSON key of this object).
 func (o *object) fail(field, format string, args ...any) {
+	if o.p.full() {
+		return
+	}
 	o.p.add(&FieldError{Index: o.index, ID: o.id, Field: o.prefix + field, Msg: fmt.Sprintf(format, args...)})
 }
 
@@ -35,8 +38,11 @@ func (o *object) walk(n *node, self string, keys []string, read func(key string,
 		o.p.add(&FieldError{Index: o.index, ID: o.id, Field: strings.TrimSuffix(o.prefix+self, "."), Msg: "must be an object, got " + describe(n)})
 		return false
 	}
-	o.given = make(map[string]bool, len(n.members))
+	o.given = make(map[string]bool, min(len(n.members), len(keys)))
 	for _, m := range n.members {
+		if o.p.over {
+			break // the document is refused; its problems are listed already
+		}
 		known := false
 		for _, k := range keys {
 			if k == m.key {

@@ -17,6 +17,9 @@ func (o *object) items(key string, v *node) map[string]float64 {
 	}
 	out := make(map[string]float64, len(v.members))
 	for _, m := range v.members {
+		if o.p.over {
+			break
+		}
 		field := key + "[" + quoteShortKey(m.key) + "]"
 		if _, dup := out[m.key]; dup {
 			o.fail(field, "given more than once")
@@ -38,6 +41,9 @@ func (o *object) values(key string, v *node) []string {
 	}
 	out := make([]string, 0, len(v.elems))
 	for i, e := range v.elems {
+		if o.p.over {
+			break
+		}
 		s, ok := o.str(key+"["+strconv.Itoa(i)+"]", e)
 		if ok {
 			out = append(out, s)

@@ -28,4 +28,9 @@
 // "adaptive" and "alerting" sections are read into their owners' types
 // (cpuconfig.Config, alerting.Section), whose defaults and checks they are;
 // Document.ApplySections keeps a controller and an alerter in step.
+//
+// Every reader is bounded: a document is at most MaxDocumentBytes, a file
+// is read only when it is a regular file (ReadFile; a FIFO or a device at
+// the path is refused without blocking), and Parse lists at most
+// MaxProblems problems, then stops reading.
 package rules

@@ -2,7 +2,7 @@ package rules
 
 import (
 	"fmt"
-	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -45,9 +45,10 @@ func (d *Document) Rules() []flow.Rule {
 	return out
 }
 
-// LoadFile reads and parses the rules document at path. See Parse.
+// LoadFile reads the rules document at path with ReadFile (a regular file
+// of at most MaxDocumentBytes) and parses it. See Parse.
 func LoadFile(path string) (*Document, error) {
-	data, err := os.ReadFile(path)
+	data, err := ReadFile(path)
 	if err != nil {
 		return nil, err
 	}
@@ -64,15 +65,23 @@ func LoadFile(path string) (*Document, error) {
 // A JSON syntax error stops parsing and names the line and column.
 // The rules' semantic checks are flow.ValidateRules, so a document that
 // parses is one the engine accepts.
+//
+// Parse lists at most MaxProblems problems: past them it stops reading and
+// adds one last problem saying where it stopped. A document over
+// MaxDocumentBytes is refused whole (errors.Is(err, ErrTooLarge)).
 func Parse(data []byte) (*Document, error) {
-	root, err := parseTree(data)
+	if len(data) > MaxDocumentBytes {
+		err := tooLarge(fmt.Sprint(len(data)))
+		return nil, &FieldError{Index: -1, Msg: err.Error(), cause: err}
+	}
+	root, rulesText, err := parseTree(data)
 	if err != nil {
 		return nil, err
 	}
-	p := &problems{}
+	p := newProblems()
 	doc := &Document{}
 	top := &object{p: p, index: -1}
-	var ruleNodes *node
+	var ruleNodes bool
 	ok := top.walk(root, "document", []string{"$schema", "shadow", "rules", "adaptive", "alerting"}, func(key string, v *node) {
 		switch key {
 		case "$schema":
@@ -84,7 +93,7 @@ func Parse(data []byte) (*Document, error) {
 				top.typeError(key, "an array of rules", v)
 				return
 			}
-			ruleNodes = v
+			ruleNodes = true
 		case "adaptive":
 			doc.Adaptive = readAdaptive(p, v)
 		case "alerting":
@@ -95,8 +104,8 @@ func Parse(data []byte) (*Document, error) {
 		return nil, p.err()
 	}
 	top.required("rules")
-	if ruleNodes != nil {
-		doc.rules = readRules(p, ruleNodes)
+	if ruleNodes {
+		doc.rules = readRules(p, rulesText)
 	}
 	if err := p.err(); err != nil {
 		return nil, err
@@ -125,38 +134,51 @@ var (
 	}()
 )
 
-// readRules reads every rule, then runs flow.ValidateRules over them all.
-// Problems the JSON reading already reported for a field are not repeated
-// by the engine's checks (a limit that was a string is not also "<= 0").
-func readRules(p *problems, arr *node) []flow.Rule {
-	type at struct {
-		index int
-		field string // "" for the whole rule
-	}
-	out := make([]flow.Rule, 0, len(arr.elems))
-	reported := make(map[at]bool)
-	for i, n := range arr.elems {
+// readRules reads the rules of the "rules" array text arr one at a time,
+// each checked by the engine (flow.ValidateRules) as soon as it is read,
+// so that past MaxProblems reading stops: the rest is neither read nor
+// checked. Problems the JSON reading already reported for a field are not
+// repeated by the engine's checks (a limit that was a string is not also
+// "<= 0").
+//
+// ValidateRules' one check across rules, ids given twice, is made here,
+// rule by rule (FuzzParse holds Parse and ValidateRules in agreement).
+func readRules(p *problems, arr []byte) []flow.Rule {
+	var out []flow.Rule
+	ids := make(map[string]int)
+	total := elements(arr, func(i int, n *node) bool {
+		if p.over {
+			p.stoppedAt = i
+			return false
+		}
 		before := len(p.list)
 		r, skip := readRule(p, i, n)
+		reported := map[string]bool{}
 		for _, f := range skip {
-			reported[at{i, f}] = true
+			reported[f] = true
 		}
 		for _, e := range p.list[before:] {
-			fe := e.(*FieldError)
-			reported[at{fe.Index, fe.Field}] = true
+			reported[e.(*FieldError).Field] = true
 		}
-		out = append(out, r)
-	}
-	for _, e := range Problems(flow.ValidateRules(out)) {
-		fe := fromFlow(e)
-		base, _, _ := strings.Cut(fe.Field, "[") // items["vip"] was reported as items
-		if reported[at{fe.Index, fe.Field}] || reported[at{fe.Index, base}] || reported[at{fe.Index, ""}] {
-			continue
+		for _, e := range Problems(flow.ValidateRules([]flow.Rule{r})) {
+			fe := fromFlow(e)
+			fe.Index = i
+			base, _, _ := strings.Cut(fe.Field, "[") // items["vip"] was reported as items
+			if !reported[fe.Field] && !reported[base] && !reported[""] {
+				p.add(fe)
+			}
 		}
-		p.add(fe)
-	}
-	for i := range out {
-		out[i] = out[i].WithDefaults()
+		if j, dup := ids[r.ID]; dup && r.ID != "" && !reported["id"] && !reported[""] {
+			p.add(&FieldError{Index: i, ID: r.ID, Field: "id", Msg: "duplicate of rules[" + strconv.Itoa(j) + "]"})
+		} else if !dup {
+			ids[r.ID] = i
+		}
+		out = append(out, r.WithDefaults())
+		return true
+	})
+	if p.over {
+		p.rules = total
+		return nil
 	}
 	return out
 }

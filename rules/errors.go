@@ -26,7 +26,13 @@ type FieldError struct {
 	Line, Column int
 	// Msg says what is wrong.
 	Msg string
+
+	cause error // what Msg was made from, if an error (Unwrap)
 }
+
+// Unwrap returns the error the problem was made from, if any: ErrTooLarge
+// for a document over MaxDocumentBytes.
+func (e *FieldError) Unwrap() error { return e.cause }
 
 // Path is where the problem is, as printed before the message: for example
 // `rules[3] (id "orders"): window` or `alerting.window`.
@@ -85,12 +91,36 @@ func Problems(err error) []error {
 	return []error{err}
 }
 
-// problems collects every problem of one document.
+// problems collects the problems of one document, the first MaxProblems
+// of them: past those, over is set and readers stop (see full).
 type problems struct {
 	list []error
+	over bool // a problem past MaxProblems was found and left out
+	// stoppedAt is the index of the first rule not read because of the
+	// cap, and rules how many the document has; stoppedAt is -1 when
+	// every rule was read.
+	stoppedAt, rules int
 }
 
-func (p *problems) add(e *FieldError) { p.list = append(p.list, e) }
+func newProblems() *problems { return &problems{stoppedAt: -1} }
+
+func (p *problems) add(e *FieldError) {
+	if len(p.list) < MaxProblems {
+		p.list = append(p.list, e)
+		return
+	}
+	p.over = true
+}
+
+// full reports whether one more problem would be left out, so a reader
+// can skip building its message.
+func (p *problems) full() bool {
+	if len(p.list) >= MaxProblems {
+		p.over = true // the caller has one more
+		return true
+	}
+	return false
+}
 
 // err joins the problems in reading order: document-level first, then each
 // rule by index (the engine's checks after the file's), then the sections.
@@ -108,7 +138,20 @@ func (p *problems) err() error {
 		return -1
 	}
 	sort.SliceStable(p.list, func(i, j int) bool { return rank(p.list[i]) < rank(p.list[j]) })
+	if p.over {
+		return errors.Join(append(p.list, p.tooMany())...)
+	}
 	return errors.Join(p.list...)
+}
+
+// tooMany is the last problem of a document with more than MaxProblems:
+// that the list is cut, and where reading stopped.
+func (p *problems) tooMany() *FieldError {
+	msg := fmt.Sprintf("more than %d problems (rules.MaxProblems): only the first %d are listed", MaxProblems, MaxProblems)
+	if p.stoppedAt >= 0 {
+		msg += fmt.Sprintf("; reading stopped before rules[%d] (of %d rules)", p.stoppedAt, p.rules)
+	}
+	return &FieldError{Index: -1, Msg: msg}
 }
 
 // fromFlow turns one problem reported by flow.ValidateRules (a

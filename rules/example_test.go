@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/flowgate/flowgate/flow"
 	"github.com/flowgate/flowgate/rules"
@@ -112,4 +113,19 @@ func ExampleSync() {
 	// missing.json false false
 	// rules.json true true
 	// 1
+}
+
+// A document with more than MaxProblems problems is refused after the
+// first MaxProblems, with a last problem that says where reading stopped.
+func ExampleParse_tooManyProblems() {
+	doc := `{"rules": [{}` + strings.Repeat(`, {}`, 999) + `]}`
+	_, err := rules.Parse([]byte(doc))
+	problems := rules.Problems(err)
+	fmt.Println(len(problems))
+	fmt.Println(problems[0])
+	fmt.Println(problems[len(problems)-1])
+	// Output:
+	// 101
+	// rules[0]: resource: required
+	// more than 100 problems (rules.MaxProblems): only the first 100 are listed; reading stopped before rules[34] (of 1000 rules)
 }

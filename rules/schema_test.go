@@ -308,7 +308,7 @@ func TestSchemaDurationPattern(t *testing.T) {
 	def := v.root["$defs"].(map[string]any)["duration"]
 	for _, s := range []string{"1s", "1.5h", "1h30m", "0", "0s", "+1s", "+0", "-1s", "-0s", "1", "1x", "", ".5s",
 		"1.s", "1e3s", "1µs", "1μs", "1us", "5ns", "1 s", " 1s", "1s ", "1S", "2562047h", "1h-1m", "..5s", "1..5s"} {
-		o := &object{p: &problems{}, index: -1}
+		o := &object{p: newProblems(), index: -1}
 		_, parser := o.duration("d", &node{kind: kindString, text: s})
 		schema := len(v.validate(def, s, "$")) == 0
 		if parser != schema {

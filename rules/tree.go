@@ -33,6 +33,7 @@ type node struct {
 	text    string // string value, or the literal of a number
 	boolean bool
 	badText bool     // kindString: invalid UTF-8 or a lone surrogate, read as U+FFFD
+	lazy    bool     // kindArray: the document's "rules", read by elements, elems empty
 	members []member // kindObject
 	elems   []*node  // kindArray
 }
@@ -42,31 +43,33 @@ type member struct {
 	val *node
 }
 
-// parseTree checks the syntax of data and returns its value tree. A syntax
+// parseTree checks the syntax of data and returns its value tree, and the
+// text of its "rules" array, whose node in the tree is lazy. A syntax
 // error is a *FieldError with the line and column (1-based, in characters)
 // where it is. A leading UTF-8 byte order mark, which some editors write,
 // is skipped.
-func parseTree(data []byte) (*node, error) {
+func parseTree(data []byte) (root *node, rules []byte, err error) {
 	data = bytes.TrimPrefix(data, []byte("\xef\xbb\xbf"))
 	if len(bytes.TrimSpace(data)) == 0 {
-		return nil, &FieldError{Index: -1, Msg: "empty document"}
+		return nil, nil, &FieldError{Index: -1, Msg: "empty document"}
 	}
 	if !json.Valid(data) {
 		// json.Unmarshal reports a consistent offset (just after the bad
 		// byte); json.Valid, cheaper, only says whether there is one.
 		var raw json.RawMessage
-		err := json.Unmarshal(data, &raw)
+		err = json.Unmarshal(data, &raw)
 		var se *json.SyntaxError
 		if !errors.As(err, &se) { // not expected: Valid and Unmarshal agree
-			return nil, &FieldError{Index: -1, Msg: fmt.Sprintf("invalid JSON: %v", err)}
+			return nil, nil, &FieldError{Index: -1, Msg: fmt.Sprintf("invalid JSON: %v", err)}
 		}
 		atEnd := se.Error() == "unexpected end of JSON input"
 		fe := &FieldError{Index: -1, Msg: syntaxMessage(se, atEnd)}
 		fe.Line, fe.Column = position(data, se.Offset, atEnd)
-		return nil, fe
+		return nil, nil, fe
 	}
 	t := &treeReader{data: data}
-	return t.value(), nil
+	root = t.value()
+	return root, t.rules, nil
 }
 
 // syntaxMessage words encoding/json's syntax errors for a person editing a file.
@@ -96,9 +99,18 @@ func position(data []byte, offset int64, atEnd bool) (line, col int) {
 // treeReader builds the tree of a document json.Valid accepted, so it can
 // skip every syntax check (encoding/json's Decoder.Token is several times
 // slower, and a 10 000-rule file is read on every reload).
+//
+// The document's "rules" array is not built: its node is lazy, and rules
+// reads its elements one at a time (elements), so that neither a huge
+// valid document nor a million bad rules is ever held as one tree, and
+// reading can stop at MaxProblems.
 type treeReader struct {
-	data []byte
-	i    int
+	data  []byte
+	i     int
+	depth int // objects and arrays the reader is inside
+	// rules is the text of the first "rules" array of the top-level
+	// object, from '[' to ']'; nil when there is none.
+	rules []byte
 }
 
 func (t *treeReader) skipSpace() {
@@ -116,37 +128,16 @@ func (t *treeReader) value() *node {
 	t.skipSpace()
 	switch c := t.data[t.i]; c {
 	case '{':
-		t.i++
-		n := &node{kind: kindObject}
-		for {
-			t.skipSpace()
-			if t.data[t.i] == '}' {
-				t.i++
-				return n
-			}
-			if t.data[t.i] == ',' {
-				t.i++
-				t.skipSpace()
-			}
-			key, _ := t.str() // a bad key is an unknown field anyway
-			t.skipSpace()
-			t.i++ // ':'
-			n.members = append(n.members, member{key: key, val: t.value()})
-		}
+		return t.object()
 	case '[':
 		t.i++
+		t.depth++
 		n := &node{kind: kindArray}
-		for {
-			t.skipSpace()
-			if t.data[t.i] == ']' {
-				t.i++
-				return n
-			}
-			if t.data[t.i] == ',' {
-				t.i++
-			}
-			n.elems = append(n.elems, t.value())
+		for e := t.next(); e != nil; e = t.next() {
+			n.elems = append(n.elems, e)
 		}
+		t.depth--
+		return n
 	case '"':
 		s, bad := t.str()
 		return &node{kind: kindString, text: s, badText: bad}
@@ -165,6 +156,124 @@ func (t *treeReader) value() *node {
 			t.i++
 		}
 		return &node{kind: kindNumber, text: string(t.data[start:t.i])}
+	}
+}
+
+// next reads the next element of the array the reader is in, or consumes
+// its ']' and returns nil.
+func (t *treeReader) next() *node {
+	t.skipSpace()
+	if t.data[t.i] == ']' {
+		t.i++
+		return nil
+	}
+	if t.data[t.i] == ',' {
+		t.i++
+	}
+	return t.value()
+}
+
+// object reads the object at t.i. The top-level object's "rules" array is
+// skipped over and left lazy.
+func (t *treeReader) object() *node {
+	t.i++
+	t.depth++
+	defer func() { t.depth-- }()
+	n := &node{kind: kindObject}
+	for {
+		t.skipSpace()
+		if t.data[t.i] == '}' {
+			t.i++
+			return n
+		}
+		if t.data[t.i] == ',' {
+			t.i++
+			t.skipSpace()
+		}
+		key, _ := t.str() // a bad key is an unknown field anyway
+		t.skipSpace()
+		t.i++ // ':'
+		t.skipSpace()
+		if t.depth == 1 && key == "rules" && t.data[t.i] == '[' {
+			start := t.i
+			t.skip()
+			if t.rules == nil {
+				t.rules = t.data[start:t.i]
+			}
+			n.members = append(n.members, member{key: key, val: &node{kind: kindArray, lazy: true}})
+			continue
+		}
+		n.members = append(n.members, member{key: key, val: t.value()})
+	}
+}
+
+// skip moves past the value at t.i without building it.
+func (t *treeReader) skip() {
+	switch t.data[t.i] {
+	case '"':
+		t.skipString()
+		return
+	case '[', '{':
+	default: // a literal or a number: up to the next delimiter
+		for t.i < len(t.data) && strings.IndexByte(",]} \t\r\n", t.data[t.i]) < 0 {
+			t.i++
+		}
+		return
+	}
+	for depth := 0; ; {
+		switch t.data[t.i] {
+		case '"':
+			t.skipString()
+			continue
+		case '[', '{':
+			depth++
+		case ']', '}':
+			depth--
+		}
+		t.i++
+		if depth == 0 {
+			return
+		}
+	}
+}
+
+// skipString moves past the string at t.i.
+func (t *treeReader) skipString() {
+	t.i++
+	for t.data[t.i] != '"' {
+		if t.data[t.i] == '\\' {
+			t.i++
+		}
+		t.i++
+	}
+	t.i++
+}
+
+// elements reads the lazy array text arr (a treeReader's rules) one element
+// at a time, calling fn with each until fn returns false, and returns how
+// many elements arr has, counting without reading those after fn stopped.
+func elements(arr []byte, fn func(i int, e *node) bool) int {
+	t := &treeReader{data: arr, i: 1, depth: 1}
+	i := 0
+	for ; ; i++ {
+		e := t.next()
+		if e == nil {
+			return i
+		}
+		if !fn(i, e) {
+			break
+		}
+	}
+	for i++; ; i++ { // count the rest
+		t.skipSpace()
+		if t.data[t.i] == ']' {
+			return i
+		}
+		if t.data[t.i] == ',' {
+			t.i++
+			t.skipSpace()
+		}
+		t.skip()
 	}
 }
 

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -274,7 +273,7 @@ func (w *Watcher) check(force bool) error {
 	// missing then but the read found the file, it is back: watch it now.
 	watched := w.rewatch()
 	w.followLink() // before reading, so an edit of a new link target is seen
-	data, readErr := os.ReadFile(w.path)
+	data, readErr := ReadFile(w.path)
 	if !watched && readErr == nil {
 		w.rewatch()
 	}

@@ -4,7 +4,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
 
 	"github.com/flowgate/flowgate/rules"
 )
@@ -63,12 +62,13 @@ func parseReporting(name string, data []byte, w io.Writer) (*rules.Document, boo
 	return doc, true
 }
 
-// readInput reads a named file, or standard input for "-".
+// readInput reads a named file, or standard input for "-", as every rules
+// reader does: at most rules.MaxDocumentBytes, and only a regular file.
 func readInput(name string, stdin io.Reader) ([]byte, error) {
 	if name == "-" {
-		return io.ReadAll(stdin)
+		return rules.ReadDocument(stdin)
 	}
-	return os.ReadFile(name)
+	return rules.ReadFile(name)
 }
 
 // shadowNote is ", N in shadow" when some of doc's rules are, so a document

@@ -39,11 +39,14 @@ type element struct {
 	index  int
 	prefix string // "rule." inside a dashboard entity's wrapper, "clusterConfig." ...
 	raw    map[string]json.RawMessage
-	errs   *[]error
+	errs   *problems
 }
 
 func (e *element) fail(field, format string, args ...any) {
-	*e.errs = append(*e.errs, &FieldError{File: e.file, Index: e.index, Field: e.prefix + field, Msg: fmt.Sprintf(format, args...)})
+	if e.errs.full() {
+		return
+	}
+	e.errs.add(&FieldError{File: e.file, Index: e.index, Field: e.prefix + field, Msg: fmt.Sprintf(format, args...)})
 }
 
 func (e *element) has(key string) bool {

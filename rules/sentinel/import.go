@@ -128,41 +128,36 @@ func (r *Result) Cannot() int {
 // rule that is well formed but has no flowgate counterpart is a Cannot
 // report, not an error.
 func Import(files []File, opts Options) (*Result, error) {
-	var errs []error
-	var elems []*element
-	for _, f := range files {
-		elems = append(elems, readFile(f, &errs)...)
-	}
-	if len(errs) > 0 {
-		return nil, errors.Join(errs...)
-	}
+	errs := &problems{}
 	res := &Result{}
 	ids := idMaker{used: map[string]bool{}, n: map[string]int{}}
 	var out []flow.Rule
 	var sys system
-	for _, e := range elems {
-		rep, rs := convert(e, opts, &sys)
-		if len(errs) > 0 { // convert reads fields; a bad one lands in errs
-			continue
-		}
-		if rep.Verdict != Cannot {
-			for i := range rs {
-				rs[i].ID = ids.make(rs[i].ID, rep.Kind)
-				if err := checkOne(rs[i]); err != nil {
-					rep.Verdict, rep.Note, rs, rep.IDs = Cannot, "flowgate refuses the mapped rule: "+err.Error(), nil, nil
-					break
+	for _, f := range files {
+		readFile(f, errs, func(e *element) {
+			rep, rs := convert(e, opts, &sys)
+			if len(errs.list) > 0 { // convert reads fields; a bad one lands in errs
+				return
+			}
+			if rep.Verdict != Cannot {
+				for i := range rs {
+					rs[i].ID = ids.make(rs[i].ID, rep.Kind)
+					if err := checkOne(rs[i]); err != nil {
+						rep.Verdict, rep.Note, rs, rep.IDs = Cannot, "flowgate refuses the mapped rule: "+err.Error(), nil, nil
+						break
+					}
+					rep.IDs = append(rep.IDs, rs[i].ID)
 				}
-				rep.IDs = append(rep.IDs, rs[i].ID)
+				out = append(out, rs...)
+				if strings.HasSuffix(rep.Kind, " system") {
+					rep.IDs = []string{"adaptive.systemCPU"}
+				}
 			}
-			out = append(out, rs...)
-			if strings.HasSuffix(rep.Kind, " system") {
-				rep.IDs = []string{"adaptive.systemCPU"}
-			}
-		}
-		res.Reports = append(res.Reports, rep)
+			res.Reports = append(res.Reports, rep)
+		})
 	}
-	if len(errs) > 0 {
-		return nil, errors.Join(errs...)
+	if err := errs.err(); err != nil {
+		return nil, err
 	}
 	data, err := marshalDoc(out, sys)
 	if err != nil {
@@ -178,35 +173,47 @@ func Import(files []File, opts Options) (*Result, error) {
 
 // readFile splits a file into its rule objects. A file is a JSON array of
 // objects; an empty file is an empty array, as Sentinel's datasources
-// treat it.
-func readFile(f File, errs *[]error) []*element {
+// treat it. A file over rules.MaxDocumentBytes, a key given twice and a
+// string that is not valid UTF-8 are refused with their path: read as
+// encoding/json would, they would change without a word.
+//
+// Each element is handed to each as soon as it is read; past
+// rules.MaxProblems reading stops.
+func readFile(f File, errs *problems, each func(*element)) {
+	if len(f.Data) > rules.MaxDocumentBytes {
+		errs.add(&FieldError{File: f.Name, Index: -1,
+			Msg: fmt.Sprintf("%d bytes: more than %d (rules.MaxDocumentBytes)", len(f.Data), rules.MaxDocumentBytes)})
+		return
+	}
 	data := bytes.TrimSpace(f.Data)
 	if len(data) == 0 {
-		return nil
+		return
 	}
 	if isYAML(f.Name, data) {
-		j, err := yamlToJSON(data)
-		if err != nil {
-			*errs = append(*errs, &FieldError{File: f.Name, Index: -1, Msg: "not a YAML array of rules: " + err.Error()})
-			return nil
+		j, ok := yamlToJSON(f.Name, data, errs)
+		if !ok {
+			return
 		}
 		data = j
 	}
 	var items []json.RawMessage
 	if err := json.Unmarshal(data, &items); err != nil {
-		*errs = append(*errs, &FieldError{File: f.Name, Index: -1, Msg: "not a JSON array of rules: " + jsonMsg(err)})
-		return nil
+		errs.add(&FieldError{File: f.Name, Index: -1, Msg: "not a JSON array of rules: " + jsonMsg(err)})
+		return
 	}
-	out := make([]*element, 0, len(items))
 	for i, it := range items {
+		if errs.over {
+			return
+		}
 		e := &element{file: f.Name, index: i, errs: errs}
 		if err := json.Unmarshal(it, &e.raw); err != nil || e.raw == nil {
-			*errs = append(*errs, &FieldError{File: f.Name, Index: i, Msg: "must be an object, got " + short(it)})
+			errs.add(&FieldError{File: f.Name, Index: i, Msg: "must be an object, got " + short(it)})
 			continue
 		}
-		out = append(out, e)
+		if strictJSON(f.Name, i, it, errs) {
+			each(e)
+		}
 	}
-	return out
 }
 
 func jsonMsg(err error) string {

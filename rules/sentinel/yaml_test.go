@@ -38,8 +38,9 @@ func TestImportYAMLMatchesJSON(t *testing.T) {
 // mappings (JSON scalars are YAML scalars), one field a line.
 func toYAML(t *testing.T, data []byte) []byte {
 	t.Helper()
-	var errs []error
-	elems := readFile(File{Name: "x.json", Data: data}, &errs)
+	errs := &problems{}
+	var elems []*element
+	readFile(File{Name: "x.json", Data: data}, errs, func(e *element) { elems = append(elems, e) })
 	var b strings.Builder
 	b.WriteString("# written by toYAML\n")
 	for _, e := range elems {
@@ -50,8 +51,8 @@ func toYAML(t *testing.T, data []byte) []byte {
 			b.WriteString(k + ": " + string(e.raw[k]) + "\n")
 		}
 	}
-	if len(errs) > 0 {
-		t.Fatal(errs)
+	if err := errs.err(); err != nil {
+		t.Fatal(err)
 	}
 	return []byte(b.String())
 }
