@@ -116,7 +116,10 @@ type Rule struct {
 	// ColdFactor is the cold rate divisor of AlgoWarmUp and
 	// AlgoSentinelWarmUp (a whole number there, as in Sentinel). Default 3.
 	ColdFactor float64
-	// Buckets is the number of sub-windows of AlgoSlidingWindow. Default 10.
+	// Buckets is the number of sub-windows of AlgoSlidingWindow, and of a
+	// circuit breaker's statistics window: it slides by Window/Buckets,
+	// and 1 makes it a tumbling window, as Sentinel's breakers count
+	// (rules imported from Sentinel carry its count). Default 10.
 	Buckets int
 	// MaxWait > 0 lets a call wait this long for its turn instead of being blocked.
 	MaxWait time.Duration

@@ -89,9 +89,9 @@ func next(w uint64, s BreakerState) uint64 { return (genOf(w)+1)<<bwGenShift | u
 // rounded up to the µs from base, is the same instant whenever the breaker
 // was made: open+OpenFor itself when that is on a whole µs (a base with a
 // sub-µs part put the half-open moment up to 1µs late, after Sentinel's).
-func newBreaker(window time.Duration, now int64) *Breaker {
+func newBreaker(window time.Duration, buckets int, now int64) *Breaker {
 	b := &Breaker{base: now - floorMod(now, int64(time.Microsecond))}
-	b.win.init(window)
+	b.win.init(window, buckets)
 	return b
 }
 
