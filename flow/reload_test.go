@@ -108,6 +108,7 @@ func TestValidateTable(t *testing.T) {
 		{"warm_up without warmup", func(r *Rule) { r.Algorithm = AlgoWarmUp }, "warmup: must be > 0 for warm_up rules"},
 		{"cold factor 1", func(r *Rule) { r.Algorithm = AlgoWarmUp; r.Warmup = time.Second; r.ColdFactor = 1 }, "coldFactor: must be a finite number > 1"},
 		{"buckets on log", func(r *Rule) { r.Algorithm = AlgoSlidingLog; r.Buckets = 3 }, "buckets: only for sliding_window and circuit_breaker rules"},
+		{"allowMissing on a limit", func(r *Rule) { r.AllowMissing = true }, "allowMissing: only for allow rules"},
 		{"fractional concurrency", func(r *Rule) { r.Algorithm = AlgoConcurrency; r.Limit = 1.5 }, "limit: must be a whole number for concurrency"},
 		{"maxWait on concurrency", func(r *Rule) { r.Algorithm = AlgoConcurrency; r.MaxWait = time.Second }, "maxWait: not supported for concurrency rules"},
 		{"maxKeys on global", func(r *Rule) { r.MaxKeys = 5 }, "maxKeys: only for user, ip and param levels"},

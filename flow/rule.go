@@ -147,6 +147,12 @@ type Rule struct {
 	// any other): user ids, param values, or at the ip level addresses and
 	// CIDR prefixes (IPv4 and IPv6).
 	Values []string
+	// AllowMissing lets a call that carries no identity (no WithUser,
+	// WithIP or WithParam of the rule's param, or an empty one) through an
+	// AlgoAllow rule, which otherwise refuses it; Java Sentinel's authority
+	// white list lets a call without an origin pass this way. An error on
+	// any other algorithm (a deny rule passes such calls anyway).
+	AllowMissing bool
 	// RefResource, on a global rate rule, has the rule decide calls of
 	// Resource on the traffic of another resource (Sentinel's associated
 	// strategy): see refs.go for the exact measure.

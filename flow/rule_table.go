@@ -37,6 +37,7 @@ var ruleFields = []RuleField{
 		required: true, always: true},
 	{Name: "values", Kind: KindList, ptr: func(r *Rule) any { return &r.Values }, algos: lists, levels: allLevels,
 		required: true, check: func(r *Rule, bad badFunc) { r.listProblems(bad) }},
+	{Name: "allowMissing", Kind: KindBool, ptr: func(r *Rule) any { return &r.AllowMissing }, algos: algos(AlgoAllow), levels: allLevels},
 	{Name: "limit", Kind: KindAmount, ptr: func(r *Rule) any { return &r.Limit }, algos: limited, levels: allLevels,
 		not: []notFor{notForLists,
 			{algos(AlgoCircuitBreaker), "not for circuit_breaker rules (a breaker has threshold, not limit)"},
