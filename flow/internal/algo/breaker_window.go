@@ -28,6 +28,7 @@ type breakerWindow struct {
 	buckets  []atomic.Uint64 // inline[:n] when n <= len(inline): no second allocation
 	inline   [DefaultBreakerBuckets]atomic.Uint64
 	bucketNs int64
+	off      int64 // the clock origin's phase in a bucket: now+off is aligned
 }
 
 const (
@@ -46,8 +47,10 @@ const (
 )
 
 // init sets the window's span and bucket count (n < 1 counts as the
-// default).
-func (w *breakerWindow) init(window time.Duration, n int) {
+// default). origin is clock.Origin's Unix ns: buckets begin at whole
+// multiples of their length since the Unix epoch, as Sentinel's do, which
+// matters most to a tumbling window (one bucket).
+func (w *breakerWindow) init(window time.Duration, n int, origin int64) {
 	if n < 1 {
 		n = DefaultBreakerBuckets
 	}
@@ -57,12 +60,13 @@ func (w *breakerWindow) init(window time.Duration, n int) {
 		w.buckets = make([]atomic.Uint64, n)
 	}
 	w.bucketNs = max(int64(window)/int64(n), 1)
+	w.off = floorMod(origin, w.bucketNs)
 }
 
 // add counts one completed call at now, bad or not, and returns the
 // completed calls its bucket now holds.
 func (w *breakerWindow) add(now int64, bad bool) uint64 {
-	idx := floorDiv(now, w.bucketNs)
+	idx := floorDiv(now+w.off, w.bucketNs)
 	tag := uint64(idx) & bwTagMask
 	b := &w.buckets[uint64(idx)%uint64(len(w.buckets))]
 	for {
@@ -95,7 +99,7 @@ func (w *breakerWindow) add(now int64, bad bool) uint64 {
 
 // sum adds up the buckets of the window that ends at now.
 func (w *breakerWindow) sum(now int64) (completed, bad uint64) {
-	cur := uint64(floorDiv(now, w.bucketNs)) & bwTagMask
+	cur := uint64(floorDiv(now+w.off, w.bucketNs)) & bwTagMask
 	n := uint64(len(w.buckets))
 	for i := range w.buckets {
 		v := w.buckets[i].Load()

@@ -10,7 +10,7 @@ import (
 // of wiping it.
 func TestBreakerWindowLateOutcome(t *testing.T) {
 	var w breakerWindow
-	w.init(10*time.Second, 10) // 1s buckets
+	w.init(10*time.Second, 10, 0) // 1s buckets
 	now := int64(100 * time.Second)
 	for range 3 {
 		w.add(now, true)
@@ -38,7 +38,7 @@ func TestBreakerWindowBuckets(t *testing.T) {
 		{n: 40, atEdge: 10, atHalf: 10, buckets: 40},
 	} {
 		var w breakerWindow
-		w.init(10*time.Second, tc.n)
+		w.init(10*time.Second, tc.n, 0)
 		if len(w.buckets) != tc.buckets {
 			t.Errorf("%d buckets: holds %d slots", tc.n, len(w.buckets))
 		}
@@ -56,5 +56,22 @@ func TestBreakerWindowBuckets(t *testing.T) {
 		if c, _ := w.sum(14*sec + sec/2); c != tc.atHalf {
 			t.Errorf("%d buckets: %d outcomes at 14.5s, want %d", tc.n, c, tc.atHalf)
 		}
+	}
+}
+
+// TestBreakerWindowUnixAligned: buckets begin at multiples of their length
+// since the Unix epoch whatever the clock's origin, as Sentinel's do.
+func TestBreakerWindowUnixAligned(t *testing.T) {
+	var w breakerWindow
+	origin := int64(1_700_000_002_500 * time.Millisecond) // 2.5s into a 5s bucket
+	w.init(5*time.Second, 1, origin)
+	w.add(0, true)
+	w.add(int64(2499*time.Millisecond), true) // Unix ...4.999s: same bucket
+	if c, _ := w.sum(int64(2499 * time.Millisecond)); c != 2 {
+		t.Fatalf("%d outcomes before the Unix edge, want 2", c)
+	}
+	w.add(int64(2500*time.Millisecond), false) // Unix ...5s: a new bucket
+	if c, b := w.sum(int64(2500 * time.Millisecond)); c != 1 || b != 0 {
+		t.Fatalf("%d bad of %d after the Unix edge, want 0 of 1", b, c)
 	}
 }

@@ -93,7 +93,11 @@ type Spec struct {
 func New(spec Spec, limit float64, clk clock.Clock, now int64) (Limiter, error) {
 	s := &spec
 	if s.Kind == CircuitBreaker { // no limit: it sits in key tables as one (see Breaker)
-		return newBreaker(s.Window, s.Buckets, now), nil
+		var origin int64
+		if clk != nil {
+			origin = clock.Origin(clk).UnixNano()
+		}
+		return newBreaker(s.Window, s.Buckets, now, origin), nil
 	}
 	if s.Kind == AdaptiveConcurrency {
 		return newAdaptiveConcurrency(s.Adaptive), nil
