@@ -31,7 +31,7 @@ var (
 // resource). The clock starts on a whole second of Unix time an hour
 // ahead of the real one: sentinel-golang builds some statistics (the
 // inbound node) at package init on the real clock, and its buckets refuse
-// a time behind theirs. Each trace is placed relative to whole seconds, so
+// a time behind theirs. Each trace is placed relative to whole minutes, so
 // the results do not depend on the start.
 func setup(t *testing.T) *vclock {
 	t.Helper()
@@ -166,6 +166,11 @@ func breakerScenarios(add func(kind, name string, rule func(string) any, src fun
 		defaultBreaker(cb.SlowRequestRatio, 0.5, 50), nil, share(20, d, 20*time.Millisecond, span, 80*time.Millisecond, nineOf20))
 	add("breaker error count (20), default buckets", "20/s for 30s, errors in 5-10s",
 		defaultBreaker(cb.ErrorCount, 20, 0), nil, share(20, d, hold, span, 0, all))
+	bare := func(res string) any { // every default: one bucket, no minimum of calls
+		return []*cb.Rule{{Resource: res, Strategy: cb.ErrorCount, RetryTimeoutMs: 3000, StatIntervalMs: 1000, Threshold: 3}}
+	}
+	add("breaker error count (3), every default", "20/s for 30s, 2 of 5 calls failing in 5-10s",
+		bare, nil, share(20, d, hold, span, 0, twoOfFive))
 	add("Java exception count (count 20: opens above 20)", "20/s for 30s, errors in 5-10s",
 		defaultBreaker(cb.ErrorCount, 21, 0), javaDegrade(2, 20, 1), share(20, d, hold, span, 0, all))
 	add("Java exception count (count 20: opens above 20)", "20/s for 30s, 2 of 5 calls failing in 5-10s",
@@ -290,9 +295,11 @@ func TestSideBySide(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", sc.kind, err)
 		}
-		// Start the trace at the scenario's offset within a whole second.
+		// Start the trace at the scenario's offset within a whole minute
+		// of Unix time: a breaker's one 5s bucket then begins where the
+		// trace's 5s marks fall, whatever the start.
 		now := clk.Now()
-		clk.advanceTo(now.Truncate(time.Second).Add(2 * time.Second).Add(sc.offset))
+		clk.advanceTo(now.Truncate(time.Minute).Add(time.Minute).Add(sc.offset))
 		sortTrace(sc.trace)
 		o := run(clk, eng, res, sc.trace)
 		algo := strings.Join(rep.IDs, ",")

@@ -47,6 +47,10 @@ func TestImportGoErrorCount(t *testing.T) {
 	if reps[0].Verdict != Exact || rs[0].Threshold != 5 {
 		t.Errorf("threshold 5.7: %s threshold %v, want exact 5", reps[0], rs[0].Threshold)
 	}
+	// No minRequestAmount: sentinel-golang may open at the first outcome.
+	if rs[0].MinRequests != 1 {
+		t.Errorf("no minRequestAmount: minRequests %d, want 1", rs[0].MinRequests)
+	}
 	reps, _ = importRules(t, `[{"resource":"r","strategy":2,"retryTimeoutMs":1000,"statIntervalMs":1000,"threshold":0.5}]`, Options{})
 	if reps[0].Verdict != Cannot || !strings.Contains(reps[0].Note, "errors or not") {
 		t.Errorf("threshold 0.5: %s, want cannot saying why", reps[0])

@@ -79,8 +79,10 @@ func goBreaker(e *element) ([]flow.Rule, notes) {
 	var n notes
 	interval := e.whole("statIntervalMs", 0, 0, math.MaxUint32)
 	r := flow.Rule{ID: idOf(e), Resource: e.str("resource"), Algorithm: flow.AlgoCircuitBreaker,
-		OpenFor:     ms(e.whole("retryTimeoutMs", 0, 0, math.MaxUint32)),
-		MinRequests: int(e.whole("minRequestAmount", 0, 0, 1<<30)),
+		OpenFor: ms(e.whole("retryTimeoutMs", 0, 0, math.MaxUint32)),
+		// sentinel-golang's 0 (its default) lets the first outcome open
+		// it, as 1 does here; flowgate's 0 would mean its own default, 5.
+		MinRequests: int(max(1, e.whole("minRequestAmount", 0, 0, 1<<30))),
 		Window:      ms(interval),
 		Threshold:   e.num("threshold", 0),
 		Probes:      int(max(1, e.whole("probeNum", 0, 0, 1<<30))), // 0 means one probe
