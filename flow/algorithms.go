@@ -20,6 +20,7 @@ type limiter = algo.Limiter
 const (
 	maxSlidingWindowLimit = algo.MaxSlidingWindowLimit
 	minBreakerWd          = algo.MinBreakerWindow
+	minBreakerBucket      = algo.MinBreakerBucket
 )
 
 // newLimiter builds the limiter of r (defaults applied) for one key at the

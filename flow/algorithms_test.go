@@ -54,7 +54,7 @@ func TestSpecOfEveryAlgorithm(t *testing.T) {
 	r := Rule{Resource: "r", Algorithm: AlgoCircuitBreaker, Strategy: BreakerSlowRatio, Threshold: 0.5,
 		SlowCall: time.Second, OpenFor: 3 * time.Second}.WithDefaults()
 	got := specOf(&r)
-	want := algo.Spec{Kind: algo.CircuitBreaker, Window: DefaultWindow, Breaker: algo.BreakerSpec{
+	want := algo.Spec{Kind: algo.CircuitBreaker, Window: DefaultWindow, Buckets: DefaultBuckets, Breaker: algo.BreakerSpec{
 		Strategy: algo.BreakerSlowRatio, Threshold: 0.5, MinRequests: DefaultMinRequests,
 		SlowCall: time.Second, OpenFor: 3 * time.Second, Probes: DefaultProbes}}
 	if got != want {

@@ -1,6 +1,10 @@
 package flow
 
-import "math"
+import (
+	"cmp"
+	"math"
+	"time"
+)
 
 // maxBreakerCount bounds an error_count threshold and MinRequests: the
 // window keeps 20-bit counts per bucket (see breakerWindow).
@@ -31,5 +35,18 @@ func checkThreshold(r *Rule, bad badFunc) {
 		bad("threshold", "must be a whole count in [1, %d] for error_count, not %v", maxBreakerCount, t)
 	case r.Strategy != BreakerErrorCount && (t <= 0 || t > 1):
 		bad("threshold", "must be a ratio in (0, 1] for %v, not %v", r.Strategy, t)
+	}
+}
+
+// checkBreakerBuckets keeps a breaker's buckets at least minBreakerBucket
+// long (a window shorter than minBreakerWd is checkWindow's to report).
+func checkBreakerBuckets(r *Rule, bad badFunc) {
+	if r.Algorithm != AlgoCircuitBreaker || r.Buckets < 1 {
+		return
+	}
+	w := cmp.Or(r.Window, DefaultWindow)
+	if w >= minBreakerWd && w/time.Duration(r.Buckets) < minBreakerBucket {
+		bad("buckets", "at most %d for a %v window (buckets of at least %v), not %d",
+			int64(w/minBreakerBucket), w, minBreakerBucket, r.Buckets)
 	}
 }

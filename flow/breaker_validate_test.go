@@ -29,6 +29,12 @@ func TestBreakerValidation(t *testing.T) {
 		{"slowCall elsewhere", func(r *Rule) { r.SlowCall = time.Second }, []string{"slowCall: only for the slow_ratio strategy"}},
 		{"probes", func(r *Rule) { r.Probes = MaxProbes + 1 }, []string{"probes: must be in [1, 1000]"}},
 		{"short window", func(r *Rule) { r.Window = time.Millisecond }, []string{"window: must be at least 10ms"}},
+		{"tumbling window", func(r *Rule) { r.Buckets = 1 }, nil},
+		{"1ms buckets", func(r *Rule) { r.Window, r.Buckets = 60*time.Millisecond, 60 }, nil},
+		{"buckets under 1ms", func(r *Rule) { r.Window, r.Buckets = 60*time.Millisecond, 61 },
+			[]string{"buckets: at most 60 for a 60ms window (buckets of at least 1ms), not 61"}},
+		{"short window, buckets", func(r *Rule) { r.Window, r.Buckets = time.Millisecond, 2 }, []string{"window: must be at least 10ms"}},
+		{"buckets out of range", func(r *Rule) { r.Buckets = -1 }, []string{"buckets: must be in [1, 3600]"}},
 		{"breaker fields elsewhere", func(r *Rule) { r.Algorithm, r.Limit = AlgoTokenBucket, 1 },
 			[]string{"strategy: only for circuit_breaker", "threshold: only for circuit_breaker", "openFor: only for circuit_breaker"}},
 	}

@@ -152,11 +152,15 @@ func (l *valueList) has(key string) bool {
 
 // list applies an allow or deny rule. A call without the rule's
 // identity (no WithIP, WithUser or WithParam of the rule's name, or "")
-// passes a deny rule and is refused by an allow rule: an allow list admits
-// only callers known to be on it. A shadow list's would-be refusal is
-// counted as a shadow refusal, not as a list refusal.
+// passes a deny rule and is refused by an allow rule (an allow list admits
+// only callers known to be on it) unless the rule has AllowMissing. A
+// shadow list's would-be refusal is counted as a shadow refusal, not as a
+// list refusal.
 func (st *entryState) list(cr *compiledRule) bool {
 	key := st.a.keyFor(&cr.rule)
+	if key == "" && cr.rule.AllowMissing {
+		return true
+	}
 	on := key != "" && cr.list.has(key)
 	if on != (cr.rule.Algorithm == AlgoDeny) {
 		return true

@@ -17,6 +17,8 @@ func TestLists(t *testing.T) {
 	users := list("users", AlgoAllow, LevelUser, "alice", "bob")
 	origins := list("origins", AlgoAllow, LevelParam, "web", "mobile")
 	origins.Param = "origin"
+	javaWhite := origins
+	javaWhite.AllowMissing = true
 	banned := list("banned", AlgoDeny, LevelParam, "evil")
 	banned.Param = "tenant"
 	for _, c := range []struct {
@@ -47,6 +49,10 @@ func TestLists(t *testing.T) {
 		{"param on allow list", []Rule{origins}, []EntryOption{WithParam("origin", "web")}, ""},
 		{"param off allow list", []Rule{origins}, []EntryOption{WithParam("origin", "cli")}, "origins"},
 		{"other param only, allow list", []Rule{origins}, []EntryOption{WithParam("tenant", "web")}, "origins"},
+		{"no param, allowMissing", []Rule{javaWhite}, nil, ""},
+		{"empty param, allowMissing", []Rule{javaWhite}, []EntryOption{WithParam("origin", "")}, ""},
+		{"param off list, allowMissing", []Rule{javaWhite}, []EntryOption{WithParam("origin", "cli")}, "origins"},
+		{"param on list, allowMissing", []Rule{javaWhite}, []EntryOption{WithParam("origin", "mobile")}, ""},
 		{"param on deny list", []Rule{banned}, []EntryOption{WithParam("tenant", "evil")}, "banned"},
 		{"param off deny list", []Rule{banned}, []EntryOption{WithParam("tenant", "good")}, ""},
 		{"ip checked before user", []Rule{users, deny}, []EntryOption{WithIP("10.0.0.1"), WithUser("eve")}, "nets"},

@@ -116,7 +116,10 @@ type Rule struct {
 	// ColdFactor is the cold rate divisor of AlgoWarmUp and
 	// AlgoSentinelWarmUp (a whole number there, as in Sentinel). Default 3.
 	ColdFactor float64
-	// Buckets is the number of sub-windows of AlgoSlidingWindow. Default 10.
+	// Buckets is the number of sub-windows of AlgoSlidingWindow, and of a
+	// circuit breaker's statistics window: it slides by Window/Buckets,
+	// and 1 makes it a tumbling window, as Sentinel's breakers count
+	// (rules imported from Sentinel carry its count). Default 10.
 	Buckets int
 	// MaxWait > 0 lets a call wait this long for its turn instead of being blocked.
 	MaxWait time.Duration
@@ -144,6 +147,12 @@ type Rule struct {
 	// any other): user ids, param values, or at the ip level addresses and
 	// CIDR prefixes (IPv4 and IPv6).
 	Values []string
+	// AllowMissing lets a call that carries no identity (no WithUser,
+	// WithIP or WithParam of the rule's param, or an empty one) through an
+	// AlgoAllow rule, which otherwise refuses it; Java Sentinel's authority
+	// white list lets a call without an origin pass this way. An error on
+	// any other algorithm (a deny rule passes such calls anyway).
+	AllowMissing bool
 	// RefResource, on a global rate rule, has the rule decide calls of
 	// Resource on the traffic of another resource (Sentinel's associated
 	// strategy): see refs.go for the exact measure.

@@ -38,7 +38,7 @@ const (
 
 // WithDefaults returns a copy of r with the documented defaults filled in:
 // Window 1s; token_bucket Burst = Limit; warm_up ColdFactor 3; sliding_window
-// Buckets 10; circuit_breaker MinRequests 5 and Probes 1; user/ip/param MaxKeys 100000 and
+// and circuit_breaker Buckets 10; circuit_breaker MinRequests 5 and Probes 1; user/ip/param MaxKeys 100000 and
 // IdleTTL 10m (not for lists, which track no keys); a Cluster spec's
 // Threshold "global" and Fallback "local". Fields that do not apply to the
 // rule's algorithm or level stay zero (the table of fields, rule_table.go,

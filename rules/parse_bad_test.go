@@ -157,7 +157,7 @@ var badDocs = []struct {
 	{"burst on fixed window", `{"rules": [{"id": "a", "resource": "r", "algorithm": "fixed_window", "limit": 10, "burst": 20}]}`,
 		[]problem{{`rules[0] (id "a"): burst`, "only for token_bucket and sentinel_hotspot rules"}}},
 	{"buckets on sliding log", `{"rules": [{"id": "a", "resource": "r", "algorithm": "sliding_log", "limit": 10, "buckets": 5}]}`,
-		[]problem{{`rules[0] (id "a"): buckets`, "only for sliding_window rules"}}},
+		[]problem{{`rules[0] (id "a"): buckets`, "only for sliding_window and circuit_breaker rules"}}},
 	{"maxWait on concurrency", `{"rules": [{"id": "a", "resource": "r", "algorithm": "concurrency", "limit": 10, "maxWait": "1s"}]}`,
 		[]problem{{`rules[0] (id "a"): maxWait`, "not supported for concurrency rules"}}},
 	{"maxWait 0s on concurrency", `{"rules": [{"id": "a", "resource": "r", "algorithm": "concurrency", "limit": 10, "maxWait": "0s"}]}`,

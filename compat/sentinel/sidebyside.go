@@ -334,3 +334,22 @@ func faulty(rate float64, d, hold time.Duration, spans [][2]time.Duration, fail 
 	}
 	return out
 }
+
+// share: rate calls per second for d, each holding hold; of the calls that
+// start inside span, those whose index i (from the trace's start) has
+// bad(i) fail, or hold slow instead when slow > 0.
+func share(rate float64, d, hold time.Duration, span [2]time.Duration, slow time.Duration, bad func(i int) bool) []call {
+	out := steady(rate, d, 0)
+	for i := range out {
+		out[i].hold = hold
+		if out[i].at < span[0] || out[i].at >= span[1] || !bad(i) {
+			continue
+		}
+		if slow > 0 {
+			out[i].hold = slow
+		} else {
+			out[i].fail = true
+		}
+	}
+	return out
+}

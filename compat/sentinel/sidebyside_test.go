@@ -31,7 +31,7 @@ var (
 // resource). The clock starts on a whole second of Unix time an hour
 // ahead of the real one: sentinel-golang builds some statistics (the
 // inbound node) at package init on the real clock, and its buckets refuse
-// a time behind theirs. Each trace is placed relative to whole seconds, so
+// a time behind theirs. Each trace is placed relative to whole minutes, so
 // the results do not depend on the start.
 func setup(t *testing.T) *vclock {
 	t.Helper()
@@ -126,6 +126,65 @@ func breaker(strategy cb.Strategy, threshold float64) func(string) any {
 	}
 }
 
+// defaultBreaker is a sentinel-golang breaker at its default bucket count
+// (StatSlidingWindowBucketCount left 0: one bucket, a tumbling window).
+func defaultBreaker(strategy cb.Strategy, threshold float64, maxRt uint64) func(res string) any {
+	return func(res string) any {
+		return []*cb.Rule{{Resource: res, Strategy: strategy, RetryTimeoutMs: 3000, MinRequestAmount: 10,
+			StatIntervalMs: 5000, MaxAllowedRtMs: maxRt, Threshold: threshold}}
+	}
+}
+
+// javaDegrade is a Java DegradeRule as the dashboard exports it, for the
+// importer; the scenario's sentinel-golang rule says the same in its terms.
+func javaDegrade(grade int, count, slowRatio float64) func(res string) any {
+	return func(res string) any {
+		return []map[string]any{{"resource": res, "limitApp": "default", "grade": grade, "count": count,
+			"slowRatioThreshold": slowRatio, "timeWindow": 3, "minRequestAmount": 10, "statIntervalMs": 5000}}
+	}
+}
+
+// breakerScenarios are the breakers at sentinel-golang's default bucket
+// count, and Java DegradeRules imported from their Java form against the
+// sentinel-golang rule that decides as Java does: Java's exception count
+// opens above count (sentinel-golang's at count+1), its ratio above the
+// threshold (sentinel-golang's at it or within 1e-8, so 2e-8 above), its
+// slow ratio of 1 when every call is slow (as sentinel-golang's).
+func breakerScenarios(add func(kind, name string, rule func(string) any, src func(string) any, trace []call)) {
+	d, hold := 30*time.Second, 50*time.Millisecond
+	span := [2]time.Duration{5 * time.Second, 10 * time.Second}
+	all := func(int) bool { return true }
+	twoOfFive := func(i int) bool { return i%5 < 2 } // a ratio of exactly 0.4
+	nineOf20 := func(i int) bool { return i%20 < 9 } // 0.45
+	add("breaker error ratio (0.4), default buckets", "20/s for 30s, errors in 5-10s",
+		defaultBreaker(cb.ErrorRatio, 0.4, 0), nil, share(20, d, hold, span, 0, all))
+	add("breaker error ratio (0.4), default buckets", "20/s for 30s, 2 of 5 calls failing in 5-10s",
+		defaultBreaker(cb.ErrorRatio, 0.4, 0), nil, share(20, d, hold, span, 0, twoOfFive))
+	add("breaker slow ratio (0.5, 50ms), default buckets", "20/s for 30s, slow calls (80ms) in 5-10s",
+		defaultBreaker(cb.SlowRequestRatio, 0.5, 50), nil, share(20, d, hold, span, 80*time.Millisecond, all))
+	add("breaker slow ratio (0.5, 50ms), default buckets", "20/s for 30s, 9 of 20 calls slow in 5-10s",
+		defaultBreaker(cb.SlowRequestRatio, 0.5, 50), nil, share(20, d, 20*time.Millisecond, span, 80*time.Millisecond, nineOf20))
+	add("breaker error count (20), default buckets", "20/s for 30s, errors in 5-10s",
+		defaultBreaker(cb.ErrorCount, 20, 0), nil, share(20, d, hold, span, 0, all))
+	bare := func(res string) any { // every default: one bucket, no minimum of calls
+		return []*cb.Rule{{Resource: res, Strategy: cb.ErrorCount, RetryTimeoutMs: 3000, StatIntervalMs: 1000, Threshold: 3}}
+	}
+	add("breaker error count (3), every default", "20/s for 30s, 2 of 5 calls failing in 5-10s",
+		bare, nil, share(20, d, hold, span, 0, twoOfFive))
+	add("Java exception count (count 20: opens above 20)", "20/s for 30s, errors in 5-10s",
+		defaultBreaker(cb.ErrorCount, 21, 0), javaDegrade(2, 20, 1), share(20, d, hold, span, 0, all))
+	add("Java exception count (count 20: opens above 20)", "20/s for 30s, 2 of 5 calls failing in 5-10s",
+		defaultBreaker(cb.ErrorCount, 21, 0), javaDegrade(2, 20, 1), share(20, d, hold, span, 0, twoOfFive))
+	add("Java exception ratio (0.4: opens above 0.4)", "20/s for 30s, 2 of 5 calls failing in 5-10s",
+		defaultBreaker(cb.ErrorRatio, 0.4+2e-8, 0), javaDegrade(1, 0.4, 1), share(20, d, hold, span, 0, twoOfFive))
+	add("Java exception ratio (0.4: opens above 0.4)", "20/s for 30s, 9 of 20 calls failing in 5-10s",
+		defaultBreaker(cb.ErrorRatio, 0.4+2e-8, 0), javaDegrade(1, 0.4, 1), share(20, d, hold, span, 0, nineOf20))
+	// From 4.95s, so that every call ending in the 5-10s bucket is slow.
+	add("Java slow ratio (1, 50ms: opens when all are slow)", "20/s for 30s, slow calls (80ms) from 4.95s to 10s",
+		defaultBreaker(cb.SlowRequestRatio, 1, 50), javaDegrade(0, 50, 1),
+		share(20, d, hold, [2]time.Duration{4950 * time.Millisecond, span[1]}, 80*time.Millisecond, all))
+}
+
 func scenarios() []scenario {
 	loadCB := func(r any) error { _, err := cb.LoadRules(r.([]*cb.Rule)); return err }
 	spans := [][2]time.Duration{{5 * time.Second, 8 * time.Second}, {15 * time.Second, 16 * time.Second}, {25 * time.Second, 30 * time.Second}}
@@ -180,6 +239,10 @@ func scenarios() []scenario {
 		faulty(20, 40*time.Second, 50*time.Millisecond, spans, true, 0), 0)
 	add("circuit breaker slow ratio (0.5, 200ms)", "20/s, latency spikes to 300ms", breaker(cb.SlowRequestRatio, 0.5), loadCB,
 		faulty(20, 40*time.Second, 50*time.Millisecond, spans, false, 300*time.Millisecond), 0)
+	breakerScenarios(func(kind, name string, rule func(string) any, src func(string) any, trace []call) {
+		add(kind, name, rule, loadCB, trace, 0)
+		out[len(out)-1].src = src
+	})
 	return out
 }
 
@@ -232,9 +295,11 @@ func TestSideBySide(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", sc.kind, err)
 		}
-		// Start the trace at the scenario's offset within a whole second.
+		// Start the trace at the scenario's offset within a whole minute
+		// of Unix time: a breaker's one 5s bucket then begins where the
+		// trace's 5s marks fall, whatever the start.
 		now := clk.Now()
-		clk.advanceTo(now.Truncate(time.Second).Add(2 * time.Second).Add(sc.offset))
+		clk.advanceTo(now.Truncate(time.Minute).Add(time.Minute).Add(sc.offset))
 		sortTrace(sc.trace)
 		o := run(clk, eng, res, sc.trace)
 		algo := strings.Join(rep.IDs, ",")

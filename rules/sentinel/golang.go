@@ -77,10 +77,13 @@ func warmUp(r *flow.Rule, n *notes, warm, cold int64, threshold float64, queued 
 
 func goBreaker(e *element) ([]flow.Rule, notes) {
 	var n notes
+	interval := e.whole("statIntervalMs", 0, 0, math.MaxUint32)
 	r := flow.Rule{ID: idOf(e), Resource: e.str("resource"), Algorithm: flow.AlgoCircuitBreaker,
-		OpenFor:     ms(e.whole("retryTimeoutMs", 0, 0, math.MaxUint32)),
-		MinRequests: int(e.whole("minRequestAmount", 0, 0, 1<<30)),
-		Window:      ms(e.whole("statIntervalMs", 0, 0, math.MaxUint32)),
+		OpenFor: ms(e.whole("retryTimeoutMs", 0, 0, math.MaxUint32)),
+		// sentinel-golang's 0 (its default) lets the first outcome open
+		// it, as 1 does here; flowgate's 0 would mean its own default, 5.
+		MinRequests: int(max(1, e.whole("minRequestAmount", 0, 0, 1<<30))),
+		Window:      ms(interval),
 		Threshold:   e.num("threshold", 0),
 		Probes:      int(max(1, e.whole("probeNum", 0, 0, 1<<30))), // 0 means one probe
 	}
@@ -92,17 +95,29 @@ func goBreaker(e *element) ([]flow.Rule, notes) {
 		r.Strategy = flow.BreakerErrorRatio
 		ratioAtLeast(&r, &n)
 	case 2:
-		r.Strategy = flow.BreakerErrorCount
+		// sentinel-golang compares errors with uint64(threshold).
+		r.Strategy, r.Threshold = flow.BreakerErrorCount, math.Floor(r.Threshold)
+		if r.Threshold < 1 {
+			return cannot("error count threshold %s: sentinel-golang then opens at every completed call past minRequestAmount, errors or not; flowgate's error_count counts at least 1 error", num(e.num("threshold", 0)))
+		}
 	}
 	if r.Window == 0 {
 		// Zero is not flowgate's default window here but a breaker with no
 		// statistics span, which flowgate refuses.
 		return cannot("statIntervalMs 0: a breaker needs a statistics window (flowgate's window must be > 0)")
 	}
-	if b := max(1, e.whole("statSlidingWindowBucketCount", 1, 0, math.MaxUint32)); b != 10 {
-		n.add("statistics window in 10 buckets; sentinel-golang counts it in %d", b)
-	}
+	r.Buckets = goBuckets(interval, e.whole("statSlidingWindowBucketCount", 0, 0, math.MaxUint32))
 	return []flow.Rule{r}, n
+}
+
+// goBuckets is the bucket count sentinel-golang gives a breaker's window:
+// the rule's when it divides statIntervalMs, else (0 included, the
+// default) one, a tumbling window.
+func goBuckets(interval, buckets int64) int {
+	if buckets == 0 || interval%buckets != 0 {
+		return 1
+	}
+	return int(buckets)
 }
 
 // sentinelPrecision is sentinel-golang's util.Float64Equals tolerance.

@@ -163,9 +163,9 @@ func TestImportJavaDashboard(t *testing.T) {
 	checkImport(t, res, []want{
 		{"authority.json", 0, Exact, "allow", true},
 		{"authority.json", 1, Exact, "deny", true},
-		{"degrade.json", 0, Approx, "circuit_breaker", false},
-		{"degrade.json", 1, Approx, "circuit_breaker", false},
-		{"degrade.json", 2, Approx, "circuit_breaker", false},
+		{"degrade.json", 0, Exact, "circuit_breaker", false},
+		{"degrade.json", 1, Exact, "circuit_breaker", false},
+		{"degrade.json", 2, Exact, "circuit_breaker", false},
 		{"flow.json", 0, Exact, "sentinel_window", false},
 		{"flow.json", 1, Approx, "sentinel_warm_up", false},
 		{"flow.json", 2, Exact, "leaky_bucket", false},

@@ -111,6 +111,10 @@ func javaCluster(e *element) *flow.ClusterSpec {
 	return c
 }
 
+// javaDegrade maps a DegradeRule as Java Sentinel 1.8's circuit breakers
+// (ExceptionCircuitBreaker, ResponseTimeCircuitBreaker) decide it: one
+// bucket over statIntervalMs, open when the measure is above count (or
+// slowRatioThreshold), a slow ratio threshold of 1 when every call is slow.
 func javaDegrade(e *element) ([]flow.Rule, notes) {
 	var n notes
 	grade := e.whole("grade", 0, 0, 2)
@@ -119,21 +123,41 @@ func javaDegrade(e *element) ([]flow.Rule, notes) {
 		OpenFor:     sec(e.whole("timeWindow", 0, 0, math.MaxInt32)),
 		MinRequests: int(e.whole("minRequestAmount", 5, 0, 1<<30)),
 		Window:      ms(e.whole("statIntervalMs", 1000, 1, math.MaxInt32)),
+		Buckets:     1,
 		Probes:      1,
 	}
 	switch grade {
 	case 0:
-		r.Strategy, r.SlowCall, r.Threshold = flow.BreakerSlowRatio, ms(int64(count)), e.num("slowRatioThreshold", 1)
+		// Java rounds count to whole ms (Math.round).
+		r.Strategy, r.SlowCall = flow.BreakerSlowRatio, ms(int64(math.Floor(count+0.5)))
+		r.Threshold = javaRatio(e.num("slowRatioThreshold", 1), true)
 	case 1:
-		r.Strategy, r.Threshold = flow.BreakerErrorRatio, count
+		r.Strategy, r.Threshold = flow.BreakerErrorRatio, javaRatio(count, false)
 	case 2:
-		r.Strategy, r.Threshold = flow.BreakerErrorCount, count
+		// Java opens when errors > count; error_count opens when errors
+		// reach its threshold, the next whole number.
+		r.Strategy, r.Threshold = flow.BreakerErrorCount, math.Floor(count)+1
 	}
 	if app, ok := limitAppOK(e); !ok {
 		return cannot("limitApp %q: a breaker for one origin only has no counterpart", app)
 	}
-	n.add("statistics window in 10 buckets; Sentinel's DegradeRule counts it as 1 bucket")
 	return []flow.Rule{r}, n
+}
+
+// javaRatio is the threshold at which a ratio breaker opens on exactly
+// the ratios Java's does, which are above t, and for the slow ratio also
+// 1 when t is 1. flowgate opens above its threshold, which must be in
+// (0, 1]: Java's 0 (open at any error) becomes the least positive float,
+// and a slow threshold of 1 the float just below 1, which only a ratio
+// of 1 exceeds (a window holds far fewer than 2^52 calls).
+func javaRatio(t float64, slow bool) float64 {
+	switch {
+	case t <= 0:
+		return math.SmallestNonzeroFloat64
+	case slow && t >= 1:
+		return math.Nextafter(1, 0)
+	}
+	return t
 }
 
 func javaParamFlow(e *element, opts Options) ([]flow.Rule, notes) {
@@ -173,21 +197,33 @@ func javaParamFlow(e *element, opts Options) ([]flow.Rule, notes) {
 	return []flow.Rule{r}, n
 }
 
+// javaAuthority maps an AuthorityRule as Java's AuthorityRuleChecker
+// decides it: a call without an origin passes either list; an origin is
+// on the list when it equals one of limitApp's comma-separated entries,
+// spaces included (Java does not trim them).
 func javaAuthority(e *element) ([]flow.Rule, notes) {
+	app := e.str("limitApp")
+	if strings.TrimSpace(app) == "" {
+		return cannot("limitApp is empty: Sentinel ignores an authority rule without origins")
+	}
 	var values []string
-	for _, v := range strings.Split(e.str("limitApp"), ",") {
-		if v = strings.TrimSpace(v); v != "" {
+	seen := map[string]bool{}
+	for _, v := range strings.Split(app, ",") {
+		// An empty entry matches no origin: an empty origin passes first.
+		if v != "" && !seen[v] {
+			seen[v] = true
 			values = append(values, v)
 		}
 	}
 	if len(values) == 0 {
-		return cannot("limitApp is empty: Sentinel ignores an authority rule without origins")
+		return cannot("limitApp %q names no origin: Java's list then refuses every origin (white) or none (black)", app)
 	}
-	algo := flow.AlgoAllow
+	r := flow.Rule{ID: idOf(e), Resource: e.str("resource"), Level: flow.LevelParam, Param: origin, Algorithm: flow.AlgoAllow,
+		Values: values, AllowMissing: true}
 	if e.whole("strategy", 0, 0, 1) == 1 {
-		algo = flow.AlgoDeny
+		r.Algorithm, r.AllowMissing = flow.AlgoDeny, false
 	}
-	return []flow.Rule{{ID: idOf(e), Resource: e.str("resource"), Level: flow.LevelParam, Param: origin, Algorithm: algo, Values: values}}, nil
+	return []flow.Rule{r}, nil
 }
 
 // javaSystem maps highestCpuUsage to the adaptive section's systemCPU; the

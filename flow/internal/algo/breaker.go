@@ -85,13 +85,13 @@ func okOf(w uint64) int             { return int(w >> bwOKShift & bwProbeMask) }
 // next is the word of a new spell in state s, one generation on from w.
 func next(w uint64, s BreakerState) uint64 { return (genOf(w)+1)<<bwGenShift | uint64(s) }
 
-// newBreaker floors base to a whole µs of the engine clock, so that until,
+// newBreaker (origin: clock.Origin's Unix ns) floors base to a whole µs of the engine clock, so that until,
 // rounded up to the µs from base, is the same instant whenever the breaker
 // was made: open+OpenFor itself when that is on a whole µs (a base with a
 // sub-µs part put the half-open moment up to 1µs late, after Sentinel's).
-func newBreaker(window time.Duration, now int64) *Breaker {
+func newBreaker(window time.Duration, buckets int, now, origin int64) *Breaker {
 	b := &Breaker{base: now - floorMod(now, int64(time.Microsecond))}
-	b.win.init(window)
+	b.win.init(window, buckets, origin)
 	return b
 }
 

@@ -6,8 +6,10 @@ import (
 )
 
 // breakerWindow counts a breaker's completed calls and bad ones (errors, or
-// slow calls for BreakerSlowRatio) over its Window, in bwBuckets buckets:
-// the window slides by a tenth.
+// slow calls for BreakerSlowRatio) over its Window, in n buckets aligned to
+// multiples of their length: the window slides by 1/n of itself, and one
+// bucket is a tumbling window (Sentinel's breakers count that way: Java
+// always, sentinel-golang unless told a bucket count).
 //
 // Each bucket is one word, so adding an outcome is one compare-and-swap
 // and no count is lost when a bucket turns over to a new epoch (a separate
@@ -23,31 +25,50 @@ import (
 // untouched for exactly a multiple of 2^24 bucket lengths (19 days at the
 // default 1s window) would count again for one bucket length.
 type breakerWindow struct {
-	buckets  [bwBuckets]atomic.Uint64
+	buckets  []atomic.Uint64 // inline[:n] when n <= len(inline): no second allocation
+	inline   [DefaultBreakerBuckets]atomic.Uint64
 	bucketNs int64
+	off      int64 // the clock origin's phase in a bucket: now+off is aligned
 }
 
 const (
-	bwBuckets   = 10
-	bwCountBits = 20
-	bwCountMax  = 1<<bwCountBits - 1
-	bwTagShift  = 2 * bwCountBits
-	bwTagMask   = 1<<(64-bwTagShift) - 1
-	// MinBreakerWindow is the shortest breaker window: a bucket of at
-	// least 1ms.
+	// DefaultBreakerBuckets is the bucket count of a breaker window when
+	// none is given.
+	DefaultBreakerBuckets = 10
+	bwCountBits           = 20
+	bwCountMax            = 1<<bwCountBits - 1
+	bwTagShift            = 2 * bwCountBits
+	bwTagMask             = 1<<(64-bwTagShift) - 1
+	// MinBreakerWindow is the shortest breaker window: 1ms per bucket at
+	// the default bucket count.
 	MinBreakerWindow = 10 * time.Millisecond
+	// MinBreakerBucket is the shortest bucket of a breaker window.
+	MinBreakerBucket = time.Millisecond
 )
 
-func (w *breakerWindow) init(window time.Duration) {
-	w.bucketNs = max(int64(window)/bwBuckets, 1)
+// init sets the window's span and bucket count (n < 1 counts as the
+// default). origin is clock.Origin's Unix ns: buckets begin at whole
+// multiples of their length since the Unix epoch, as Sentinel's do, which
+// matters most to a tumbling window (one bucket).
+func (w *breakerWindow) init(window time.Duration, n int, origin int64) {
+	if n < 1 {
+		n = DefaultBreakerBuckets
+	}
+	if n <= len(w.inline) {
+		w.buckets = w.inline[:n]
+	} else {
+		w.buckets = make([]atomic.Uint64, n)
+	}
+	w.bucketNs = max(int64(window)/int64(n), 1)
+	w.off = floorMod(origin, w.bucketNs)
 }
 
 // add counts one completed call at now, bad or not, and returns the
 // completed calls its bucket now holds.
 func (w *breakerWindow) add(now int64, bad bool) uint64 {
-	idx := floorDiv(now, w.bucketNs)
+	idx := floorDiv(now+w.off, w.bucketNs)
 	tag := uint64(idx) & bwTagMask
-	b := &w.buckets[uint64(idx)%bwBuckets]
+	b := &w.buckets[uint64(idx)%uint64(len(w.buckets))]
 	for {
 		old := b.Load()
 		var c, k uint64
@@ -78,10 +99,11 @@ func (w *breakerWindow) add(now int64, bad bool) uint64 {
 
 // sum adds up the buckets of the window that ends at now.
 func (w *breakerWindow) sum(now int64) (completed, bad uint64) {
-	cur := uint64(floorDiv(now, w.bucketNs)) & bwTagMask
+	cur := uint64(floorDiv(now+w.off, w.bucketNs)) & bwTagMask
+	n := uint64(len(w.buckets))
 	for i := range w.buckets {
 		v := w.buckets[i].Load()
-		if (cur-v>>bwTagShift)&bwTagMask < bwBuckets {
+		if (cur-v>>bwTagShift)&bwTagMask < n {
 			completed += v >> bwCountBits & bwCountMax
 			bad += v & bwCountMax
 		}

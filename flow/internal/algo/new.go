@@ -64,7 +64,9 @@ type Spec struct {
 	// rule starts.
 	Warmup     time.Duration
 	ColdFactor float64
-	// Buckets is sliding_window's number of sub-windows; >= 1.
+	// Buckets is the number of sub-windows of sliding_window and of a
+	// circuit_breaker's statistics window; >= 1 (a breaker reads < 1 as
+	// DefaultBreakerBuckets).
 	Buckets int
 	// Breaker is a circuit_breaker's settings.
 	Breaker BreakerSpec
@@ -91,7 +93,11 @@ type Spec struct {
 func New(spec Spec, limit float64, clk clock.Clock, now int64) (Limiter, error) {
 	s := &spec
 	if s.Kind == CircuitBreaker { // no limit: it sits in key tables as one (see Breaker)
-		return newBreaker(s.Window, now), nil
+		var origin int64
+		if clk != nil {
+			origin = clock.Origin(clk).UnixNano()
+		}
+		return newBreaker(s.Window, s.Buckets, now, origin), nil
 	}
 	if s.Kind == AdaptiveConcurrency {
 		return newAdaptiveConcurrency(s.Adaptive), nil
