@@ -135,7 +135,7 @@ func (st *entryState) local(cr *compiledRule, key string) bool {
 		return st.deny(cr, reason, key, d)
 	}
 	c := st.rec()
-	c.taken = append(c.taken, takenLim{lim: lim, at: st.now + int64(d.Wait)})
+	c.taken = append(c.taken, takenLim{lim: lim, cr: cr, at: st.now + int64(d.Wait)})
 	if cr.holds {
 		if h, ok := lim.(algo.Holder); ok {
 			c.held = append(c.held, h)

@@ -174,7 +174,8 @@ func (e *Engine) Snapshot() Snapshot {
 		r := &cr.rule
 		s.Rules = append(s.Rules, RuleStats{ID: r.ID, Resource: r.Resource, Level: r.Level, Algorithm: r.Algorithm,
 			Limit: r.Limit, EffectiveLimit: cr.limit(), Window: r.Window, Keys: cr.keyCount(),
-			Adaptive: r.Adaptive, Cluster: r.Cluster != nil, Shadow: cr.shadow.Load(), ShadowBlocked: cr.shadowBlocked.Load()})
+			Adaptive: r.Adaptive, Cluster: r.Cluster != nil, Shadow: cr.shadow.Load(), ShadowBlocked: cr.shadowBlocked.Load(),
+			Cost: cr.cost.read(), Owed: owed(cr.global, now)})
 		if r.Algorithm == AlgoCircuitBreaker {
 			s.Breakers = append(s.Breakers, cr.breakerStats(now))
 		}

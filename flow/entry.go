@@ -228,7 +228,6 @@ func (e *Engine) pass(st *entryState) Permit {
 	c := st.rec()
 	c.tokens, c.quota = st.a.tokens, st.quota
 	c.sysCounted, c.unruled = st.sysCounted, st.unruled
-	c.taken = c.taken[:0] // refunds are no longer possible (see call.taken)
 	n := 0
 	for _, g := range c.grants { // keep the grants Exit releases
 		if g.release {

@@ -134,11 +134,24 @@ func WithFallback(fallback func(ctx context.Context, blocked *BlockError) error)
 
 // ExitOption qualifies Permit.Exit.
 type ExitOption struct {
-	err error
+	err     error
+	cost    int
+	hasCost bool
 }
 
 // WithError records that the guarded call failed with err (nil: success).
 func WithError(err error) ExitOption { return ExitOption{err: err} }
+
+// WithActualCost settles the call at its real cost, n permits, known only
+// once it ran (LLM tokens, bytes, CPU-milliseconds), against the estimate
+// its Entry reserved (WithTokens, default 1). On each local rule that
+// admitted the call, the difference is charged or given back, as the
+// rule's algorithm settles it (see Rule.MaxDebt and docs/cost.md): a token
+// bucket goes into debt that later calls pay, a window adjusts the window
+// the call was counted in while it is open. A negative n counts as 0.
+// Concurrency rules hold no cost: for them the option is refused, with a
+// log line once per rule, and the call ends as without it.
+func WithActualCost(n int) ExitOption { return ExitOption{cost: max(n, 0), hasCost: true} }
 
 // paramArg is one WithParam of a call (see entryArgs.params).
 type paramArg struct{ name, value string }

@@ -52,8 +52,9 @@ type call struct {
 	quota  quotaNote
 	// sysCounted: counted in Engine.sysInFlight; unruled: in Engine.unruled.
 	sysCounted, unruled bool
-	// taken is what Entry took, so that a refusal can give it back; what
-	// the call still holds at Exit is also in held, grants and brk. The
+	// taken is what Entry took, so that a refusal can give it back and
+	// Exit can settle the call's actual cost; what the call still holds
+	// at Exit is also in held, grants and brk. The
 	// slices keep their arrays from call to call; what a free record's
 	// arrays still point to past their length is never read, and goes with
 	// the record when the pool drops it (at most two GC cycles later).
@@ -66,7 +67,8 @@ type call struct {
 // takenLim is a local limiter a call took permits from.
 type takenLim struct {
 	lim limiter
-	at  int64 // the moment the permits were taken for: now, or now+wait when queued
+	cr  *compiledRule // the rule it is a limiter of: its MaxDebt, its cost statistics
+	at  int64         // the moment the permits were taken for: now, or now+wait when queued
 }
 
 // clusterGrant is a token server answer to give back or release.
@@ -112,11 +114,19 @@ func (p Permit) Exit(opts ...ExitOption) {
 	}
 	// From here the record is this goroutine's alone: not yet in the
 	// pool, so no Entry can hand it out, and no other Exit matches gen.
-	var failed bool
+	var failed, settle bool
+	var cost int
 	for i := range opts {
 		failed = failed || opts[i].err != nil
+		if opts[i].hasCost {
+			settle, cost = true, opts[i].cost
+		}
 	}
 	e := c.eng
+	if settle {
+		c.settle(cost)
+	}
+	c.taken = c.taken[:0]
 	// Response time is measured on a random 1 in rtMask+1 of Exits, each
 	// standing for rtMask+1 calls: the clock read is most of an Exit's
 	// cost. Adaptive limits learn from the same sample.

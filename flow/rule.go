@@ -134,6 +134,15 @@ type Rule struct {
 	// Cluster, when set, has the rule decided cluster-wide by the token server.
 	// Not for circuit breakers, lists or RefResource rules: they are per instance.
 	Cluster *ClusterSpec
+	// MaxDebt bounds the debt one call's settlement may leave
+	// (Permit.Exit with WithActualCost): a call that cost more than it
+	// reserved takes the extra even when none is left, but the limiter
+	// never owes more than MaxDebt permits, so over any window the cost
+	// admitted stays within Limit (plus Burst) plus MaxDebt. 0 (the
+	// default) stands for Limit.
+	// For token_bucket, warm_up, leaky_bucket, fixed_window and
+	// sliding_window, the algorithms that settle.
+	MaxDebt float64
 	// Shadow has the rule decide and count as usual but never refuse: a
 	// call it would have refused goes on, and the would-be refusal is
 	// counted (RuleStats.ShadowBlocked) and logged at debug. See shadow.go

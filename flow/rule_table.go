@@ -19,6 +19,9 @@ var (
 	adaptOnly   = algos(AlgoAdaptiveConcurrency)
 	// limited are the algorithms that count against a limit.
 	limited = allAlgos &^ lists &^ algos(AlgoCircuitBreaker, AlgoAdaptiveConcurrency)
+	// settles are the algorithms that settle a call's actual cost at Exit
+	// (algo.Settler): the others ignore WithActualCost.
+	settles = algos(AlgoTokenBucket, AlgoWarmUp, AlgoLeakyBucket, AlgoFixedWindow, AlgoSlidingWindow)
 )
 
 // ruleFields is the table of Rule's fields, in the document's order; see
@@ -99,6 +102,9 @@ var ruleFields = []RuleField{
 				r.Reserve.validate(bad)
 			}
 		}},
+	{Name: "maxDebt", Kind: KindAmount, ptr: func(r *Rule) any { return &r.MaxDebt }, algos: settles, levels: allLevels,
+		not:   []notFor{{allAlgos &^ settles, "not for %v rules (only token_bucket, warm_up, leaky_bucket, fixed_window and sliding_window settle a call's actual cost)"}},
+		check: checkMaxDebt},
 	{Name: "shadow", Kind: KindBool, ptr: func(r *Rule) any { return &r.Shadow }, algos: allAlgos, levels: allLevels},
 }
 
@@ -163,6 +169,12 @@ func checkParam(r *Rule, bad badFunc) {
 func fillBurst(r *Rule) {
 	if r.Algorithm == AlgoTokenBucket && r.Burst == 0 {
 		r.Burst = r.Limit
+	}
+}
+
+func checkMaxDebt(r *Rule, bad badFunc) {
+	if math.IsNaN(r.MaxDebt) || math.IsInf(r.MaxDebt, 0) || r.MaxDebt < 0 {
+		bad("maxDebt", "must be a finite number >= 0 (0: one limit), not %v", r.MaxDebt)
 	}
 }
 

@@ -54,6 +54,7 @@ type compiledRule struct {
 	proto     atomic.Pointer[bucketProto]
 	top       atomic.Pointer[topKeys] // refused keys, from the first refusal (keys.go)
 	refused   atomic.Uint64           // calls this rule refused (rule_blocks.go)
+	cost      costStats               // settlements at Exit (cost.go)
 	// items are a keyed rule's per-value exceptions, each a rule of its
 	// own with one limiter (param.go); nil when it has none.
 	items map[string]*compiledRule

@@ -82,6 +82,11 @@ type RuleStats struct {
 	// rule's limiter (its EffectiveLimit is the same Limit); nil for other
 	// algorithms and levels (a user or ip rule has one limiter per key).
 	AdaptiveConcurrency *AdaptiveStats
+	// Cost is what calls settled at Exit with WithActualCost (see
+	// CostStats); Owed is what a global rule's limiter owes now, in
+	// permits, from settlements that cost more than the limit had left.
+	Cost CostStats
+	Owed float64
 	// Shadow is Rule.Shadow: the rule decides but never refuses.
 	Shadow bool
 	// ShadowBlocked counts the calls the rule would have refused while in

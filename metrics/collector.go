@@ -42,13 +42,15 @@ type descs struct {
 	clusterRequests, clusterFallbacks, clusterDur, breaker *prometheus.Desc
 	reloadOK, reloadTime, alertsFiring                     *prometheus.Desc
 	breakerState, breakerMoves, shadowBlocked              *prometheus.Desc
-	listRefusals                                           *prometheus.Desc
+	listRefusals, cost, costRatio, costOwed                *prometheus.Desc
 }
 
 func newDescs() descs {
 	ruleLabels := []string{"resource", "level", "rule"}
 	bState, bMoves := breakerDescs()
+	cost, costRatio, costOwed := costDescs()
 	return descs{
+		cost: cost, costRatio: costRatio, costOwed: costOwed,
 		breakerState: bState, breakerMoves: bMoves, shadowBlocked: shadowDesc(), listRefusals: listRefusalsDesc(),
 		requests: prometheus.NewDesc(NameRequests,
 			"Calls to Entry by outcome: passed at once, passed after waiting, or blocked at the named level. The three results partition the calls.",
@@ -111,7 +113,7 @@ func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, x := range []*prometheus.Desc{
 		d.requests, d.errors, d.inFlight, d.ruleLimit, d.ruleWindow, d.ruleKeys, d.ruleInfo,
 		d.factor, d.systemMax, d.clusterRequests, d.clusterFallbacks, d.breakerState, d.breakerMoves, d.adaptiveLimit, d.adaptiveRTT,
-		d.shadowBlocked, d.listRefusals,
+		d.shadowBlocked, d.listRefusals, d.cost, d.costRatio, d.costOwed,
 	} {
 		ch <- x
 	}
@@ -155,6 +157,7 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	}
 	c.collectBreakers(ch, &s)
 	c.collectShadow(ch, &s)
+	c.collectCost(ch, &s)
 	c.collectLists(ch, &s)
 	ch <- constMetric(d.factor, prometheus.GaugeValue, s.AdaptiveFactor)
 	ch <- constMetric(d.systemMax, prometheus.GaugeValue, float64(s.SystemLimit))

@@ -110,6 +110,8 @@ func (o *otelObserver) createInstruments(m metric.Meter) ([]metric.Observable, e
 	mk.keep(err, o.shadow)
 	o.lists, err = registerOTelLists(m)
 	mk.keep(err, o.lists)
+	o.cost, o.costOwed, err = registerOTelCost(m)
+	mk.keep(err, o.cost, o.costOwed)
 	if o.cfg.cpu != nil {
 		o.cpu = mk.floatGauge(OTelCPU, "1", "CPU utilisation of the CPU this process may use, as last sampled.")
 	}
@@ -179,7 +181,8 @@ type otelObserver struct {
 	adaptiveRTT                              metric.Float64ObservableGauge
 	reloadTime                               metric.Float64ObservableGauge
 	breakers                                 otelBreakers
-	shadow, lists                            metric.Int64ObservableCounter
+	shadow, lists, cost                      metric.Int64ObservableCounter
+	costOwed                                 metric.Float64ObservableGauge
 }
 
 func (o *otelObserver) observe(_ context.Context, ob metric.Observer) error {
@@ -197,6 +200,7 @@ func (o *otelObserver) observe(_ context.Context, ob metric.Observer) error {
 	o.breakers.observe(ob, &s)
 	observeShadow(ob, o.shadow, &s)
 	observeLists(ob, o.lists, &s)
+	observeCost(ob, o.cost, o.costOwed, &s)
 	ob.ObserveFloat64(o.factor, s.AdaptiveFactor)
 	ob.ObserveInt64(o.systemMax, s.SystemLimit)
 	for _, k := range labelKeys(clusterResults, s.Cluster.Requests) {
