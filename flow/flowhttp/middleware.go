@@ -62,7 +62,7 @@ type served struct {
 }
 
 func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	var arr [9]flow.EntryOption // context, user, ip, priority and five params without allocating
+	var arr [10]flow.EntryOption // context, user, ip, priority, tokens and five params without allocating
 	st := &served{sw: statusWriter{ResponseWriter: w}}
 	ctx := r.Context()
 	opts := append(arr[:0], flow.WithContext(ctx))
@@ -80,6 +80,9 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if h.cf.params != nil {
 		opts = h.cf.appendParams(opts, r)
+	}
+	if h.cf.estimate != nil {
+		opts = append(opts, flow.WithTokens(max(h.cf.estimate(r), 1)))
 	}
 	res := h.resource(r)
 	if !h.cf.noIdentity {
@@ -111,11 +114,15 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if sw.status == 0 {
 		sw.status = http.StatusOK // what net/http sends for a handler that wrote nothing
 	}
+	var err error
 	if h.cf.isError(sw.status) {
-		p.Exit(flow.WithError(StatusError(sw.status)))
+		err = StatusError(sw.status)
+	}
+	if n, ok := h.cf.actualCost(sw); ok && h.cf.estimate != nil {
+		p.Exit(flow.WithError(err), flow.WithActualCost(n))
 		return
 	}
-	p.Exit()
+	p.Exit(flow.WithError(err))
 }
 
 func (h *handler) resource(r *http.Request) string {

@@ -28,6 +28,8 @@ type config struct {
 	prioTrustAll  bool
 	params        []Param
 	paramMax      int
+	estimate      func(*http.Request) int // WithCost
+	costHeader    string                  // WithCostHeader
 }
 
 func newConfig(opts []Option) *config {

@@ -14,6 +14,9 @@ import (
 type statusWriter struct {
 	http.ResponseWriter
 	status int // 0 until the final (non-1xx) status is known
+	// cost is the actual cost the handler reported with SetCost.
+	cost    int
+	costSet bool
 }
 
 func (w *statusWriter) WriteHeader(code int) {
