@@ -1,13 +1,18 @@
 package remote
 
 import (
+	"context"
 	"errors"
 	"math"
 	"testing"
 	"time"
 
+	"github.com/flowgate/flowgate/cluster/internal/wire"
+	"github.com/flowgate/flowgate/cluster/tokenpb"
 	"github.com/flowgate/flowgate/flow"
 	"github.com/flowgate/flowgate/internal/testing/redistest"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
 )
 
 // TestTokensBeyondRuleNeverThroughServe (issue 33, B1): through `serve`
@@ -29,8 +34,20 @@ func TestTokensBeyondRuleNeverThroughServe(t *testing.T) {
 			case flow.AlgoConcurrency:
 				r.Window = 0
 			}
+			// On the wire: BLOCKED, retry_after_nanos 2^63-1 (flow.Never).
+			cc, err := grpc.NewClient(addrs[0], grpc.WithTransportCredentials(insecure.NewCredentials()))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer cc.Close()
+			wr := r.WithDefaults()
+			in := &tokenpb.AcquireRequest{Resource: res, Tokens: math.MaxInt32, Rules: []*tokenpb.Rule{wire.FromRule(&wr)}}
+			out, err := tokenpb.NewTokenServiceClient(cc).Acquire(context.Background(), in)
+			if err != nil || out.Status != tokenpb.Status_STATUS_BLOCKED || out.RetryAfterNanos != int64(flow.Never) {
+				t.Fatalf("raw Acquire of MaxInt32 tokens: %v, %v; want BLOCKED, retry after %d", out, err, int64(flow.Never))
+			}
 			es, _ := remoteEngines(t, addrs, 1, r)
-			_, err := es[0].Entry(res, flow.WithTokens(math.MaxInt32))
+			_, err = es[0].Entry(res, flow.WithTokens(math.MaxInt32))
 			var be *flow.BlockError
 			if !errors.As(err, &be) || !be.Never || be.RetryAfter != flow.Never || be.Reason != flow.ReasonClusterLimited {
 				t.Fatalf("WithTokens(MaxInt32): got %v, want a never refusal", err)
