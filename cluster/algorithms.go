@@ -21,9 +21,9 @@ type algoSpec struct {
 // NPARAM table in prelude.lua, NALGO in prelude1.lua) is rendered from it
 // by renderLuaTable; TestLuaTableMatches fails when they differ.
 var algorithms = [...]algoSpec{
-	{flow.AlgoTokenBucket, "token_bucket.lua", 3, false},
-	{flow.AlgoWarmUp, "warm_up.lua", 6, false},
-	{flow.AlgoLeakyBucket, "leaky_bucket.lua", 3, false},
+	{flow.AlgoTokenBucket, "token_bucket.lua", 4, false},
+	{flow.AlgoWarmUp, "warm_up.lua", 7, false},
+	{flow.AlgoLeakyBucket, "leaky_bucket.lua", 4, false},
 	{flow.AlgoFixedWindow, "fixed_window.lua", 2, false},
 	{flow.AlgoSlidingWindow, "sliding_window.lua", 3, false},
 	{flow.AlgoSlidingLog, "sliding_log.lua", 2, true},
@@ -90,4 +90,26 @@ func renderLuaTable(full bool) string {
 	}
 	b.WriteString(luaTableEnd)
 	return b.String()
+}
+
+// burstOf is a token_bucket's burst at the effective limit: stated for the
+// nominal Limit, it scales with the rate as flow's local bucket does
+// (Guava's maxBurstSeconds).
+func burstOf(r *flow.Rule, limit float64) float64 {
+	burst := r.Burst
+	if burst <= 0 {
+		burst = r.Limit
+	}
+	return burst * limit / r.Limit
+}
+
+// mostTokens is the largest request r grants at the effective limit, as
+// flow's local limiters count it: whole permits per window (or in flight),
+// at least 1; a token_bucket's burst when that is larger. Each script
+// refuses a request above its p<most> parameter as never too.
+func mostTokens(r *flow.Rule, limit float64) int64 {
+	if r.Algorithm == flow.AlgoTokenBucket {
+		return capacity(max(limit, burstOf(r, limit)))
+	}
+	return capacity(limit)
 }

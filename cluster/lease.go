@@ -164,7 +164,7 @@ func (t *leaseTable) acquireInRedis(ctx context.Context, p *plan, req *flow.Toke
 	if err != nil {
 		return flow.TokenResult{}, err
 	}
-	return flow.TokenResult{Allowed: r.allowed, Refused: r.refused, Remaining: float64(r.remaining), RetryAfter: r.retry}, nil
+	return flow.TokenResult{Allowed: r.allowed, Refused: r.refused, Remaining: float64(r.remaining), RetryAfter: r.retryAfter()}, nil
 }
 
 // takeBatchLocked takes a batch of max(l.size, req.Tokens) permits into l,

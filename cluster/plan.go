@@ -29,6 +29,11 @@ type plan struct {
 	code1    int   // the first rule's algorithm code (a one-rule plan's script)
 	concMask int   // the same for the concurrency rules alone
 	leasable bool  // every rule may be served from a lease (see LeaseConfig)
+	// most is the largest request every rule can grant (see mostTokens),
+	// mostAt the rule with the smallest: a request for more is refused as
+	// never before Redis or a lease is asked, so it changes no state.
+	most   int64
+	mostAt int
 	// global holds the boxed keys of a request without Key (the global
 	// level), built once; keyed requests build theirs per call.
 	global   []any
@@ -47,7 +52,7 @@ func (p *plan) matches(req *flow.TokenRequest, instances int) bool {
 // after the threshold and the adaptive factor, times in microseconds.
 func newPlan(prefix string, req *flow.TokenRequest, instances int, concTTL int64) (*plan, error) {
 	p := &plan{first: req.Rules[0], n: len(req.Rules), factor: req.Factor, instances: instances,
-		resource: req.Resource, level: req.Level, leasable: true, prefix: prefix}
+		resource: req.Resource, level: req.Level, leasable: true, prefix: prefix, most: math.MaxInt64}
 	p.numkeys = strconv.Itoa(p.n)
 	p.tag = p.level.String()
 	if p.level == flow.LevelParam {
@@ -68,10 +73,14 @@ func newPlan(prefix string, req *flow.TokenRequest, instances int, concTTL int64
 			id = "#" + strconv.Itoa(i)
 		}
 		p.suffixes = append(p.suffixes, ":"+id)
-		vals, err := ruleParams(r, effectiveLimit(r, req.Factor, instances), concTTL)
+		limit := effectiveLimit(r, req.Factor, instances)
+		vals, err := ruleParams(r, limit, concTTL)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("rules[%d] (id %q): %w", i, r.ID, err))
 			continue
+		}
+		if m := mostTokens(r, limit); m < p.most {
+			p.most, p.mostAt = m, i
 		}
 		p.mask |= 1 << (code - 1)
 		if i == 0 {
@@ -160,10 +169,10 @@ func capacity(limit float64) int64 {
 	return max(1, int64(math.Floor(limit+1e-9)))
 }
 
-// ruleParams returns p1..p6 for one rule (see each .lua file's header);
+// ruleParams returns p1..p7 for one rule (see each .lua file's header);
 // only the first spec(code).nparams are sent.
-func ruleParams(r *flow.Rule, limit float64, concTTL int64) ([6]string, error) {
-	var v [6]string
+func ruleParams(r *flow.Rule, limit float64, concTTL int64) ([7]string, error) {
+	var v [7]string
 	win := float64(r.Window.Microseconds())
 	if limit <= 0 || math.IsNaN(limit) || math.IsInf(limit, 0) {
 		return v, fmt.Errorf("limit: %v cannot be decided by the token server", limit)
@@ -175,15 +184,10 @@ func ruleParams(r *flow.Rule, limit float64, concTTL int64) ([6]string, error) {
 	i := func(x int64) string { return strconv.FormatInt(x, 10) }
 	maxWait := r.MaxWait.Microseconds()
 	stable := win / limit
+	most := i(mostTokens(r, limit))
 	switch r.Algorithm {
 	case flow.AlgoTokenBucket:
-		burst := r.Burst
-		if burst <= 0 {
-			burst = r.Limit
-		}
-		// Burst is stated for the nominal Limit; it scales with the rate
-		// as flow's local bucket does (Guava's maxBurstSeconds).
-		v = [6]string{f(stable), f(burst * limit / r.Limit), i(maxWait), "0", "0", "0"}
+		v = [7]string{f(stable), f(burstOf(r, limit)), i(maxWait), most, "0", "0", "0"}
 	case flow.AlgoWarmUp:
 		cold := r.ColdFactor
 		if cold <= 1 {
@@ -199,18 +203,18 @@ func ruleParams(r *flow.Rule, limit float64, concTTL int64) ([6]string, error) {
 		if maxp > 0 {
 			coolDown = period / maxp
 		}
-		v = [6]string{f(stable), f(maxp), i(maxWait), f(threshold), f(slope), f(coolDown)}
+		v = [7]string{f(stable), f(maxp), i(maxWait), f(threshold), f(slope), f(coolDown), most}
 	case flow.AlgoLeakyBucket:
-		v = [6]string{f(stable), i(maxWait), i(int64(win)), "0", "0", "0"}
+		v = [7]string{f(stable), i(maxWait), i(int64(win)), most, "0", "0", "0"}
 	case flow.AlgoFixedWindow:
-		v = [6]string{i(int64(win)), i(capacity(limit)), "0", "0", "0", "0"}
+		v = [7]string{i(int64(win)), most, "0", "0", "0", "0", "0"}
 	case flow.AlgoSlidingWindow:
 		b := int64(max(1, r.Buckets))
-		v = [6]string{i(max(1, int64(win)/b)), i(b), f(limit), "0", "0", "0"}
+		v = [7]string{i(max(1, int64(win)/b)), i(b), f(limit), "0", "0", "0", "0"}
 	case flow.AlgoSlidingLog:
-		v = [6]string{i(int64(win)), i(capacity(limit)), "0", "0", "0", "0"}
+		v = [7]string{i(int64(win)), most, "0", "0", "0", "0", "0"}
 	case flow.AlgoConcurrency:
-		v = [6]string{i(capacity(limit)), i(concTTL), "0", "0", "0", "0"}
+		v = [7]string{most, i(concTTL), "0", "0", "0", "0", "0"}
 	}
 	return v, nil
 }

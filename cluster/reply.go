@@ -3,6 +3,8 @@ package cluster
 import (
 	"fmt"
 	"time"
+
+	"github.com/flowgate/flowgate/flow"
 )
 
 // reply is a decoded decision script answer.
@@ -11,7 +13,8 @@ type reply struct {
 	refused   int   // rule index, -1 when allowed
 	remaining int64 // permits left at the most constrained rule
 	wait      time.Duration
-	retry     time.Duration
+	retry     time.Duration // refused: until the request would pass; 0 unknown
+	never     bool          // refused: the request can never pass (acquire.lua's retry -1)
 	granted   int64         // lease.lua: permits taken
 	reset     time.Duration // lease.lua: until the soonest rule's state resets
 	at        int64         // lease.lua: Redis time of the batch, us
@@ -41,15 +44,25 @@ func decodeReply(v any, want int) (reply, error) {
 		refused:   int(n[1]),
 		remaining: n[2],
 		wait:      time.Duration(n[3]) * time.Microsecond,
-		retry:     time.Duration(n[4]) * time.Microsecond,
+		retry:     time.Duration(max(n[4], 0)) * time.Microsecond,
+		never:     n[4] == -1 && n[0] == 0,
 		granted:   n[5],
 		reset:     time.Duration(n[6]) * time.Microsecond,
 		at:        n[7],
 	}
-	if r.allowed != (r.refused == -1) || r.wait < 0 || r.retry < 0 || r.remaining < 0 || r.granted < 0 {
+	if r.allowed != (r.refused == -1) || r.wait < 0 || n[4] < -1 || n[4] == -1 && !r.never || r.remaining < 0 || r.granted < 0 {
 		return reply{}, fmt.Errorf("cluster: script reply: inconsistent %v", arr)
 	}
 	return r, nil
+}
+
+// retryAfter is the refusal's RetryAfter as flow.TokenResult says it:
+// flow.Never for a request that can never pass.
+func (r *reply) retryAfter() time.Duration {
+	if r.never {
+		return flow.Never
+	}
+	return r.retry
 }
 
 func lenOf(v any) int {

@@ -151,6 +151,11 @@ func (s *RedisTokenServer) Acquire(ctx context.Context, req flow.TokenRequest) (
 	if err != nil {
 		return flow.TokenResult{}, err
 	}
+	if int64(req.Tokens) > p.most {
+		// More than a rule can ever grant: refused for good, before a lease
+		// or Redis takes anything (the scripts refuse it too).
+		return flow.TokenResult{Refused: p.mostAt, RetryAfter: flow.Never}, nil
+	}
 	if s.leases != nil && p.leasable {
 		return s.leases.acquire(ctx, p, &req)
 	}
@@ -164,7 +169,7 @@ func (s *RedisTokenServer) Acquire(ctx context.Context, req flow.TokenRequest) (
 	if err != nil {
 		return flow.TokenResult{}, err
 	}
-	res := flow.TokenResult{Allowed: r.allowed, Refused: r.refused, Remaining: float64(r.remaining), Wait: r.wait, RetryAfter: r.retry}
+	res := flow.TokenResult{Allowed: r.allowed, Refused: r.refused, Remaining: float64(r.remaining), Wait: r.wait, RetryAfter: r.retryAfter()}
 	if r.allowed && len(p.conc) > 0 {
 		res.Lease = lease
 		s.held.add(res.Lease, p, req.Key, req.Tokens)

@@ -49,7 +49,7 @@ type TokenResult struct {
 	Refused    int           // index into Rules of the rule that refused; -1 when allowed
 	Remaining  float64       // permits left at the most restrictive rule, for Quota and headers
 	Wait       time.Duration // allowed leaky-bucket slot: the engine waits this long (honouring ctx)
-	RetryAfter time.Duration // refused: honest time until it would pass; 0 unknown
+	RetryAfter time.Duration // refused: honest time until it would pass; 0 unknown; Never: it can never pass
 	Lease      string        // opaque; names the call's concurrency permits for Release
 }
 
@@ -74,7 +74,8 @@ func (st *entryState) cluster(g *clusterGroup, level Level, key string) bool {
 		if i < 0 || i >= len(g.crs) {
 			i = 0
 		}
-		return st.deny(g.crs[i], ReasonClusterLimited, "", algo.Decision{RetryAfter: max(0, res.RetryAfter), Remaining: res.Remaining})
+		d := algo.Decision{RetryAfter: max(0, res.RetryAfter), Remaining: res.Remaining, Never: res.RetryAfter == Never}
+		return st.deny(g.crs[i], ReasonClusterLimited, "", d)
 	}
 	e.cl.passed.Add(1)
 	if e.cl.outage.down.Load() {

@@ -1,6 +1,7 @@
 package flow
 
 import (
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -73,7 +74,10 @@ type RuleField struct {
 	complete func(*Rule)
 	// bounds: a value set (zero stands for the default) must lie in them.
 	bounds *bounds
-	check  func(r *Rule, bad badFunc)
+	// hi is the largest value of a field whose check bounds it without
+	// bounds (maxKeys), for Max; 0: none.
+	hi    float64
+	check func(r *Rule, bad badFunc)
 }
 
 // bounds is the range of a number field's values: [lo, hi], or (lo, hi].
@@ -101,6 +105,50 @@ func (f *RuleField) Bounds() string {
 		return ""
 	}
 	return f.bounds.String()
+}
+
+// Max is the largest value the field takes: its own bound (buckets 3600,
+// maxKeys MaxKeysLimit) or else its kind's (MaxAmount, MaxCount, or
+// MaxDuration in nanoseconds); +Inf for a kind without one. A reader that
+// refuses a value before the rule's checks see it (package rules, for a
+// number too large for an int) names this bound.
+func (f *RuleField) Max() float64 {
+	switch {
+	case f.bounds != nil:
+		return f.bounds.hi
+	case f.hi != 0:
+		return f.hi
+	}
+	switch f.Kind {
+	case KindAmount:
+		return MaxAmount
+	case KindInt:
+		return MaxCount
+	case KindDuration:
+		return float64(MaxDuration)
+	}
+	return math.Inf(1)
+}
+
+// checkKind reports a value beyond its kind's bound (MaxCount,
+// MaxDuration): the rules document refuses such values as it reads them,
+// and a rule built in Go or sent inline to the token server is held to the
+// same. Amounts, and fields with a bound of their own, are bounded by
+// their own checks, which name that bound.
+func (f *RuleField) checkKind(r *Rule, bad badFunc) {
+	if f.bounds != nil || f.hi != 0 {
+		return
+	}
+	switch p := f.ptr(r).(type) {
+	case *int:
+		if *p > MaxCount || *p < -MaxCount {
+			bad(f.Name, "must be at most %d in magnitude (flow.MaxCount), not %d", MaxCount, *p)
+		}
+	case *time.Duration:
+		if *p > MaxDuration {
+			bad(f.Name, "must be at most %s (flow.MaxDuration), not %v", hoursText(MaxDuration), *p)
+		}
+	}
 }
 
 // checkBounds reports a set value of a number field outside its bounds.

@@ -64,7 +64,7 @@ var ruleFields = []RuleField{
 		algos: allAlgos &^ lists &^ breakerOnly &^ neverQueues.algos, levels: allLevels,
 		not: []notFor{notForLists, notForCB, neverQueues}, unless: maxWaitUnless, always: true, check: checkMaxWait},
 	{Name: "maxKeys", Kind: KindInt, ptr: func(r *Rule) any { return &r.MaxKeys }, algos: allAlgos &^ lists, levels: keyLevels,
-		not: []notFor{notForLists}, def: DefaultMaxKeys, check: checkMaxKeys},
+		not: []notFor{notForLists}, def: DefaultMaxKeys, hi: MaxKeysLimit, check: checkMaxKeys},
 	{Name: "idleTTL", Kind: KindDuration, ptr: func(r *Rule) any { return &r.IdleTTL }, algos: allAlgos &^ lists, levels: keyLevels,
 		not: []notFor{notForLists}, def: DefaultIdleTTL, check: checkIdleTTL},
 	// adaptive_concurrency takes adaptive only as false (Format writes it).
@@ -182,6 +182,8 @@ func checkBurst(r *Rule, bad badFunc) {
 	switch {
 	case math.IsNaN(r.Burst) || math.IsInf(r.Burst, 0) || r.Burst < 0:
 		bad("burst", "must be a finite number >= 0, not %v", r.Burst)
+	case r.Burst > MaxAmount:
+		bad("burst", "must be at most %v (flow.MaxAmount), not %v", amountText(MaxAmount), r.Burst)
 	case r.Algorithm == AlgoSentinelHotspot && r.Burst != math.Trunc(r.Burst):
 		bad("burst", "must be a whole number for sentinel_hotspot (Sentinel's burstCount), not %v", r.Burst)
 	}

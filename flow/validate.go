@@ -24,7 +24,13 @@ const (
 	// MaxSlidingLogLimit bounds Limit of a sliding_log rule: it keeps Limit
 	// timestamps per key.
 	MaxSlidingLogLimit = 1 << 20
-	maxBuckets         = 3600
+	// MaxPermitInterval bounds the time one permit of a rate rule takes to
+	// come back, Window/Limit (of each item's limit too): a limit below
+	// Window/MaxPermitInterval is refused. It equals the longest window,
+	// so any limit of at least 1 holds; a tiny fraction (4.9e-324) would
+	// admit one call and then refuse the next for hundreds of years.
+	MaxPermitInterval = MaxDuration
+	maxBuckets        = 3600
 	// Defaults of adaptive_concurrency rules.
 	DefaultInitialLimit = 20
 	DefaultMinLimit     = 1
@@ -91,6 +97,7 @@ func (r Rule) Validate() error {
 			}
 			continue
 		}
+		f.checkKind(&r, bad)
 		if f.bounds != nil {
 			f.checkBounds(&r, bad)
 		}
@@ -235,6 +242,13 @@ func (r *Rule) limitProblem(limit float64) string {
 		return fmt.Sprintf("must be a finite number, not %v", limit)
 	case limit <= 0:
 		return fmt.Sprintf("must be > 0, not %v", limit)
+	case limit > MaxAmount:
+		return fmt.Sprintf("must be at most %v (flow.MaxAmount), not %v", amountText(MaxAmount), limit)
+	case r.Algorithm != AlgoConcurrency && r.Window <= MaxDuration && float64(cmp.Or(r.Window, DefaultWindow))/limit > float64(MaxPermitInterval):
+		// (A window past its own bound has its own problem.)
+		w := cmp.Or(r.Window, DefaultWindow)
+		return fmt.Sprintf("must be at least %v per window of %v: one permit may take at most %v to come back (flow.MaxPermitInterval), not %v",
+			float64(w)/float64(MaxPermitInterval), w, hoursText(MaxPermitInterval), limit)
 	case r.Algorithm == AlgoConcurrency && limit != math.Trunc(limit):
 		return fmt.Sprintf("must be a whole number for concurrency, not %v", limit)
 	case r.Algorithm == AlgoSlidingLog && limit > MaxSlidingLogLimit:
@@ -243,4 +257,18 @@ func (r *Rule) limitProblem(limit float64) string {
 		return fmt.Sprintf("must be <= %d for sliding_window, not %v", maxSlidingWindowLimit, limit)
 	}
 	return ""
+}
+
+// amountText writes a bound as a rules document would: 1e15, not 1e+15.
+func amountText(f float64) string {
+	return strings.Replace(strconv.FormatFloat(f, 'g', -1, 64), "e+", "e", 1)
+}
+
+// hoursText writes a bound of whole hours as a duration string the rules
+// document takes, "8784h" (Duration.String writes "8784h0m0s").
+func hoursText(d time.Duration) string {
+	if d%time.Hour != 0 {
+		return d.String()
+	}
+	return strconv.FormatInt(int64(d/time.Hour), 10) + "h"
 }

@@ -153,6 +153,14 @@ func (o *object) number(key string, v *node) (float64, bool) {
 }
 
 func (o *object) integer(key string, v *node) (int, bool) {
+	return o.integerUpTo(key, v, flow.MaxCount)
+}
+
+// integerUpTo reads a whole number. One beyond flow.MaxCount (what an int
+// of 32 bits holds) is refused here, naming most: the field's own bound
+// when that is tighter (maxKeys: flow.MaxKeysLimit), so the message gives
+// the bound that holds.
+func (o *object) integerUpTo(key string, v *node, most float64) (int, bool) {
 	f, ok := o.number(key, v)
 	if !ok {
 		return 0, false
@@ -162,7 +170,7 @@ func (o *object) integer(key string, v *node) (int, bool) {
 		return 0, false
 	}
 	if math.Abs(f) > flow.MaxCount {
-		o.fail(key, "%s: out of range (at most %d)", v.text, flow.MaxCount)
+		o.fail(key, "%s: out of range (at most %d)", v.text, int64(min(most, flow.MaxCount)))
 		return 0, false
 	}
 	return int(f), true
@@ -171,11 +179,17 @@ func (o *object) integer(key string, v *node) (int, bool) {
 // duration reads a Go duration string ("500ms", "1m30s"). Numbers are
 // refused: a bare 10 could mean seconds or nanoseconds.
 func (o *object) duration(key string, v *node) (time.Duration, bool) {
+	return o.durationUpTo(key, v, math.MaxInt64)
+}
+
+// durationUpTo is duration for a value of at most most, which a message
+// about a longer one names.
+func (o *object) durationUpTo(key string, v *node, most time.Duration) (time.Duration, bool) {
 	if v.kind != kindString {
 		o.typeError(key, `a duration string such as "1s"`, v)
 		return 0, false
 	}
-	d, err := parseDuration(v.text)
+	d, err := parseDurationUpTo(v.text, most)
 	if err != "" {
 		o.fail(key, "%q: %s", v.text, err)
 		return 0, false
@@ -184,11 +198,24 @@ func (o *object) duration(key string, v *node) (time.Duration, bool) {
 		o.fail(key, "%q: must not be negative", v.text)
 		return 0, false
 	}
+	if d > most {
+		o.fail(key, "%q: out of range (at most %s)", v.text, hoursText(most))
+		return 0, false
+	}
 	return d, true
 }
 
+// hoursText writes a bound as whole hours, "8784h", rounded down.
+func hoursText(d time.Duration) string {
+	return strconv.FormatInt(int64(d/time.Hour), 10) + "h"
+}
+
 // parseDuration wraps time.ParseDuration with messages that say what to fix.
-func parseDuration(s string) (time.Duration, string) {
+func parseDuration(s string) (time.Duration, string) { return parseDurationUpTo(s, math.MaxInt64) }
+
+// parseDurationUpTo is parseDuration naming most as the bound an overflow
+// passed.
+func parseDurationUpTo(s string, most time.Duration) (time.Duration, string) {
 	d, err := time.ParseDuration(s)
 	if err == nil {
 		return d, ""
@@ -205,7 +232,7 @@ func parseDuration(s string) (time.Duration, string) {
 	case s == "":
 		return 0, "empty duration"
 	case looksNumeric(s):
-		return 0, "out of range (at most 2562047h)"
+		return 0, "out of range (at most " + hoursText(most) + ")"
 	}
 	return 0, "not a duration (examples: 500ms, 1s, 1m30s)"
 }

@@ -254,7 +254,7 @@ func (o *object) field(f *flow.RuleField, r *flow.Rule, v *node) bool {
 		}
 		return put(p)(o.number(key, v))
 	case *int:
-		return put(p)(o.integer(key, v))
+		return put(p)(o.integerUpTo(key, v, f.Max()))
 	case *time.Duration:
 		return put(p)(o.span(key, v))
 	case *bool:
@@ -292,7 +292,8 @@ func put[T any](dst *T) func(v T, ok bool) bool {
 func (o *object) amount(key string, v *node) (float64, bool) {
 	f, ok := o.number(key, v)
 	if ok && f > flow.MaxAmount {
-		o.fail(key, "%s: out of range (at most 1e15)", v.text)
+		most := strings.Replace(strconv.FormatFloat(flow.MaxAmount, 'g', -1, 64), "e+", "e", 1)
+		o.fail(key, "%s: out of range (at most %s)", v.text, most)
 		return 0, false
 	}
 	return f, ok
@@ -300,12 +301,7 @@ func (o *object) amount(key string, v *node) (float64, bool) {
 
 // span reads a rule duration no longer than flow.MaxDuration.
 func (o *object) span(key string, v *node) (time.Duration, bool) {
-	d, ok := o.duration(key, v)
-	if ok && d > flow.MaxDuration {
-		o.fail(key, "%q: out of range (at most 8784h, a year)", v.text)
-		return 0, false
-	}
-	return d, ok
+	return o.durationUpTo(key, v, flow.MaxDuration)
 }
 
 // enum reads one of a fixed set of names, listing them when it is not one.

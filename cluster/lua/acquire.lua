@@ -2,7 +2,8 @@
 -- rule first and nothing is counted unless all pass; then commit counts the
 -- call at each. Reply (integers only):
 --   {allowed 1/0, index of the refusing rule (0-based) or -1,
---    permits left (floor; the fewest over the rules), wait us, retry-after us}
+--    permits left (floor; the fewest over the rules), wait us, retry-after us
+--    (-1: never, the request is more than the rule can ever grant)}
 
 local n = tonumber(ARGV[1])
 local nr = NRULES
@@ -10,6 +11,7 @@ local sts = {}
 local wait, rem = 0, nil
 for i = 1, nr do
   local st = ALGO[CODE[i]].check(i, KEYS[i], n)
+  if st.never == 1 then return {0, i - 1, 0, 0, -1} end
   if st.ok ~= 1 then
     return {0, i - 1, math.floor(math.max(0, st.left)), 0, math.floor(math.max(0, math.ceil(st.retry)))}
   end

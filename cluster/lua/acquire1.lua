@@ -4,6 +4,7 @@
 local n = tonumber(ARGV[1])
 local a = ALGO[CODE1]
 local st = a.check(1, KEYS[1], n)
+if st.never == 1 then return {0, 0, 0, 0, -1} end
 if st.ok ~= 1 then
   return {0, 0, math.floor(math.max(0, st.left)), 0, math.floor(math.max(0, math.ceil(st.retry)))}
 end

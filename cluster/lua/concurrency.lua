@@ -7,6 +7,7 @@
 
 local function conc_check(i, key, n)
   local limit = param(i, 1)
+  if n > limit then return NEVER end
   redis.call('ZREMRANGEBYSCORE', key, '-inf', now) -- expired leases
   local c = tonumber(redis.call('ZCARD', key))
   local st = {left = math.max(0, limit - c), avail = 0, reset = 0, wait = 0, retry = 0}

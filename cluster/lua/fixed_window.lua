@@ -7,6 +7,7 @@
 
 local function fixed_check(i, key, n)
   local win, limit = param(i, 1), param(i, 2)
+  if n > limit then return NEVER end -- no window holds n
   local ws = now - now % win
   local v = redis.call('HMGET', key, 'w', 'c')
   local c = 0
@@ -16,7 +17,6 @@ local function fixed_check(i, key, n)
   st.bound = ws + win - now -- a lease of this window's permits ends with it
   if c + n > limit then
     st.ok, st.wait, st.retry = 0, 0, ws + win - now
-    if n > limit then st.retry = 0 end -- never: no window holds n
     return st
   end
   st.ok, st.wait, st.retry, st.rem = 1, 0, 0, limit - c - n

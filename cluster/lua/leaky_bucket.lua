@@ -5,9 +5,12 @@
 -- within maxWait is admitted and told to wait (the engine waits, not Redis).
 --
 -- State (string): the slot of the latest admitted call (integer us).
--- Parameters: p1 spacing (us per permit), p2 maxWait (us), p3 window (us).
+-- Parameters: p1 spacing (us per permit), p2 maxWait (us), p3 window (us),
+-- p4 most: the limit per window in whole permits. A larger call is NEVER,
+-- queued or not: an idle bucket would let it go at once, free.
 
 local function leaky_check(i, key, n)
+  if n > param(i, 4) then return NEVER end
   local spacing, maxwait = param(i, 1), param(i, 2)
   local last = tonumber(redis.call('GET', key))
   local slot = now

@@ -23,7 +23,7 @@ local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
 -- BEGIN rendered from cluster/algorithms.go; do not edit (go test ./cluster -run TestLuaTableMatches -update)
 -- Algorithm codes: 1 token_bucket, 2 warm_up, 3 leaky_bucket, 4 fixed_window, 5 sliding_window, 6 sliding_log, 7 concurrency.
 -- NPARAM[code]: how many parameters follow the code in ARGV.
-local NPARAM = {3, 6, 3, 2, 3, 2, 2}
+local NPARAM = {4, 7, 4, 2, 3, 2, 2}
 -- END rendered
 
 local ALGO = {}
@@ -62,8 +62,14 @@ local function pxms(us)
   return math.max(1, math.ceil(us / 1000))
 end
 
+-- NEVER is a check's answer to a request for more permits than the rule
+-- can ever grant at once (its p<most> parameter): refused for good, with
+-- nothing read or written; the reply's retry-after is then -1.
+local NEVER = {ok = 0, never = 1, left = 0, retry = 0, wait = 0, avail = 0, reset = 0}
+
 -- Each algorithm file registers ALGO[code] = {check, commit, refund}:
 --   check(i, key, n)      -> st: st.ok (1/0), st.wait and st.retry (us),
+--                            NEVER when n is more than the rule ever grants,
 --                            st.left (permits left before this call),
 --                            st.avail (permits a lease may take now),
 --                            st.reset (us until the state is fully restored),

@@ -27,3 +27,6 @@ end
 local function pxms(us)
   return math.max(1, math.ceil(us / 1000))
 end
+
+-- NEVER: see prelude.lua.
+local NEVER = {ok = 0, never = 1, left = 0, retry = 0, wait = 0, avail = 0, reset = 0}

@@ -7,6 +7,7 @@
 
 local function log_check(i, key, n)
   local win, limit = param(i, 1), param(i, 2)
+  if n > limit then return NEVER end
   redis.call('ZREMRANGEBYSCORE', key, '-inf', now - win) -- cleanup only
   local c = tonumber(redis.call('ZCARD', key))
   local st = {left = math.max(0, limit - c), reset = 0}
@@ -20,7 +21,6 @@ local function log_check(i, key, n)
     return st
   end
   st.ok, st.wait, st.retry = 0, 0, 0
-  if n > limit then return st end -- never
   -- The (c+n-limit)-th oldest entry must leave first.
   local e = redis.call('ZRANGE', key, c + n - limit - 1, c + n - limit - 1, 'WITHSCORES')
   if e[2] ~= nil then st.retry = math.max(1, tonumber(e[2]) + win - now) end

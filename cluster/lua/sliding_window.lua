@@ -9,6 +9,8 @@
 
 local function sliding_check(i, key, n)
   local w, b, limit = param(i, 1), param(i, 2), param(i, 3)
+  -- Whole permits, at least 1, as flow's capacity counts them.
+  if n > math.max(1, math.floor(limit + 1e-9)) then return NEVER end
   local k = math.floor(now / w)
   local f = (now - k * w) / w
   local raw = redis.call('HGETALL', key)
@@ -27,7 +29,6 @@ local function sliding_check(i, key, n)
     return st
   end
   st.ok, st.wait, st.retry = 0, 0, 0
-  if n > limit then return st end -- never
   -- Earliest moment the estimate, with nothing more admitted, lets n pass:
   -- in sub-window k+j the whole part is count[k+j-B+1..k], and the partial
   -- one count[k+j-B] shrinks linearly across it. The first sub-window

@@ -13,9 +13,12 @@
 -- and nextFree = now (Guava's resync). One GET and one SET ... PX, as GCRA.
 --
 -- Parameters: p1 stable interval (us per permit), p2 maxPermits,
--- p3 maxWait (us).
+-- p3 maxWait (us), p4 most: the largest request (the larger of limit and
+-- burst, whole permits). Guava would grant any request that finds no debt
+-- and push every later one back by its cost: a larger one is NEVER.
 
 local function bursty_check(i, key, n)
+  if n > param(i, 4) then return NEVER end
   local stable, maxp, maxwait = param(i, 1), param(i, 2), param(i, 3)
   local full = now - maxp * stable -- e of a full bucket
   -- Absent (never used, or expired once full) reads as full.

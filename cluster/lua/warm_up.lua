@@ -11,7 +11,9 @@
 --
 -- Parameters (computed in Go as Guava does): p1 stable (us), p2 maxPermits,
 -- p3 maxWait (us), p4 threshold permits, p5 slope (us per permit, per
--- permit), p6 coolDown interval = warmupPeriod / maxPermits (us).
+-- permit), p6 coolDown interval = warmupPeriod / maxPermits (us), p7 most:
+-- the largest request (the limit per window, whole permits); a larger one
+-- is NEVER (see token_bucket.lua).
 
 -- guava_read returns stored permits and nextFree, or nil when absent.
 local function guava_read(key)
@@ -101,7 +103,10 @@ local function warm_cost(i, stored, k)
 end
 
 ALGO[2] = {
-  check = function(i, key, n) return guava_check(i, key, n, param(i, 6), warm_cost) end,
+  check = function(i, key, n)
+    if n > param(i, 7) then return NEVER end
+    return guava_check(i, key, n, param(i, 6), warm_cost)
+  end,
   commit = guava_commit,
   refund = function(i, key, n) guava_refund(i, key, n, param(i, 6)) end,
 }

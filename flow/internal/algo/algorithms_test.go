@@ -18,8 +18,9 @@ type algoCase struct {
 	algo Kind
 	// burst is how many 1-permit calls a fresh limiter admits at one instant.
 	burst int
-	// impossible is a request that can never pass, 0 when none is (Guava's
-	// token buckets grant any request once they owe nothing).
+	// impossible is the smallest request that can never pass: one more
+	// permit than the limit per window (token_bucket: than the larger of
+	// limit and burst).
 	impossible int
 	// rate is false for concurrency, which has no honest retryAfter.
 	rate bool
@@ -27,9 +28,9 @@ type algoCase struct {
 
 func algoCases() []algoCase {
 	return []algoCase{
-		{TokenBucket, 11, 0, true}, // full bucket of 10, plus Guava's request that goes into debt
-		{WarmUp, 1, 0, true},       // cold: the first goes, the next pays the cold interval
-		{LeakyBucket, 1, 11, true}, // no burst at all
+		{TokenBucket, 11, 11, true}, // full bucket of 10, plus Guava's request that goes into debt
+		{WarmUp, 1, 11, true},       // cold: the first goes, the next pays the cold interval
+		{LeakyBucket, 1, 11, true},  // no burst at all
 		{FixedWindow, 10, 11, true},
 		{SlidingWindow, 10, 11, true},
 		{SentinelWindow, 10, 11, true},
@@ -200,16 +201,15 @@ func TestAlgorithmsNeverForImpossibleRequests(t *testing.T) {
 		t.Run(c.algo.String(), func(t *testing.T) {
 			l, clk := newTestLimiter(t, testSpec(c.algo), 10)
 			now := clk.Nanotime()
-			if c.impossible == 0 {
-				// Guava: a bucket that owes nothing grants any request at once.
-				if d := l.TryAcquire(now, 1000, 0); !d.OK || d.Never {
-					t.Fatalf("TryAcquire(1000) on a fresh bucket = %+v, want ok", d)
+			for _, n := range []int{c.impossible, math.MaxInt32, math.MaxInt} {
+				for _, wait := range []time.Duration{0, time.Hour} {
+					if !c.rate && wait > 0 {
+						continue // concurrency caps never queue
+					}
+					if d := l.TryAcquire(now, n, wait); d.OK || !d.Never {
+						t.Fatalf("TryAcquire(%d, maxWait %v) = %+v, want never", n, wait, d)
+					}
 				}
-				return
-			}
-			d := l.TryAcquire(now, c.impossible, 0)
-			if d.OK || !d.Never {
-				t.Fatalf("TryAcquire(%d) = %+v, want never", c.impossible, d)
 			}
 			if c.algo == SentinelWarmUp {
 				return // cold: the whole limit passes only once warm (TestSentinelWarmUp...)

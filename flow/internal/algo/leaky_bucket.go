@@ -19,7 +19,7 @@ import (
 type leakyBucket struct {
 	last   atomic.Int64  // slot of the latest admitted call, clock.Nanotime
 	limit  atomic.Uint64 // float64 bits: permits per window
-	cap    atomic.Int64  // capacity(limit): the largest call that may pass without queueing
+	cap    atomic.Int64  // capacity(limit): the largest call that may ever pass
 	window int64
 }
 
@@ -46,10 +46,12 @@ func (b *leakyBucket) cost(n int) int64 {
 }
 
 func (b *leakyBucket) TryAcquire(now int64, n int, maxWait time.Duration) Decision {
-	// Without a queue, a call larger than the window's quota would need the
-	// bucket idle for more than a whole window and would then put more than
-	// limit permits through at one instant: refuse it for good.
-	if maxWait <= 0 && int64(n) > b.cap.Load() {
+	// A call larger than the window's quota would need the bucket idle for
+	// more than a whole window and would then put more than limit permits
+	// through at one instant; with a queue, an idle bucket would let it go at
+	// once and charge nothing (its slot becomes now). Refuse it for good, as
+	// Sentinel's throttling checker refuses a batch above its threshold.
+	if int64(n) > b.cap.Load() {
 		return Decision{Never: true}
 	}
 	cost := b.cost(n)

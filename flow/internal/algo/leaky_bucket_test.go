@@ -81,16 +81,20 @@ func TestLeakyBucketQueuesWithinMaxWait(t *testing.T) {
 	}
 }
 
-func TestLeakyBucketNeverWithoutQueue(t *testing.T) {
+func TestLeakyBucketNeverAboveLimit(t *testing.T) {
 	l, clk := newTestLimiter(t, leakySpec(), 10)
 	now := clk.Nanotime()
 	if d := l.TryAcquire(now, 11, 0); !d.Never {
 		t.Fatalf("11 permits at limit 10 without a queue = %+v, want never", d)
 	}
-	// With a queue the call waits its 11 spacings instead.
+	// With a queue too: an idle bucket would let it go at once, free.
+	if d := l.TryAcquire(now, 11, 2*time.Second); !d.Never {
+		t.Fatalf("11 permits with maxWait 2s = %+v, want never", d)
+	}
+	// The whole limit queues its 10 spacings behind a call.
 	l.TryAcquire(now, 1, 0)
-	if d := l.TryAcquire(now, 11, 2*time.Second); !d.OK || d.Wait != 1100*time.Millisecond {
-		t.Fatalf("11 permits with maxWait 2s = %+v, want queued 1.1s", d)
+	if d := l.TryAcquire(now, 10, 2*time.Second); !d.OK || d.Wait != time.Second {
+		t.Fatalf("10 permits with maxWait 2s = %+v, want queued 1s", d)
 	}
 }
 

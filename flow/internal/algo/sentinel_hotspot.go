@@ -72,6 +72,11 @@ func (h *sentinelHotspot) TryAcquire(now int64, n int, maxWait time.Duration) De
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if maxWait > 0 {
+		// More than the limit and its burst never passes, queued or not:
+		// the queue's first call would otherwise go free at any size.
+		if int64(n) > h.count+h.burst {
+			return Decision{Never: true}
+		}
 		return h.queue(now, int64(n), maxWait)
 	}
 	return h.reject(now, int64(n))

@@ -14,11 +14,12 @@ import (
 // clone a rule's prototype per key (Clone), and drain it before a cluster
 // rule's local fallback resumes (Drain).
 //
-// Guava's semantics carry over unchanged, including the one that surprises:
-// a request is granted when the bucket owes nothing, however many permits it
-// asks for, and the NEXT request pays for it. So no request is ever "never"
-// for a token bucket; a request larger than the burst simply pushes later
-// ones back.
+// Guava's semantics carry over, including the one that surprises: a request
+// is granted when the bucket owes nothing and the NEXT request pays for it.
+// One departure: a request for more than the bucket can ever grant at once
+// (see most) is refused as never before it is reserved. Guava would grant it
+// and push every later request back by its whole cost: 2^31-1 permits at 5
+// a second closed the bucket for 13.6 years.
 type Bucket struct {
 	// window is the rule's Window in seconds: rate = limit / window.
 	window float64
@@ -78,12 +79,29 @@ func (b *Bucket) Drain(now int64) {
 }
 
 func (b *Bucket) TryAcquire(now int64, n int, maxWait time.Duration) Decision {
+	// A call of one permit never exceeds most (>= 1): only larger ones pay
+	// for the check.
+	if n > 1 && int64(n) > b.most() {
+		return Decision{Never: true}
+	}
 	res, err := b.reserve(now, n, maxWait)
 	if err == nil && res.OK {
 		remaining, reset := b.quota(&res)
 		return Decision{OK: true, Wait: res.Wait, Remaining: remaining, Reset: reset}
 	}
 	return b.refusal(&res, err)
+}
+
+// most is the largest request the bucket grants, from its rate now (so an
+// adaptive factor scales it with the limit): a bursty bucket's effective
+// limit per Window or its burst, whichever is larger; a warming-up bucket's
+// limit per Window (its stored permits measure how cold it is, not room).
+func (b *Bucket) most() int64 {
+	limit := b.l.Rate() * b.window
+	if !b.warm {
+		limit = max(limit, b.l.MaxPermits())
+	}
+	return capacity(limit)
 }
 
 // reserve is the Guava reservation TryAcquire decides from.
