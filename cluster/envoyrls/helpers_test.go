@@ -3,6 +3,7 @@ package envoyrls
 import (
 	"context"
 	"net"
+	"strconv"
 	"testing"
 	"time"
 
@@ -90,3 +91,5 @@ const (
 	ok   = rlspb.RateLimitResponse_OK
 	over = rlspb.RateLimitResponse_OVER_LIMIT
 )
+
+func itoa(v int64) string { return string(strconv.AppendInt(nil, v, 10)) }

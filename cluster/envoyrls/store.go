@@ -4,6 +4,7 @@ import (
 	"context"
 	"hash/maphash"
 	"sync"
+	"time"
 )
 
 // Store holds the fixed-window counters. Incr adds each Incr's Hits to its
@@ -97,3 +98,5 @@ func (s *LocalStore) Len() int {
 	}
 	return n
 }
+
+func secondsDuration(s int64) time.Duration { return time.Duration(s) * time.Second }

@@ -79,6 +79,11 @@ func serve(ctx context.Context, cf serveConfig, stdout io.Writer, log *slog.Logg
 		return err
 	}
 	defer ts.Close()
+	envoy, err := startEnvoy(cf, rdb, ts, stdout, log)
+	if err != nil {
+		return err
+	}
+	defer envoy.stop(time.Duration(cf.ShutdownTimeout))
 	var watched *watchedRules
 	var alerts atomic.Pointer[serveAlerts] // set once the server exists
 	if cf.Rules != "" {

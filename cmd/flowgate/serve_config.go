@@ -40,6 +40,9 @@ type serveConfig struct {
 	// token nor client certificates (a warning is logged); default false,
 	// and serve refuses to start that way.
 	AllowUnauthenticated bool `json:"allowUnauthenticated"`
+
+	// Envoy is the Envoy rate-limit service (serve_envoy.go).
+	Envoy envoyConfig `json:"envoy"`
 }
 
 type redisConfig struct {
@@ -150,6 +153,7 @@ func bindServeFlags(fs *flag.FlagSet, cf *serveConfig) *serveFlagVars {
 	fs.StringVar(&cf.AdminTokenEnv, "admin-token-env", cf.AdminTokenEnv, "environment variable holding the bearer token for the admin API's writes (empty: read-only)")
 	fs.BoolVar(&cf.AllowUnauthenticated, "allow-unauthenticated", cf.AllowUnauthenticated,
 		"listen beyond loopback with neither a token nor client certificates (logs a warning)")
+	bindEnvoyFlags(fs, &cf.Envoy)
 	return v
 }
 
@@ -186,6 +190,7 @@ func (cf *serveConfig) validate() error {
 	if cf.Timeout <= 0 || cf.ShutdownTimeout <= 0 {
 		errs = append(errs, errors.New("timeout, shutdownTimeout: must be > 0"))
 	}
+	errs = append(errs, cf.Envoy.validate())
 	return errors.Join(errs...)
 }
 
