@@ -10,6 +10,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/flowgate/flowgate/cluster"
 	"github.com/flowgate/flowgate/internal/testing/redistest"
 )
 
@@ -63,5 +64,27 @@ func TestRedisDownAnswersUnavailable(t *testing.T) {
 	}
 	if h.svc.Stats().Errors != 1 {
 		t.Errorf("errors = %d, want 1", h.svc.Stats().Errors)
+	}
+}
+
+// TestRedisAlgorithmSharedByReplicas: an algorithm descriptor decided by
+// the cluster token server holds one limit across two service replicas.
+func TestRedisAlgorithmSharedByReplicas(t *testing.T) {
+	srv := redistest.Start(t)
+	rdb := srv.Client()
+	defer rdb.Close()
+	ts, err := cluster.NewRedisTokenServer(rdb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ts.Close()
+	a := newHarness(t, algoYAML, WithStore(NewRedisStore(rdb)), WithTokenServer(ts))
+	b := newHarness(t, algoYAML, WithStore(NewRedisStore(rdb)), WithTokenServer(ts))
+	got := a.admitted(t, 6, "sliding") + b.admitted(t, 6, "sliding")
+	if got != 10 {
+		t.Errorf("two replicas admitted %d under a sliding window of 10 per minute, want 10", got)
+	}
+	if n := rdb.Keys(context.Background(), "flowgate:*").Val(); len(n) == 0 {
+		t.Errorf("no token-server key in Redis: the decision was not shared")
 	}
 }
