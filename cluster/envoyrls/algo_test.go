@@ -44,6 +44,7 @@ func TestSlidingWindowHoldsAcrossTheEdge(t *testing.T) {
 		t.Errorf("sliding window admitted %d of its first 10", before["sliding"])
 	}
 	// 10 hits 11s ago still weigh on the window: at most what left it.
+	t.Logf("sliding window: %d then %d; fixed: %d then %d", before["sliding"], after["sliding"], before["fixed"], after["fixed"])
 	if got := before["sliding"] + after["sliding"]; got > 12 {
 		t.Errorf("sliding window admitted %d in 11s, want about its limit of 10", got)
 	}
