@@ -115,7 +115,7 @@ func serve(ctx context.Context, cf serveConfig, stdout io.Writer, log *slog.Logg
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(lis) }()
 	fmt.Fprintf(stdout, "listening on %s\n", lis.Addr())
-	hs, err := serveMetrics(cf, srv, ts, watched, stdout, log)
+	hs, err := serveMetrics(cf, srv, ts, watched, stdout, log, envoy.collectors()...)
 	if err != nil {
 		srv.Stop()
 		<-served
@@ -193,12 +193,12 @@ func startServeAlerts(w *rules.Watcher, srv *tokenrpc.Server, alerts *atomic.Poi
 
 // serveMetrics serves /metrics and the admin console on cf.MetricsListen,
 // or nothing (a nil server) when it is empty.
-func serveMetrics(cf serveConfig, srv *tokenrpc.Server, ts *cluster.RedisTokenServer, watched *watchedRules, stdout io.Writer, log *slog.Logger) (*http.Server, error) {
+func serveMetrics(cf serveConfig, srv *tokenrpc.Server, ts *cluster.RedisTokenServer, watched *watchedRules, stdout io.Writer, log *slog.Logger, extra ...prometheus.Collector) (*http.Server, error) {
 	if cf.MetricsListen == "" {
 		return nil, nil
 	}
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(srv.Collector(), metrics.NewClusterCollector(ts))
+	reg.MustRegister(append([]prometheus.Collector{srv.Collector(), metrics.NewClusterCollector(ts)}, extra...)...)
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 	if err := mountAdmin(mux, cf, watched, log); err != nil {

@@ -8,8 +8,10 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"strings"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
@@ -49,6 +51,7 @@ func (ec *envoyConfig) validate() error {
 
 // envoyService is the running Envoy service; stop drains it.
 type envoyService struct {
+	svc    *envoyrls.Service
 	srv    *envoyrls.Server
 	w      *envoyrls.Watcher
 	served chan error
@@ -101,7 +104,7 @@ func startEnvoy(cf serveConfig, rdb redis.UniversalClient, ts *cluster.RedisToke
 		w.Close()
 		return nil, fmt.Errorf("envoy: %w", err)
 	}
-	es := &envoyService{srv: envoyrls.NewServer(svc, token, gopts...), w: w, served: make(chan error, 1)}
+	es := &envoyService{svc: svc, srv: envoyrls.NewServer(svc, token, gopts...), w: w, served: make(chan error, 1)}
 	go func() { es.served <- es.srv.Serve(lis) }()
 	fmt.Fprintf(stdout, "envoy rate limit service on %s\n", lis.Addr())
 	return es, nil
@@ -117,4 +120,42 @@ func (es *envoyService) stop(timeout time.Duration) error {
 	defer cancel()
 	err := es.srv.Shutdown(ctx)
 	return errors.Join(err, <-es.served, es.w.Close())
+}
+
+// envoyCollector exports the Envoy service's counts: per configured limit
+// (its place in the configuration, so the label values are bounded by the
+// configuration's size), the hits within, over, and over in shadow mode.
+type envoyCollector struct{ svc *envoyrls.Service }
+
+var (
+	envoyRequestsDesc = prometheus.NewDesc("flowgate_envoy_requests_total", "ShouldRateLimit calls answered.", nil, nil)
+	envoyErrorsDesc   = prometheus.NewDesc("flowgate_envoy_errors_total", "ShouldRateLimit calls failed (counters unreachable).", nil, nil)
+	envoyHitsDesc     = prometheus.NewDesc("flowgate_envoy_hits_total", "Hits per configured limit and outcome (within, over, shadow: over but answered OK).",
+		[]string{"domain", "limit", "outcome"}, nil)
+)
+
+func (c envoyCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- envoyRequestsDesc
+	ch <- envoyErrorsDesc
+	ch <- envoyHitsDesc
+}
+
+func (c envoyCollector) Collect(ch chan<- prometheus.Metric) {
+	st := c.svc.Stats()
+	ch <- prometheus.MustNewConstMetric(envoyRequestsDesc, prometheus.CounterValue, float64(st.Requests))
+	ch <- prometheus.MustNewConstMetric(envoyErrorsDesc, prometheus.CounterValue, float64(st.Errors))
+	for path, ls := range st.Limits {
+		domain, _, _ := strings.Cut(path, ".")
+		ch <- prometheus.MustNewConstMetric(envoyHitsDesc, prometheus.CounterValue, float64(ls.Within), domain, path, "within")
+		ch <- prometheus.MustNewConstMetric(envoyHitsDesc, prometheus.CounterValue, float64(ls.Over), domain, path, "over")
+		ch <- prometheus.MustNewConstMetric(envoyHitsDesc, prometheus.CounterValue, float64(ls.Shadow), domain, path, "shadow")
+	}
+}
+
+// collectors are what the Envoy service adds to /metrics (none when off).
+func (es *envoyService) collectors() []prometheus.Collector {
+	if es == nil {
+		return nil
+	}
+	return []prometheus.Collector{envoyCollector{es.svc}}
 }

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -24,9 +25,9 @@ descriptors:
     rate_limit: {unit: hour, requests_per_unit: 2}
 `
 
-// startEnvoyServe runs serve with args and returns the Envoy address
-// it printed, its exit code channel and its stderr.
-func startEnvoyServe(t *testing.T, ctx context.Context, args ...string) (string, chan int, *syncBuilder) {
+// startEnvoyServe runs serve with args and returns the Envoy and metrics
+// addresses it printed, its exit code channel and its stderr.
+func startEnvoyServe(t *testing.T, ctx context.Context, args ...string) (string, string, chan int, *syncBuilder) {
 	t.Helper()
 	out, w := io.Pipe()
 	code, stderr := make(chan int, 1), new(syncBuilder)
@@ -35,15 +36,20 @@ func startEnvoyServe(t *testing.T, ctx context.Context, args ...string) (string,
 		w.Close()
 	}()
 	lines := bufio.NewScanner(out)
-	addr := ""
-	for addr == "" {
+	addr, metricsAddr := "", ""
+	for addr == "" || metricsAddr == "" {
 		if !lines.Scan() {
-			t.Fatalf("serve ended before Envoy's service listened: %s", stderr.String())
+			t.Fatalf("serve ended before Envoy's service and metrics listened: %s", stderr.String())
 		}
-		addr, _ = strings.CutPrefix(lines.Text(), "envoy rate limit service on ")
+		if a, ok := strings.CutPrefix(lines.Text(), "envoy rate limit service on "); ok {
+			addr = a
+		}
+		if a, ok := strings.CutPrefix(lines.Text(), "metrics on "); ok {
+			metricsAddr = a
+		}
 	}
 	go io.Copy(io.Discard, out)
-	return addr, code, stderr
+	return addr, metricsAddr, code, stderr
 }
 
 func TestServeEnvoy(t *testing.T) {
@@ -55,7 +61,7 @@ func TestServeEnvoy(t *testing.T) {
 				t.Fatal(err)
 			}
 			ctx, cancel := context.WithCancel(context.Background())
-			addr, code, stderr := startEnvoyServe(t, ctx, "-listen", "127.0.0.1:0", "-redis", srv.Addr,
+			addr, metricsAddr, code, stderr := startEnvoyServe(t, ctx, "-listen", "127.0.0.1:0", "-redis", srv.Addr, "-metrics-listen", "127.0.0.1:0",
 				"-envoy-listen", "127.0.0.1:0", "-envoy-config", dir, "-envoy-store", store, "-envoy-headers")
 			conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
 			if err != nil {
@@ -89,6 +95,18 @@ func TestServeEnvoy(t *testing.T) {
 			}
 			if local := strings.Contains(stderr.String(), "decisions local to this process"); local != (store == "local") {
 				t.Errorf("store %s: said local=%v at start: %s", store, local, stderr.String())
+			}
+			resp, err := http.Get("http://" + metricsAddr + "/metrics")
+			if err != nil {
+				t.Fatal(err)
+			}
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			for _, want := range []string{"flowgate_envoy_requests_total 3", `flowgate_envoy_hits_total{domain="edge",limit="edge.remote_address",outcome="over"} 1`,
+				`flowgate_envoy_hits_total{domain="edge",limit="edge.remote_address",outcome="within"} 2`} {
+				if !strings.Contains(string(body), want) {
+					t.Errorf("/metrics lacks %s", want)
+				}
 			}
 			cancel()
 			if c := <-code; c != exitOK {
