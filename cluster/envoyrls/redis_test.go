@@ -88,3 +88,35 @@ func TestRedisAlgorithmSharedByReplicas(t *testing.T) {
 		t.Errorf("no token-server key in Redis: the decision was not shared")
 	}
 }
+
+// TestRedisClusterStore: a request's counters spread over the nodes of a
+// Redis Cluster are counted in one pipeline split per node.
+func TestRedisClusterStore(t *testing.T) {
+	c := redistest.StartCluster(t)
+	rdb := c.Client()
+	defer rdb.Close()
+	h := newHarness(t, serviceYAML, WithStore(NewRedisStore(rdb)))
+	var ds []*rlv3.RateLimitDescriptor
+	for i := range 12 {
+		ds = append(ds, desc("client", itoa(int64(i))))
+	}
+	for call, want := range []brief{{ok, 3, 1}, {over, 3, 0}} {
+		r := h.ask(t, "web", 2, ds...)
+		for i, st := range r.Statuses {
+			if got := briefOf(st); got != want {
+				t.Fatalf("call %d descriptor %d: got %+v, want %+v", call, i, got, want)
+			}
+		}
+	}
+	nodes := map[string]bool{}
+	for i := range 12 {
+		key := "web_client_" + itoa(int64(i)) + "_" + itoa(t0.Unix())
+		nodes[c.NodeFor(key).Addr] = true
+		if n, err := rdb.Get(context.Background(), key).Int(); err != nil || n != 4 {
+			t.Errorf("%s = %d, %v; want 4", key, n, err)
+		}
+	}
+	if len(nodes) < 2 {
+		t.Errorf("the 12 counters sat on %d node(s); the test wants them spread", len(nodes))
+	}
+}

@@ -132,6 +132,10 @@ func (s *Service) newCall(cfg *Config, req *rlspb.RateLimitRequest) *call {
 	return c
 }
 
+// maxHits bounds one descriptor's hits: Redis counters are signed 64-bit
+// integers, and a sum past them must not wrap to a small count.
+const maxHits = 1 << 53
+
 // hits is what descriptor i adds: its own hits_addend when set (0 only
 // reads), else the request's, where 0 means 1.
 func (c *call) hits(i int) uint64 {
@@ -152,6 +156,9 @@ func (c *call) decide(ctx context.Context) error {
 		}
 		if m.limit.unitLength == 0 {
 			return status.Errorf(codes.InvalidArgument, "descriptors[%d].limit: unit %v is not a rate-limit unit", i, m.limit.unit)
+		}
+		if c.hits(i) > maxHits {
+			return status.Errorf(codes.InvalidArgument, "descriptors[%d]: hits_addend %d is over %d", i, c.hits(i), uint64(maxHits))
 		}
 		key := appendCounterKey(nil, c.s.cf.prefix, c.req.GetDomain(), c.req.GetDescriptors()[i], m.share, c.now-c.now%m.limit.unitLength)
 		incrs = append(incrs, Incr{Key: string(key), Hits: c.hits(i), Now: c.now, TTL: m.limit.unitLength})

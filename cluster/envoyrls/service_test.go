@@ -181,6 +181,10 @@ func TestRequestErrors(t *testing.T) {
 			t.Errorf("%v: got %v, want %v", tc.req, err, tc.code)
 		}
 	}
+	huge := &rlspb.RateLimitRequest{Domain: "web", Descriptors: []*rlv3.RateLimitDescriptor{withHits(desc("client", "a"), 1<<63)}}
+	if _, err := h.client.ShouldRateLimit(context.Background(), huge); status.Code(err) != codes.InvalidArgument {
+		t.Errorf("hits_addend 2^63: got %v, want InvalidArgument", err)
+	}
 	empty := newHarness(t, "")
 	_, err := empty.client.ShouldRateLimit(context.Background(), &rlspb.RateLimitRequest{Domain: "web", Descriptors: nil})
 	if status.Code(err) != codes.InvalidArgument {
