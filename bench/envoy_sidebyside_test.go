@@ -249,6 +249,47 @@ func clearOfSecondEdge() {
 	}
 }
 
+// compared counts the statuses of one config's replay.
+type compared struct{ total, same, straddled int }
+
+// compareAll sends each request to ref then ours and compares the answers.
+func compareAll(t *testing.T, name string, ref, ours rlspb.RateLimitServiceClient, reqs []*rlspb.RateLimitRequest) compared {
+	t.Helper()
+	var c compared
+	diffs := 0
+	for i, req := range reqs {
+		clearOfSecondEdge()
+		sec := time.Now().Unix()
+		a, errA := ref.ShouldRateLimit(context.Background(), req)
+		b, errB := ours.ShouldRateLimit(context.Background(), req)
+		split := time.Now().Unix() != sec
+		if errA != nil || errB != nil {
+			t.Fatalf("%s request %d: reference %v, ours %v", name, i, errA, errB)
+		}
+		for j := range a.Statuses {
+			c.total++
+			sa, sb := statusText(a.Statuses[j]), statusText(b.Statuses[j])
+			switch {
+			case sa == sb:
+				c.same++
+			case split:
+				c.straddled++
+			default:
+				if diffs++; diffs <= 5 {
+					t.Errorf("%s request %d descriptor %d %v:\n  reference %s\n  ours      %s", name, i, j, req.Descriptors[j].Entries, sa, sb)
+				}
+			}
+		}
+		if a.OverallCode != b.OverallCode && !split {
+			t.Errorf("%s request %d: overall reference %v, ours %v", name, i, a.OverallCode, b.OverallCode)
+		}
+		if ha, hb := headersText(a), headersText(b); ha != hb && !split {
+			t.Errorf("%s request %d: headers reference %q, ours %q", name, i, ha, hb)
+		}
+	}
+	return c
+}
+
 // statusText is what is compared of a descriptor status.
 func statusText(st *rlspb.RateLimitResponse_DescriptorStatus) string {
 	l := st.GetCurrentLimit()
@@ -300,38 +341,8 @@ func TestEnvoySideBySide(t *testing.T) {
 		paths(root.Descriptors, nil, rng, &ps)
 		ref := dialRLS(t, startRef(t, bin, srv.Addr, config).addr)
 		ours := dialRLS(t, startOurs(t, srv, config))
-		diffs := 0
-		for i, req := range requests(root.Domain, ps, n, rng) {
-			clearOfSecondEdge()
-			sec := time.Now().Unix()
-			a, errA := ref.ShouldRateLimit(context.Background(), req)
-			b, errB := ours.ShouldRateLimit(context.Background(), req)
-			split := time.Now().Unix() != sec
-			if errA != nil || errB != nil {
-				t.Fatalf("%s request %d: reference %v, ours %v", name, i, errA, errB)
-			}
-			for j := range a.Statuses {
-				total++
-				sa, sb := statusText(a.Statuses[j]), statusText(b.Statuses[j])
-				if sa == sb {
-					same++
-					continue
-				}
-				if split {
-					straddled++
-					continue
-				}
-				if diffs++; diffs <= 5 {
-					t.Errorf("%s request %d descriptor %d %v:\n  reference %s\n  ours      %s", name, i, j, req.Descriptors[j].Entries, sa, sb)
-				}
-			}
-			if a.OverallCode != b.OverallCode && !split {
-				t.Errorf("%s request %d: overall reference %v, ours %v", name, i, a.OverallCode, b.OverallCode)
-			}
-			if ha, hb := headersText(a), headersText(b); ha != hb && !split {
-				t.Errorf("%s request %d: headers reference %q, ours %q", name, i, ha, hb)
-			}
-		}
+		c := compareAll(t, name, ref, ours, requests(root.Domain, ps, n, rng))
+		total, same, straddled = total+c.total, same+c.same, straddled+c.straddled
 	}
 	t.Logf("side by side: %d descriptor statuses over %d configs, %d identical (%.2f%%), %d apart across a second boundary",
 		total, len(configs), same, 100*float64(same)/float64(max(total, 1)), straddled)

@@ -96,18 +96,7 @@ func TestServeEnvoy(t *testing.T) {
 			if local := strings.Contains(stderr.String(), "decisions local to this process"); local != (store == "local") {
 				t.Errorf("store %s: said local=%v at start: %s", store, local, stderr.String())
 			}
-			resp, err := http.Get("http://" + metricsAddr + "/metrics")
-			if err != nil {
-				t.Fatal(err)
-			}
-			body, _ := io.ReadAll(resp.Body)
-			resp.Body.Close()
-			for _, want := range []string{"flowgate_envoy_requests_total 3", `flowgate_envoy_hits_total{domain="edge",limit="edge.remote_address",outcome="over"} 1`,
-				`flowgate_envoy_hits_total{domain="edge",limit="edge.remote_address",outcome="within"} 2`} {
-				if !strings.Contains(string(body), want) {
-					t.Errorf("/metrics lacks %s", want)
-				}
-			}
+			checkEnvoyMetrics(t, metricsAddr)
 			cancel()
 			if c := <-code; c != exitOK {
 				t.Errorf("exit %d: %s", c, stderr.String())
@@ -139,5 +128,22 @@ func TestServeEnvoyFlags(t *testing.T) {
 	c := serveUntil(context.Background(), []string{"-listen", "127.0.0.1:0", "-redis", srv.Addr, "-envoy-listen", "127.0.0.1:0", "-envoy-config", bad}, io.Discard, stderr)
 	if c != exitInvalid || !strings.Contains(stderr.String(), bad) {
 		t.Errorf("exit %d, %q; want the bad file named", c, stderr.String())
+	}
+}
+
+// checkEnvoyMetrics reads /metrics after two admitted calls and a refused one.
+func checkEnvoyMetrics(t *testing.T, metricsAddr string) {
+	t.Helper()
+	resp, err := http.Get("http://" + metricsAddr + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	for _, want := range []string{"flowgate_envoy_requests_total 3", `flowgate_envoy_hits_total{domain="edge",limit="edge.remote_address",outcome="over"} 1`,
+		`flowgate_envoy_hits_total{domain="edge",limit="edge.remote_address",outcome="within"} 2`} {
+		if !strings.Contains(string(body), want) {
+			t.Errorf("/metrics lacks %s", want)
+		}
 	}
 }
