@@ -80,3 +80,18 @@ func TestAlgorithmShadow(t *testing.T) {
 		t.Errorf("stats %+v, want 1 within and 2 over in shadow", s)
 	}
 }
+
+// TestReloadKeepsAlgorithmState: reloading a config whose descriptor rule
+// is unchanged keeps what its algorithm has counted.
+func TestReloadKeepsAlgorithmState(t *testing.T) {
+	h := newHarness(t, algoYAML)
+	if got := h.admitted(t, 10, "sliding"); got != 10 {
+		t.Fatalf("admitted %d of 10", got)
+	}
+	if err := h.svc.Load(mustParse(t, algoYAML+"  - key: added\n    rate_limit: {unit: second, requests_per_unit: 1}\n")); err != nil {
+		t.Fatal(err)
+	}
+	if got := h.admitted(t, 1, "sliding"); got != 0 {
+		t.Errorf("after a reload: admitted %d, want 0 (the window still full)", got)
+	}
+}
