@@ -1,8 +1,10 @@
 package bench
 
 import (
+	"bufio"
 	"context"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"net"
 	"os"
@@ -404,6 +406,43 @@ func drive(t *testing.T, c rlspb.RateLimitServiceClient, callers, per int, d tim
 	return loadResult{rps: float64(len(all)) / elapsed.Seconds(), p50: all[len(all)/2], p99: all[len(all)*99/100]}
 }
 
+// startServeProcess builds cmd/flowgate and runs `flowgate serve` with
+// the Envoy service on config and Redis at redisAddr, as its own process
+// like the reference; it returns the Envoy service's address.
+func startServeProcess(t *testing.T, redisAddr, config string) string {
+	t.Helper()
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "flowgate")
+	build := exec.Command("go", "build", "-o", bin, "./cmd/flowgate")
+	build.Dir = ".." // the core module, with its own go.sum
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	cfg := filepath.Join(dir, "c.yaml")
+	if err := os.WriteFile(cfg, []byte(config), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin, "serve", "-listen", "127.0.0.1:0", "-redis", redisAddr, "-envoy-listen", "127.0.0.1:0",
+		"-envoy-config", cfg, "-envoy-key-prefix", "fg:", "-envoy-headers")
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	lines := bufio.NewScanner(out)
+	for lines.Scan() {
+		if a, ok := strings.CutPrefix(lines.Text(), "envoy rate limit service on "); ok {
+			go io.Copy(io.Discard, out)
+			return a
+		}
+	}
+	t.Fatal("flowgate serve ended before its Envoy service listened")
+	return ""
+}
+
 // TestEnvoyThroughput measures both services on one redis-server with 32
 // concurrent callers over 1000 descriptor values, 1 and 5 descriptors per
 // request (FLOWGATE_ENVOY_BENCH_DURATION per run, default 3s).
@@ -418,7 +457,7 @@ func TestEnvoyThroughput(t *testing.T) {
 	}
 	srv := redistest.Start(t)
 	ref := dialRLS(t, startRef(t, bin, srv.Addr, benchConfig).addr)
-	ours := dialRLS(t, startOurs(t, srv, benchConfig))
+	ours := dialRLS(t, startServeProcess(t, srv.Addr, benchConfig))
 	for _, per := range []int{1, 5} {
 		drive(t, ref, 32, per, d/10) // warm both up: connections, pools
 		drive(t, ours, 32, per, d/10)
