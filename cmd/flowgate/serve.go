@@ -79,6 +79,11 @@ func serve(ctx context.Context, cf serveConfig, stdout io.Writer, log *slog.Logg
 		return err
 	}
 	defer ts.Close()
+	envoy, err := startEnvoy(cf, rdb, ts, stdout, log)
+	if err != nil {
+		return err
+	}
+	defer envoy.stop(time.Duration(cf.ShutdownTimeout))
 	var watched *watchedRules
 	var alerts atomic.Pointer[serveAlerts] // set once the server exists
 	if cf.Rules != "" {
@@ -110,7 +115,7 @@ func serve(ctx context.Context, cf serveConfig, stdout io.Writer, log *slog.Logg
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(lis) }()
 	fmt.Fprintf(stdout, "listening on %s\n", lis.Addr())
-	hs, err := serveMetrics(cf, srv, ts, watched, stdout, log)
+	hs, err := serveMetrics(cf, srv, ts, watched, stdout, log, envoy.collectors()...)
 	if err != nil {
 		srv.Stop()
 		<-served
@@ -192,12 +197,12 @@ func startServeAlerts(w *rules.Watcher, srv *tokenrpc.Server, alerts *atomic.Poi
 
 // serveMetrics serves /metrics and the admin console on cf.MetricsListen,
 // or nothing (a nil server) when it is empty.
-func serveMetrics(cf serveConfig, srv *tokenrpc.Server, ts *cluster.RedisTokenServer, watched *watchedRules, stdout io.Writer, log *slog.Logger) (*http.Server, error) {
+func serveMetrics(cf serveConfig, srv *tokenrpc.Server, ts *cluster.RedisTokenServer, watched *watchedRules, stdout io.Writer, log *slog.Logger, extra ...prometheus.Collector) (*http.Server, error) {
 	if cf.MetricsListen == "" {
 		return nil, nil
 	}
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(srv.Collector(), metrics.NewClusterCollector(ts))
+	reg.MustRegister(append([]prometheus.Collector{srv.Collector(), metrics.NewClusterCollector(ts)}, extra...)...)
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 	if !cf.NoAdmin {

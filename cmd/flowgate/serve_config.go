@@ -58,6 +58,9 @@ type serveConfig struct {
 	// admin reads open, no AdminReadTokenEnv (a warning is logged); default
 	// false, and serve refuses to start that way.
 	AllowOpenAdminReads bool `json:"allowOpenAdminReads"`
+
+	// Envoy is the Envoy rate-limit service (serve_envoy.go).
+	Envoy envoyConfig `json:"envoy"`
 }
 
 type redisConfig struct {
@@ -175,6 +178,7 @@ func bindServeFlags(fs *flag.FlagSet, cf *serveConfig) *serveFlagVars {
 		"listen beyond loopback with a token but no TLS, the token in clear on the network (logs a warning)")
 	fs.BoolVar(&cf.AllowOpenAdminReads, "allow-open-admin-reads", cf.AllowOpenAdminReads,
 		"serve the admin reads beyond loopback without -admin-read-token-env (logs a warning)")
+	bindEnvoyFlags(fs, &cf.Envoy)
 	return v
 }
 
@@ -217,6 +221,7 @@ func (cf *serveConfig) validate() error {
 	if cf.Timeout <= 0 || cf.ShutdownTimeout <= 0 {
 		errs = append(errs, errors.New("timeout, shutdownTimeout: must be > 0"))
 	}
+	errs = append(errs, cf.Envoy.validate())
 	return errors.Join(errs...)
 }
 

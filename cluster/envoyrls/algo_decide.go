@@ -1,0 +1,76 @@
+package envoyrls
+
+import (
+	"errors"
+	"math"
+
+	rlspb "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/durationpb"
+
+	"github.com/flowgate/flowgate/flow"
+)
+
+// algoRules are the engine rules of c's algorithm descriptors; with
+// cluster set, each is decided by the token server, falling back to a
+// local decision while it cannot answer.
+func (c *Config) algoRules(cluster bool) []flow.Rule {
+	var out []flow.Rule
+	var walk func(n *node)
+	walk = func(n *node) {
+		if n.limit != nil && n.limit.algo != nil {
+			r := n.limit.algo.rule
+			if cluster {
+				r.Cluster = &flow.ClusterSpec{Threshold: "global", Fallback: "local"}
+			}
+			out = append(out, r)
+		}
+		for _, ch := range n.children {
+			walk(ch)
+		}
+	}
+	for _, d := range c.domains {
+		walk(d)
+	}
+	return out
+}
+
+// algorithm decides descriptor i with the engine: the rule is the
+// descriptor's, the key its entries' values (share_threshold patterns
+// standing for the values they match), hits the permits asked. A
+// descriptor asking 0 hits is answered OK without being counted: a flow
+// rule cannot be read without taking from it.
+func (c *call) algorithm(i int, m match) (*rlspb.RateLimitResponse_DescriptorStatus, error) {
+	l := m.limit
+	st := &rlspb.RateLimitResponse_DescriptorStatus{Code: rlspb.RateLimitResponse_OK, CurrentLimit: l.current}
+	hits := c.hits(i)
+	if hits == 0 {
+		return st, nil
+	}
+	key := string(appendCounterKey(nil, "", c.req.GetDomain(), c.descriptor(i), m.share, 0))
+	p, err := c.s.eng.Entry(l.path, flow.WithUser(key), flow.WithTokens(int(min(hits, math.MaxInt32))))
+	var be *flow.BlockError
+	switch {
+	case errors.As(err, &be):
+		st.Code = rlspb.RateLimitResponse_OVER_LIMIT
+		if be.RetryAfter > 0 {
+			st.DurationUntilReset = durationpb.New(be.RetryAfter)
+		}
+	case err != nil:
+		return nil, status.Errorf(codes.Unavailable, "descriptor %s: %v", l.path, err)
+	default:
+		if q, ok := p.Quota(); ok {
+			st.LimitRemaining = uint32(max(0, min(math.Floor(q.Remaining), math.MaxUint32)))
+			if q.Reset > 0 {
+				st.DurationUntilReset = durationpb.New(q.Reset)
+			}
+		}
+		p.Exit()
+	}
+	c.s.stat.record(l, st.Code, hits)
+	if st.Code == rlspb.RateLimitResponse_OVER_LIMIT && l.shadow {
+		st.Code = rlspb.RateLimitResponse_OK
+	}
+	return st, nil
+}

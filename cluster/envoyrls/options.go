@@ -1,0 +1,76 @@
+package envoyrls
+
+import (
+	"log/slog"
+
+	"github.com/flowgate/flowgate/clock"
+	"github.com/flowgate/flowgate/flow"
+)
+
+// Option configures a Service.
+type Option func(*options)
+
+type options struct {
+	clk     clock.Clock
+	store   Store
+	ts      flow.TokenServer
+	prefix  string
+	headers *HeaderNames
+	log     *slog.Logger
+}
+
+func defaultOptions() options {
+	return options{clk: clock.Real(), store: NewLocalStore()}
+}
+
+// WithClock sets the clock fixed windows are aligned on and resets are
+// computed from. Default: clock.Real().
+func WithClock(c clock.Clock) Option { return func(o *options) { o.clk = c } }
+
+// WithStore sets where the fixed-window counters live. Default: a
+// LocalStore (decisions local to this process); NewRedisStore shares them.
+func WithStore(s Store) Option { return func(o *options) { o.store = s } }
+
+// WithTokenServer decides the algorithm descriptors cluster-wide with ts
+// (the Redis token server), each falling back to a local decision while ts
+// cannot answer. Default: none, decisions local to this process.
+func WithTokenServer(ts flow.TokenServer) Option { return func(o *options) { o.ts = ts } }
+
+// WithKeyPrefix prefixes every counter key. Default "", as
+// envoyproxy/ratelimit's CACHE_KEY_PREFIX: both name a window's counter
+// alike, so a deployment moving over on the same Redis keeps its counts.
+func WithKeyPrefix(p string) Option { return func(o *options) { o.prefix = p } }
+
+// HeaderNames names the three response headers; empty fields take the
+// defaults RateLimit-Limit, RateLimit-Remaining, RateLimit-Reset.
+type HeaderNames struct {
+	Limit, Remaining, Reset string
+}
+
+// WithResponseHeaders makes every answer carry, for the descriptor closest
+// to its limit (or the last one over it), its requests per unit, what is
+// left of it and the seconds until its window resets, as
+// envoyproxy/ratelimit's LIMIT_RESPONSE_HEADERS_ENABLED does. Default: off.
+func WithResponseHeaders(names HeaderNames) Option {
+	return func(o *options) {
+		if names.Limit == "" {
+			names.Limit = "RateLimit-Limit"
+		}
+		if names.Remaining == "" {
+			names.Remaining = "RateLimit-Remaining"
+		}
+		if names.Reset == "" {
+			names.Reset = "RateLimit-Reset"
+		}
+		o.headers = &names
+	}
+}
+
+// WithLogger sets where the service logs; default silent.
+func WithLogger(l *slog.Logger) Option { return func(o *options) { o.log = l } }
+
+func (s *Service) logWarn(msg string, attrs ...any) {
+	if s.cf.log != nil {
+		s.cf.log.Warn(msg, attrs...)
+	}
+}

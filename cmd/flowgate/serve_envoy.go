@@ -1,0 +1,161 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/redis/go-redis/v9"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
+
+	"github.com/flowgate/flowgate/cluster"
+	"github.com/flowgate/flowgate/cluster/envoyrls"
+)
+
+// envoyConfig is serve's Envoy rate-limit service: off unless Listen and
+// Config are both set.
+type envoyConfig struct {
+	Listen    string `json:"listen"`    // gRPC address of envoy.service.ratelimit.v3; "" = off
+	Config    string `json:"config"`    // envoyproxy/ratelimit YAML: a file or a directory, hot reloaded
+	Store     string `json:"store"`     // "redis" (default: the -redis server(s)) or "local" (this process only)
+	Headers   bool   `json:"headers"`   // add RateLimit-Limit/-Remaining/-Reset to answers
+	KeyPrefix string `json:"keyPrefix"` // Redis counter key prefix; default "" as envoyproxy/ratelimit
+}
+
+// bindEnvoyFlags defines the -envoy-* flags on fs over ec.
+func bindEnvoyFlags(fs *flag.FlagSet, ec *envoyConfig) {
+	fs.StringVar(&ec.Listen, "envoy-listen", ec.Listen, "gRPC address answering Envoy's rate-limit service (envoy.service.ratelimit.v3); empty: off")
+	fs.StringVar(&ec.Config, "envoy-config", ec.Config, "envoyproxy/ratelimit YAML configuration: a file or a directory of them, hot reloaded")
+	fs.StringVar(&ec.Store, "envoy-store", ec.Store, `where Envoy's fixed-window counters live: "redis" (the -redis servers) or "local" (this process only)`)
+	fs.BoolVar(&ec.Headers, "envoy-headers", ec.Headers, "answer Envoy with RateLimit-Limit, RateLimit-Remaining and RateLimit-Reset headers")
+	fs.StringVar(&ec.KeyPrefix, "envoy-key-prefix", ec.KeyPrefix, "prefix of Envoy counters' Redis keys (envoyproxy/ratelimit's CACHE_KEY_PREFIX)")
+}
+
+func (ec *envoyConfig) validate() error {
+	switch {
+	case (ec.Listen == "") != (ec.Config == ""):
+		return errors.New("envoy: -envoy-listen and -envoy-config go together")
+	case ec.Store != "" && ec.Store != "redis" && ec.Store != "local":
+		return fmt.Errorf("envoy: store %q: want redis or local", ec.Store)
+	}
+	return nil
+}
+
+// envoyService is the running Envoy service; stop drains it.
+type envoyService struct {
+	svc    *envoyrls.Service
+	srv    *envoyrls.Server
+	w      *envoyrls.Watcher
+	served chan error
+}
+
+// startEnvoy starts the Envoy rate-limit service when cf asks for it (nil
+// otherwise): the configuration watched, counters in rdb or local, the
+// algorithm descriptors decided by ts, guarded as the token service is.
+func startEnvoy(cf serveConfig, rdb redis.UniversalClient, ts *cluster.RedisTokenServer, stdout io.Writer, log *slog.Logger) (*envoyService, error) {
+	ec := cf.Envoy
+	if err := ec.validate(); err != nil || ec.Listen == "" {
+		return nil, err
+	}
+	token, err := readSecret(cf.TokenFile, cf.TokenEnv)
+	if err != nil {
+		return nil, fmt.Errorf("token: %w", err)
+	}
+	exposed := cf
+	exposed.Listen = ec.Listen
+	if warning, err := exposed.exposure(token != ""); err != nil {
+		return nil, fmt.Errorf("envoy: %w", err)
+	} else if warning != "" {
+		log.Warn("flowgate serve: envoy: " + warning)
+	}
+	opts := []envoyrls.Option{envoyrls.WithLogger(log), envoyrls.WithKeyPrefix(ec.KeyPrefix)}
+	if ec.Headers {
+		opts = append(opts, envoyrls.WithResponseHeaders(envoyrls.HeaderNames{}))
+	}
+	if ec.Store == "local" {
+		log.Info("flowgate serve: envoy: decisions local to this process (no Redis): each replica counts alone")
+	} else {
+		opts = append(opts, envoyrls.WithStore(envoyrls.NewRedisStore(rdb)), envoyrls.WithTokenServer(ts))
+	}
+	svc := envoyrls.NewService(opts...)
+	w, err := envoyrls.Watch(svc, ec.Config, envoyrls.WatchLogger(log))
+	if err != nil {
+		return nil, fmt.Errorf("envoy: %w", err)
+	}
+	var gopts []grpc.ServerOption
+	if cf.TLS.Cert != "" {
+		tc, err := serverTLS(cf.TLS)
+		if err != nil {
+			w.Close()
+			return nil, fmt.Errorf("tls: %w", err)
+		}
+		gopts = append(gopts, grpc.Creds(credentials.NewTLS(tc)))
+	}
+	lis, err := net.Listen("tcp", ec.Listen)
+	if err != nil {
+		w.Close()
+		return nil, fmt.Errorf("envoy: %w", err)
+	}
+	es := &envoyService{svc: svc, srv: envoyrls.NewServer(svc, token, gopts...), w: w, served: make(chan error, 1)}
+	go func() { es.served <- es.srv.Serve(lis) }()
+	fmt.Fprintf(stdout, "envoy rate limit service on %s\n", lis.Addr())
+	return es, nil
+}
+
+// stop drains the calls in flight for up to timeout, then stops watching.
+// A nil service (Envoy off) stops nothing.
+func (es *envoyService) stop(timeout time.Duration) error {
+	if es == nil {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	err := es.srv.Shutdown(ctx)
+	return errors.Join(err, <-es.served, es.w.Close())
+}
+
+// envoyCollector exports the Envoy service's counts: per configured limit
+// (its place in the configuration, so the label values are bounded by the
+// configuration's size), the hits within, over, and over in shadow mode.
+type envoyCollector struct{ svc *envoyrls.Service }
+
+var (
+	envoyRequestsDesc = prometheus.NewDesc("flowgate_envoy_requests_total", "ShouldRateLimit calls answered.", nil, nil)
+	envoyErrorsDesc   = prometheus.NewDesc("flowgate_envoy_errors_total", "ShouldRateLimit calls failed (counters unreachable).", nil, nil)
+	envoyHitsDesc     = prometheus.NewDesc("flowgate_envoy_hits_total", "Hits per configured limit and outcome (within, over, shadow: over but answered OK).",
+		[]string{"domain", "limit", "outcome"}, nil)
+)
+
+func (c envoyCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- envoyRequestsDesc
+	ch <- envoyErrorsDesc
+	ch <- envoyHitsDesc
+}
+
+func (c envoyCollector) Collect(ch chan<- prometheus.Metric) {
+	st := c.svc.Stats()
+	ch <- prometheus.MustNewConstMetric(envoyRequestsDesc, prometheus.CounterValue, float64(st.Requests))
+	ch <- prometheus.MustNewConstMetric(envoyErrorsDesc, prometheus.CounterValue, float64(st.Errors))
+	for path, ls := range st.Limits {
+		domain, _, _ := strings.Cut(path, ".")
+		ch <- prometheus.MustNewConstMetric(envoyHitsDesc, prometheus.CounterValue, float64(ls.Within), domain, path, "within")
+		ch <- prometheus.MustNewConstMetric(envoyHitsDesc, prometheus.CounterValue, float64(ls.Over), domain, path, "over")
+		ch <- prometheus.MustNewConstMetric(envoyHitsDesc, prometheus.CounterValue, float64(ls.Shadow), domain, path, "shadow")
+	}
+}
+
+// collectors are what the Envoy service adds to /metrics (none when off).
+func (es *envoyService) collectors() []prometheus.Collector {
+	if es == nil {
+		return nil
+	}
+	return []prometheus.Collector{envoyCollector{es.svc}}
+}
