@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
+	"fmt"
 	"os"
 	"regexp"
 	"runtime"
@@ -13,6 +15,7 @@ import (
 
 	"github.com/flowgate/flowgate/alerting"
 	"github.com/flowgate/flowgate/flow"
+	"github.com/flowgate/flowgate/internal/testing/judge"
 )
 
 // TestDemo runs the whole demo for 6 s of real traffic, in plain mode as CI
@@ -23,24 +26,51 @@ func TestDemo(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs 6 s of real HTTP load")
 	}
-	before := runtime.NumGoroutine()
-	var buf bytes.Buffer
-	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Second)
-	defer cancel()
-	mon, err := run(ctx, cancel, config{duration: 6 * time.Second, plain: true, out: &buf, workers: 64})
-	if err != nil {
-		t.Fatalf("run: %v\n%s", err, buf.String())
-	}
-	out := buf.String()
-	defer func() {
-		if t.Failed() {
-			t.Logf("demo output:\n%s", out)
+	// The traffic's shape depends on the process getting the CPU it asks
+	// for: a run during which it was held off for long (a loaded machine)
+	// cannot show every level's refusals, and is tried again.
+	judge.Retry(t, 3, func(int) error {
+		before := runtime.NumGoroutine()
+		var buf bytes.Buffer
+		ctx, cancel := context.WithTimeout(context.Background(), 50*time.Second)
+		defer cancel()
+		m := judge.Start(time.Millisecond)
+		mon, err := run(ctx, cancel, config{duration: 6 * time.Second, plain: true, out: &buf, workers: 64})
+		late := m.Stop()
+		if err != nil {
+			return fmt.Errorf("run: %v\n%s", err, buf.String())
 		}
-	}()
+		out := buf.String()
+		if p := demoShapeProblems(out, mon); len(p) > 0 {
+			err := fmt.Errorf("%s\ndemo output:\n%s", strings.Join(p, "\n"), out)
+			if late >= 100*time.Millisecond {
+				return fmt.Errorf("the process woke up to %v late: %w: %w", late, judge.ErrUnjudged, err)
+			}
+			return err
+		}
+		if strings.Contains(out, "\x1b") {
+			return errors.New("plain output contains an escape code")
+		}
+		// Everything the demo started has stopped: server, watcher,
+		// alerter, workers, idle connections.
+		deadline := time.Now().Add(5 * time.Second)
+		for runtime.NumGoroutine() > before && time.Now().Before(deadline) {
+			time.Sleep(20 * time.Millisecond) // waiting for goroutines to exit, not for logic
+		}
+		if n := runtime.NumGoroutine(); n > before {
+			buf := make([]byte, 1<<16)
+			return fmt.Errorf("%d goroutines after the run, %d before:\n%s", n, before, buf[:runtime.Stack(buf, true)])
+		}
+		return nil
+	})
+}
 
-	if strings.Contains(out, "\x1b") {
-		t.Errorf("plain output contains an escape code")
-	}
+// demoShapeProblems lists what the demo's output fails to show of what it
+// is for: refusals at every level (read from its own /metrics scrape and
+// from the clients' 429 bodies), the hot reload, the alert firing, the
+// shipping breaker opening and closing, the warm-up ramp.
+func demoShapeProblems(out string, mon *monitor) []string {
+	var p []string
 	for _, level := range []string{"ip", "user", "global"} {
 		re := regexp.MustCompile(`flowgate_requests_total\{level="` + level + `",resource="[^"]+",result="blocked"\} (\d+)`)
 		var total int
@@ -49,50 +79,39 @@ func TestDemo(t *testing.T) {
 			total += n
 		}
 		if total == 0 {
-			t.Errorf("no blocks at level %s in the scraped metrics", level)
+			p = append(p, "no blocks at level "+level+" in the scraped metrics")
 		}
 	}
 	if !regexp.MustCompile(`reload applied: version [0-9a-f]{12} -> [0-9a-f]{12}`).MatchString(out) {
-		t.Errorf("output has no reload line")
+		p = append(p, "output has no reload line")
 	}
 	if !strings.Contains(out, `flowgate_rule_limit{level="user",resource="GET /api/products",rule="products-per-user"} 15`) {
-		t.Errorf("scrape does not show the reloaded per-user limit (15)")
+		p = append(p, "scrape does not show the reloaded per-user limit (15)")
 	}
 	if !regexp.MustCompile(`ALERT FIRING +GET /api/`).MatchString(out) {
-		t.Errorf("output has no alert firing line")
+		p = append(p, "output has no alert firing line")
 	}
-	// The carrier outage opened the shipping breaker, and it closed again.
 	opened := strings.Index(out, "BREAKER OPEN   GET /api/shipping")
 	closed := strings.Index(out, "breaker closed GET /api/shipping")
 	if opened < 0 || closed < opened {
-		t.Errorf("output does not show the shipping breaker opening, then closing")
+		p = append(p, "output does not show the shipping breaker opening, then closing")
 	}
 	if !regexp.MustCompile(`flowgate_breaker_transitions_total\{resource="GET /api/shipping",rule="shipping-carrier",to="open"\} [1-9]`).MatchString(out) ||
 		!strings.Contains(out, `flowgate_breaker_state{resource="GET /api/shipping",rule="shipping-carrier"} 0`) {
-		t.Errorf("scrape does not show the breaker's opening and its closed state at the end")
+		p = append(p, "scrape does not show the breaker's opening and its closed state at the end")
 	}
 	if !strings.Contains(out, "warm-up ramp on GET /api/recommendations") {
-		t.Errorf("output has no warm-up ramp")
+		p = append(p, "output has no warm-up ramp")
 	}
-	// Everything the demo started has stopped: server, watcher, alerter,
-	// workers, idle connections.
-	deadline := time.Now().Add(5 * time.Second)
-	for runtime.NumGoroutine() > before && time.Now().Before(deadline) {
-		time.Sleep(20 * time.Millisecond) // waiting for goroutines to exit, not for logic
-	}
-	if n := runtime.NumGoroutine(); n > before {
-		buf := make([]byte, 1<<16)
-		t.Errorf("%d goroutines after the run, %d before:\n%s", n, before, buf[:runtime.Stack(buf, true)])
-	}
-	// The clients saw the same levels in the 429 bodies.
 	var ip, user uint64
 	for _, a := range mon.sc.actors {
 		ip += a.blocked[flow.LevelIP].Load()
 		user += a.blocked[flow.LevelUser].Load()
 	}
 	if ip == 0 || user == 0 {
-		t.Errorf("clients counted 429s at ip %d, user %d; want both > 0", ip, user)
+		p = append(p, fmt.Sprintf("clients counted 429s at ip %d, user %d; want both > 0", ip, user))
 	}
+	return p
 }
 
 // TestScreen checks both output modes on a frame: plain has no escape
