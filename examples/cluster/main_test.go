@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"os"
 	"os/exec"
 	"regexp"
 	"strconv"
@@ -21,6 +22,9 @@ func TestRun(t *testing.T) {
 		t.Fatalf("exit %d", code)
 	}
 	if _, err := exec.LookPath("redis-server"); err != nil {
+		if os.Getenv("FLOWGATE_REQUIRE_REDIS") == "1" {
+			t.Fatal("redis-server is not on PATH, and FLOWGATE_REQUIRE_REDIS=1")
+		}
 		if !strings.Contains(out.String(), "skipping") {
 			t.Fatal("no redis-server and no skip message")
 		}
