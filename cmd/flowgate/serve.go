@@ -196,7 +196,7 @@ func serveMetrics(cf serveConfig, srv *tokenrpc.Server, ts *cluster.RedisTokenSe
 	reg.MustRegister(srv.Collector(), metrics.NewClusterCollector(ts))
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
-	if err := mountAdmin(mux, cf, watched, log); err != nil {
+	if err := mountAdmin(mux, cf, watched, srv.Snapshot, log); err != nil {
 		return nil, fmt.Errorf("admin: %w", err)
 	}
 	ml, err := net.Listen("tcp", cf.MetricsListen)

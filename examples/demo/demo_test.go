@@ -93,6 +93,18 @@ func TestDemo(t *testing.T) {
 	if ip == 0 || user == 0 {
 		t.Errorf("clients counted 429s at ip %d, user %d; want both > 0", ip, user)
 	}
+	// The open shipping breaker's 503s are counted as the breaker's, not
+	// as a level's 429s.
+	var broken uint64
+	for _, a := range mon.sc.actors {
+		broken += a.broken.Load()
+	}
+	if broken == 0 {
+		t.Errorf("clients counted no breaker 503s while the shipping breaker was open")
+	}
+	if !regexp.MustCompile(`client +sent +ok +ip +user +global +breaker`).MatchString(out) {
+		t.Errorf("the clients' table has no breaker column")
+	}
 }
 
 // TestScreen checks both output modes on a frame: plain has no escape
