@@ -8,6 +8,10 @@ export FLOWGATE_REQUIRE_REDIS ?=
 export FLOWGATE_REQUIRE_PROMETHEUS ?=
 export FLOWGATE_REQUIRE_ETCD ?=
 export FLOWGATE_REQUIRE_BROWSER ?=
+# The go.work at the root ties the modules together for development; the core's
+# own commands run without it (CORE), so the core is built as a user gets it:
+# with its own go.mod's versions, and ./... its packages alone.
+CORE    ?= GOWORK=off $(GO)
 # Modules of their own beside the core, tested by make test (scripts/modules.sh).
 MODULES ?= contrib/gin contrib/echo
 # Every module of its own, checked by make lint.
@@ -27,9 +31,9 @@ demo:
 ## own (MODULES) and the examples. The allocation checks run again without -race: the race detector
 ## changes allocation counts (sync.Pool drops a random share of what is put back), so under it they skip.
 test: deps
-	$(GO) vet $(PKGS)
-	FLOWGATE_REQUIRE_REDIS=1 FLOWGATE_REQUIRE_PROMETHEUS=1 FLOWGATE_REQUIRE_ETCD=1 FLOWGATE_REQUIRE_BROWSER=1 $(GO) test -race -count=1 -timeout 20m $(PKGS)
-	$(GO) test -count=1 -run 'Alloc' ./flow/...
+	$(CORE) vet $(PKGS)
+	FLOWGATE_REQUIRE_REDIS=1 FLOWGATE_REQUIRE_PROMETHEUS=1 FLOWGATE_REQUIRE_ETCD=1 FLOWGATE_REQUIRE_BROWSER=1 $(CORE) test -race -count=1 -timeout 20m $(PKGS)
+	$(CORE) test -count=1 -run 'Alloc' ./flow/...
 	@$(MAKE) --no-print-directory test-modules
 	@$(MAKE) --no-print-directory compat
 	@$(MAKE) --no-print-directory examples
@@ -54,7 +58,7 @@ examples:
 
 ## bench: every benchmark, with allocation counts.
 bench:
-	$(GO) test -run '^$$' -bench . -benchmem $(PKGS)
+	$(CORE) test -run '^$$' -bench . -benchmem $(PKGS)
 
 ## bench-peers: flowgate against x/time/rate, uber ratelimit and redis_rate (module bench/),
 ## in one run; writes bench/results.txt and the table in bench/README.md.
