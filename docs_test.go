@@ -387,6 +387,16 @@ func exportData(t *testing.T, dir string, imports []string) map[string]string {
 	args := append([]string{"list", "-export", "-deps", "-f", "{{.ImportPath}}\t{{.Export}}"}, imports...)
 	cmd := exec.Command("go", args...)
 	cmd.Dir = dir
+	if dir != "." && dir != "" {
+		// A module of its own requires a released core; the repository's
+		// go.work puts this tree in its place (make test runs the core's
+		// tests with GOWORK=off).
+		work, err := filepath.Abs("go.work")
+		if err != nil {
+			t.Fatal(err)
+		}
+		cmd.Env = append(os.Environ(), "GOWORK="+work)
+	}
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()

@@ -92,7 +92,11 @@ func sameRules(a, b []flow.Rule) bool {
 // Snapshot is GET /api/snapshot: the engine's statistics (flow.Snapshot)
 // in JSON, durations in seconds.
 type Snapshot struct {
-	Time           time.Time       `json:"time"` // on the engine's clock
+	// Decider says whose decisions Resources count: "engine" (the
+	// engine's own calls) or "service" (WithSnapshots: for example a
+	// token service's grants and refusals for its clients).
+	Decider        string          `json:"decider"`
+	Time           time.Time       `json:"time"` // on the engine's clock (the service's with WithSnapshots)
 	AdaptiveFactor float64         `json:"adaptiveFactor"`
 	SystemLimit    int64           `json:"systemLimit"`
 	InFlight       int64           `json:"inFlight"`
@@ -190,24 +194,19 @@ func (h *Handler) getSnapshot(w http.ResponseWriter, r *http.Request) {
 
 func (h *Handler) snapshot() Snapshot {
 	s := h.eng.Snapshot()
+	decider := "engine"
+	if h.cf.snapshots != nil {
+		d := h.cf.snapshots()
+		s.Time, s.AdaptiveFactor, s.SystemLimit, s.Resources, s.Cluster = d.Time, d.AdaptiveFactor, d.SystemLimit, d.Resources, d.Cluster
+		decider = "service"
+	}
 	byRule := h.eng.BlockedByRule()
-	out := Snapshot{Time: s.Time, AdaptiveFactor: s.AdaptiveFactor, SystemLimit: s.SystemLimit,
+	out := Snapshot{Decider: decider, Time: s.Time, AdaptiveFactor: s.AdaptiveFactor, SystemLimit: s.SystemLimit,
 		Resources: make([]ResourceStats, 0, len(s.Resources)), Rules: make([]RuleStats, 0, len(s.Rules)),
 		Cluster: ClusterStats{Requests: s.Cluster.Requests, Fallbacks: s.Cluster.Fallbacks}}
 	for _, rs := range s.Resources {
 		out.InFlight += rs.InFlight
-		blocked := map[string]uint64{}
-		for l := flow.Level(0); l < flow.NumLevels; l++ {
-			blocked[l.String()] = rs.Blocked[l]
-		}
-		out.Resources = append(out.Resources, ResourceStats{
-			Resource: rs.Resource, Passed: rs.Passed, Waited: rs.Waited, Blocked: blocked,
-			Completed: rs.Completed, Errors: rs.Errors, InFlight: rs.InFlight,
-			AvgRTSeconds: avg(rs.RTSum, rs.Completed), AvgWaitSeconds: avg(rs.WaitSum, rs.Waited),
-			Recent: WindowStats{Admitted: rs.Recent.Admitted, Blocked: rs.Recent.Blocked, Completed: rs.Recent.Completed,
-				Errors: rs.Recent.Errors, AvgRTSeconds: avg(rs.Recent.RTSum, rs.Recent.Completed),
-				MinRTSeconds: rs.Recent.MinRT.Seconds(), MaxRTSeconds: rs.Recent.MaxRT.Seconds(), SpanSeconds: rs.Recent.Span.Seconds()},
-		})
+		out.Resources = append(out.Resources, resourceStats(rs))
 	}
 	out.Breakers = make([]BreakerStats, 0, len(s.Breakers))
 	for _, b := range s.Breakers {
@@ -231,6 +230,22 @@ func (h *Handler) snapshot() Snapshot {
 		out.Rules = append(out.Rules, rs)
 	}
 	return out
+}
+
+// resourceStats is rs in JSON form.
+func resourceStats(rs flow.ResourceStats) ResourceStats {
+	blocked := map[string]uint64{}
+	for l := flow.Level(0); l < flow.NumLevels; l++ {
+		blocked[l.String()] = rs.Blocked[l]
+	}
+	return ResourceStats{
+		Resource: rs.Resource, Passed: rs.Passed, Waited: rs.Waited, Blocked: blocked,
+		Completed: rs.Completed, Errors: rs.Errors, InFlight: rs.InFlight,
+		AvgRTSeconds: avg(rs.RTSum, rs.Completed), AvgWaitSeconds: avg(rs.WaitSum, rs.Waited),
+		Recent: WindowStats{Admitted: rs.Recent.Admitted, Blocked: rs.Recent.Blocked, Completed: rs.Recent.Completed,
+			Errors: rs.Recent.Errors, AvgRTSeconds: avg(rs.Recent.RTSum, rs.Recent.Completed),
+			MinRTSeconds: rs.Recent.MinRT.Seconds(), MaxRTSeconds: rs.Recent.MaxRT.Seconds(), SpanSeconds: rs.Recent.Span.Seconds()},
+	}
 }
 
 func avg(sum time.Duration, n uint64) float64 {

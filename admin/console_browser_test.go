@@ -156,6 +156,10 @@ func TestConsoleInBrowser(t *testing.T) {
 		t.Fatalf("the breaker never opened: %+v", snap.Breakers)
 	}
 	checks = append(checks, fmt.Sprintf(`document.querySelector('tr[data-breaker="pay-breaker"] [data-field="state"]')?.textContent === %q`, snap.Breakers[0].State.String()))
+	// The rules table's breaker row shows its threshold and state, not a
+	// limit of 0.
+	checks = append(checks, fmt.Sprintf(`document.querySelector('tr[data-rule="pay-breaker"] [data-field="limit"]')?.textContent === "error_ratio threshold 0.50" &&
+		document.querySelector('tr[data-rule="pay-breaker"] [data-field="effective"]')?.textContent.startsWith(%q)`, snap.Breakers[0].State.String()+", now "))
 	numbers := `(() => {
 		const num = (res, field) => Number(document.querySelector('[data-resource="' + res + '"] [data-field="' + field + '"]')?.textContent.replaceAll(",", ""));
 		return ` + strings.Join(checks, " && ") + `;

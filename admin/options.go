@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/flowgate/flowgate/flow"
 	"github.com/flowgate/flowgate/rules"
 )
 
@@ -19,7 +20,8 @@ type config struct {
 	mtls      bool
 	mtlsNames map[string]bool // nil: any verified client certificate
 	log       *slog.Logger
-	poll      time.Duration // console refresh
+	poll      time.Duration        // console refresh
+	snapshots func() flow.Snapshot // the resources' decisions; nil: the engine's
 }
 
 // Source is where the rules in force came from; *rules.Watcher is one.
@@ -72,6 +74,16 @@ func WithWriteMTLS(names ...string) Option {
 // Default: reads open, as they change nothing; mount the handler where
 // only operators reach it, since top keys name users and client IPs.
 func WithReadToken(token string) Option { return func(cf *config) { cf.readTok = token } }
+
+// WithSnapshots has GET /api/snapshot and the console show the resources
+// and their decisions from fn instead of the engine's own calls: for a
+// token service, whose engine decides nothing, its Snapshot method
+// (cluster/tokenrpc.Server.Snapshot: per resource, what the service granted
+// and refused, by level). The time and factors shown come from fn too; the
+// rules in force and the breakers are still the engine's. fn is called
+// once per request and must be safe for concurrent use. Default: the
+// engine's Snapshot.
+func WithSnapshots(fn func() flow.Snapshot) Option { return func(cf *config) { cf.snapshots = fn } }
 
 // WithLogger logs refused writes and write-back failures. Default: silent.
 func WithLogger(l *slog.Logger) Option { return func(cf *config) { cf.log = l } }

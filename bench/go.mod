@@ -5,7 +5,7 @@ go 1.26.0
 require (
 	github.com/alibaba/sentinel-golang v1.0.4
 	github.com/envoyproxy/go-control-plane/envoy v1.40.0
-	github.com/flowgate/flowgate v0.0.0
+	github.com/flowgate/flowgate v0.1.0
 	github.com/go-redis/redis_rate/v10 v10.0.1
 	github.com/redis/go-redis/v9 v9.23.0
 	go.uber.org/ratelimit v0.3.1
@@ -41,9 +41,11 @@ require (
 	golang.org/x/net v0.61.0 // indirect
 	golang.org/x/sys v0.49.0 // indirect
 	golang.org/x/text v0.43.0 // indirect
+	// Past the split of googleapis/rpc out of genproto: sentinel-golang's old
+	// dependencies select a genproto that still holds it, and the go.work's
+	// build of the core's flow/flowgrpc would find its import in two modules.
+	google.golang.org/genproto v0.0.0-20261026165753-2ffab32bce7e // indirect
 	google.golang.org/genproto/googleapis/rpc v0.0.0-20261019180522-ce908d29299b // indirect
 	gopkg.in/check.v1 v1.0.0-20201130134442-10cb98267c6c // indirect
 	gopkg.in/yaml.v2 v2.3.0 // indirect
 )
-
-replace github.com/flowgate/flowgate => ../

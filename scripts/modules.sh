@@ -1,10 +1,14 @@
 #!/bin/sh
 # Vets and tests each module of its own named on the command line (the
 # framework adapters under contrib/), the way make test tests the core:
-# -race, -count=1. Each module has a replace to the core, so it tests
-# against this tree. Every module runs even after one fails.
+# -race, -count=1. Each module requires a released core version; the
+# go.work at the root puts this tree in its place, so each tests against
+# this tree (GOWORK is set to it, whatever the caller's). Every module runs
+# even after one fails.
 set -u
 GO=${GO:-go}
+GOWORK="$(cd "$(dirname "$0")/.." && pwd)/go.work"
+export GOWORK
 status=0
 for m in "$@"; do
 	echo "== $m"

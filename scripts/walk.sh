@@ -8,6 +8,8 @@
 #   sh scripts/walk.sh                 # this tree
 #   sh scripts/walk.sh /path/to/tree   # another checkout of the module
 set -eu
+# The walk is of the core module alone, whatever go.work ties to it.
+export GOWORK=off
 GO=${GO:-go}
 here=$(cd "$(dirname "$0")/.." && pwd)
 root=${1:-$here}

@@ -206,7 +206,7 @@ func serveMetrics(cf serveConfig, srv *tokenrpc.Server, ts *cluster.RedisTokenSe
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 	if !cf.NoAdmin {
-		if err := mountAdmin(mux, cf, watched, log); err != nil {
+		if err := mountAdmin(mux, cf, watched, srv.Snapshot, log); err != nil {
 			return nil, fmt.Errorf("admin: %w", err)
 		}
 	}

@@ -15,10 +15,13 @@ import (
 // /metrics. It shows the served rules document and its file's status;
 // writes are on only with AdminTokenEnv, and a replaced document is
 // written back to the rules file, from which the watcher serves it (so
-// the file stays the one source of the served rules).
-func mountAdmin(mux *http.ServeMux, cf serveConfig, watched *watchedRules, log *slog.Logger) error {
+// the file stays the one source of the served rules). The resources and
+// their counts are the service's decisions (decisions is the token
+// server's Snapshot): its engine only holds the document and decides
+// nothing, and with inline rules it holds none.
+func mountAdmin(mux *http.ServeMux, cf serveConfig, watched *watchedRules, decisions func() flow.Snapshot, log *slog.Logger) error {
 	eng := flow.NewEngine() // no rules file: an empty document
-	opts := []admin.Option{admin.WithLogger(log)}
+	opts := []admin.Option{admin.WithLogger(log), admin.WithSnapshots(decisions)}
 	if watched != nil {
 		eng = watched.eng
 		opts = append(opts, admin.WithSource(watched.w))

@@ -4,7 +4,7 @@ go 1.26.0
 
 require (
 	github.com/alibaba/sentinel-golang v1.0.4
-	github.com/flowgate/flowgate v0.0.0
+	github.com/flowgate/flowgate v0.1.0
 )
 
 require (
@@ -30,8 +30,10 @@ require (
 	github.com/yusufpapurcu/wmi v1.2.4 // indirect
 	go.yaml.in/yaml/v3 v3.0.5 // indirect
 	golang.org/x/sys v0.49.0 // indirect
+	// Past the split of googleapis/rpc out of genproto: sentinel-golang's old
+	// dependencies select a genproto that still holds it, and the go.work's
+	// build of the core's flow/flowgrpc would find its import in two modules.
+	google.golang.org/genproto v0.0.0-20261026165753-2ffab32bce7e // indirect
 	google.golang.org/protobuf v1.36.12 // indirect
 	gopkg.in/yaml.v2 v2.3.0 // indirect
 )
-
-replace github.com/flowgate/flowgate => ../../

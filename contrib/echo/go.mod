@@ -3,7 +3,7 @@ module github.com/flowgate/flowgate/contrib/echo
 go 1.26.0
 
 require (
-	github.com/flowgate/flowgate v0.0.0
+	github.com/flowgate/flowgate v0.1.0
 	github.com/labstack/echo/v4 v4.16.0
 )
 
@@ -19,5 +19,3 @@ require (
 	golang.org/x/text v0.43.0 // indirect
 	golang.org/x/time v0.16.0 // indirect
 )
-
-replace github.com/flowgate/flowgate => ../..

@@ -3,7 +3,7 @@ module github.com/flowgate/flowgate/contrib/gin
 go 1.26.0
 
 require (
-	github.com/flowgate/flowgate v0.0.0
+	github.com/flowgate/flowgate v0.1.0
 	github.com/gin-gonic/gin v1.12.0
 )
 
@@ -38,5 +38,3 @@ require (
 	golang.org/x/text v0.43.0 // indirect
 	google.golang.org/protobuf v1.36.12 // indirect
 )
-
-replace github.com/flowgate/flowgate => ../..

@@ -111,6 +111,18 @@ func demoShapeProblems(out string, mon *monitor) []string {
 	if ip == 0 || user == 0 {
 		p = append(p, fmt.Sprintf("clients counted 429s at ip %d, user %d; want both > 0", ip, user))
 	}
+	// The open shipping breaker's 503s are counted as the breaker's, not
+	// as a level's 429s.
+	var broken uint64
+	for _, a := range mon.sc.actors {
+		broken += a.broken.Load()
+	}
+	if broken == 0 {
+		p = append(p, "clients counted no breaker 503s while the shipping breaker was open")
+	}
+	if !regexp.MustCompile(`client +sent +ok +ip +user +global +breaker`).MatchString(out) {
+		p = append(p, "the clients' table has no breaker column")
+	}
 	return p
 }
 

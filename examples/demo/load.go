@@ -24,12 +24,13 @@ const (
 )
 
 // An actor is one kind of client in the scenario: its requests are counted
-// together, from the client's side (what the 429 bodies said).
+// together, from the client's side (what the 429 bodies said; an open
+// breaker's 503 is counted apart, in broken, whatever its level).
 type actor struct {
 	name string
 
-	sent, ok, errors, dropped atomic.Uint64
-	blocked                   [flow.NumLevels]atomic.Uint64
+	sent, ok, errors, dropped, broken atomic.Uint64
+	blocked                           [flow.NumLevels]atomic.Uint64
 }
 
 // A stream is one actor's traffic to one route: rate(f) requests per second
@@ -226,8 +227,9 @@ func (l *load) schedule(ctx context.Context, jobs chan<- job) {
 	}
 }
 
-// send makes one request and counts its outcome; a 429's (or an open
-// breaker's 503) problem body says which level refused it.
+// send makes one request and counts its outcome; a 429's problem body
+// says which level refused it. A 503 is an open breaker's: a dependency
+// failing, not a limit reached, so it is counted apart.
 func (l *load) send(ctx context.Context, j job) {
 	req, err := http.NewRequestWithContext(ctx, j.method, l.base+j.path, nil)
 	if err != nil {
@@ -253,7 +255,10 @@ func (l *load) send(ctx context.Context, j job) {
 	case resp.StatusCode < 300:
 		j.actor.ok.Add(1)
 		_, _ = io.Copy(io.Discard, resp.Body)
-	case resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusServiceUnavailable:
+	case resp.StatusCode == http.StatusServiceUnavailable:
+		j.actor.broken.Add(1)
+		_, _ = io.Copy(io.Discard, resp.Body)
+	case resp.StatusCode == http.StatusTooManyRequests:
 		var p struct {
 			Level string `json:"level"`
 		}

@@ -184,7 +184,8 @@ type resRow struct {
 type actorRow struct {
 	name             string
 	sent, ok, failed uint64
-	blocked          [flow.NumLevels]uint64
+	blocked          [flow.NumLevels]uint64 // 429s by level
+	broken           uint64                 // 503s: an open breaker
 	dropped          uint64
 }
 
@@ -222,7 +223,7 @@ func (m *monitor) sample(ramp bool) frame {
 	}
 	m.prev = snap
 	for _, a := range m.sc.actors {
-		row := actorRow{name: a.name, sent: a.sent.Load(), ok: a.ok.Load(), failed: a.errors.Load(), dropped: a.dropped.Load()}
+		row := actorRow{name: a.name, sent: a.sent.Load(), ok: a.ok.Load(), failed: a.errors.Load(), dropped: a.dropped.Load(), broken: a.broken.Load()}
 		for l := range row.blocked {
 			row.blocked[l] = a.blocked[l].Load()
 		}

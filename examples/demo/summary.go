@@ -117,10 +117,10 @@ func summaryResources(w io.Writer, f frame) (byLevel [flow.NumLevels]uint64, wai
 
 // summaryClients prints what each simulated client sent and got back.
 func summaryClients(w io.Writer, f frame) {
-	fmt.Fprintf(w, "\n%-26s %6s %6s  %6s %6s %6s %6s\n", "client", "sent", "ok", "ip", "user", "global", "errors")
+	fmt.Fprintf(w, "\n%-26s %6s %6s  %6s %6s %6s %7s %6s\n", "client", "sent", "ok", "ip", "user", "global", "breaker", "errors")
 	for _, a := range f.actors {
-		fmt.Fprintf(w, "%-26s %6d %6d  %6d %6d %6d %6d\n", a.name, a.sent, a.ok,
-			a.blocked[flow.LevelIP], a.blocked[flow.LevelUser], a.blocked[flow.LevelGlobal], a.failed)
+		fmt.Fprintf(w, "%-26s %6d %6d  %6d %6d %6d %7d %6d\n", a.name, a.sent, a.ok,
+			a.blocked[flow.LevelIP], a.blocked[flow.LevelUser], a.blocked[flow.LevelGlobal], a.broken, a.failed)
 	}
 }
 

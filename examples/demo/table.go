@@ -91,11 +91,11 @@ func table(f frame, ascii bool, maxLines, width int) []string {
 	}
 
 	clients := sect("",
-		fmt.Sprintf("%42s%20s", "", "- 429s, by level -"),
-		fmt.Sprintf("%-26s %6s %6s  %6s %6s %6s", "client", "sent", "ok", "ip", "user", "global"))
+		fmt.Sprintf("%42s%20s %7s", "", "- 429s, by level -", "503s"),
+		fmt.Sprintf("%-26s %6s %6s  %6s %6s %6s %7s", "client", "sent", "ok", "ip", "user", "global", "breaker"))
 	for _, a := range f.actors {
-		clients = append(clients, fmt.Sprintf("%-26s %6d %6d  %6d %6d %6d", a.name, a.sent, a.ok,
-			a.blocked[flow.LevelIP], a.blocked[flow.LevelUser], a.blocked[flow.LevelGlobal]))
+		clients = append(clients, fmt.Sprintf("%-26s %6d %6d  %6d %6d %6d %7d", a.name, a.sent, a.ok,
+			a.blocked[flow.LevelIP], a.blocked[flow.LevelUser], a.blocked[flow.LevelGlobal], a.broken))
 	}
 
 	warm := append(sect(""), warmupLines(f, ascii)...)
