@@ -51,6 +51,9 @@ type TokenResult struct {
 	Wait       time.Duration // allowed leaky-bucket slot: the engine waits this long (honouring ctx)
 	RetryAfter time.Duration // refused: honest time until it would pass; 0 unknown
 	Lease      string        // opaque; names the call's concurrency permits for Release
+	// Stripe is the stripe of a striped rule (Rule.Stripes) the permits
+	// were taken from, so that Release gives them back there; 0 otherwise.
+	Stripe int
 }
 
 // ClusterStats counts token server outcomes.
@@ -63,6 +66,9 @@ type ClusterStats struct {
 // level, for key, and applies each rule's fallback when it cannot answer.
 func (st *entryState) cluster(g *clusterGroup, level Level, key string) bool {
 	e := st.eng
+	if key == "" && g.staysLocal(st.now) {
+		return st.stayLocal(g)
+	}
 	req := TokenRequest{Resource: st.resource, Level: level, Key: key, Tokens: st.a.tokens, Rules: g.rules, Factor: e.AdaptiveFactor()}
 	res, err := e.cf.ts.Acquire(st.a.context(), req)
 	if err != nil {
@@ -77,6 +83,9 @@ func (st *entryState) cluster(g *clusterGroup, level Level, key string) bool {
 		return st.deny(g.crs[i], ReasonClusterLimited, "", algo.Decision{RetryAfter: max(0, res.RetryAfter), Remaining: res.Remaining})
 	}
 	e.cl.passed.Add(1)
+	if key == "" {
+		g.answered(st.now)
+	}
 	if e.cl.outage.down.Load() {
 		e.cl.outage.up(e, st.now)
 	}
@@ -111,6 +120,84 @@ func (st *entryState) clusterFallback(g *clusterGroup, key string, err error) bo
 			if !st.local(cr, key) {
 				return false
 			}
+			if key == "" {
+				cr.noteLocal(st.now)
+			}
+		}
+	}
+	return true
+}
+
+// A global fixed_window rule's outage second can hold three parts: what
+// Redis admitted in the window before the fault, what the local fallback
+// admitted during it, and what Redis admits after it. When Redis comes
+// back without the window's count (restarted without persistence, a
+// replica promoted before it had the last writes, FLUSHALL), the third
+// part is a whole limit again: three limits in one window. So an instance
+// whose local fallback admitted calls in a window in which the token
+// server had already admitted some keeps deciding that rule locally, at
+// its share, until the window ends: the window then holds at most what
+// Redis admitted plus one limit, whatever Redis remembers. An outage that
+// began in an earlier window returns to Redis at once (Redis admitted
+// nothing in this window before it). Only the global level: a per-key
+// record would cost a table.
+
+// window is the fixed window now falls in for a global fixed_window rule
+// with the local fallback; ok is false for every other rule.
+func (cr *compiledRule) window(now int64) (w int64, ok bool) {
+	if cr.keys != nil || cr.rule.Cluster == nil || cr.rule.Cluster.Fallback == "allow" || cr.rule.Cluster.Fallback == "deny" {
+		return 0, false
+	}
+	fw, ok := cr.global.(algo.Windowed)
+	if !ok {
+		return 0, false
+	}
+	return fw.Window(now), true
+}
+
+// answered records that the token server admitted a call of g's rules at
+// now: a write only when the window changes.
+func (g *clusterGroup) answered(now int64) {
+	for _, cr := range g.crs {
+		if w, ok := cr.window(now); ok && cr.redisWin.Load() != w {
+			cr.redisWin.Store(w)
+		}
+	}
+}
+
+// noteLocal records that the local fallback admitted a call of cr at now.
+func (cr *compiledRule) noteLocal(now int64) {
+	if w, ok := cr.window(now); ok && cr.redisWin.Load() == w && cr.mixedWin.Load() != w {
+		cr.mixedWin.Store(w)
+	}
+}
+
+// staysLocal reports whether g's rules are decided locally until the
+// window ends (see above): every rule of g falls back locally, and one of
+// them is a fixed window in which both Redis and the fallback admitted.
+func (g *clusterGroup) staysLocal(now int64) bool {
+	stay := false
+	for _, cr := range g.crs {
+		if f := cr.rule.Cluster.Fallback; f == "allow" || f == "deny" {
+			return false
+		}
+		if w, ok := cr.window(now); ok && cr.mixedWin.Load() == w {
+			stay = true
+		}
+	}
+	return stay
+}
+
+// stayLocal decides g's rules by their local fallback limiters without
+// asking the token server.
+func (st *entryState) stayLocal(g *clusterGroup) bool {
+	e := st.eng
+	n := max(1, e.cf.ts.Instances())
+	for _, cr := range g.crs {
+		e.cl.fbLocal.Add(1)
+		cr.recompute(e.AdaptiveFactor(), n)
+		if !st.local(cr, "") {
+			return false
 		}
 	}
 	return true
