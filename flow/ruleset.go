@@ -60,7 +60,7 @@ type compiledRule struct {
 	// list is an allow or deny rule's values (lists.go).
 	list *valueList
 	// solo holds this rule alone, for the token server, when it is a
-	// cluster keyed rule or one of its items (param.go).
+	// cluster rule or one of its items (param.go, checks.go).
 	solo *clusterGroup
 	// parent is an item's rule (param.go), nil for a rule: a shadow item's
 	// would-be refusals are counted on its rule.
@@ -322,7 +322,7 @@ func (e *Engine) newCompiled(r Rule, factor float64, now int64) (*compiledRule, 
 	if err := e.compileItems(cr, factor, instances, now); err != nil {
 		return nil, err
 	}
-	if cr.cluster && cr.keyed {
+	if cr.cluster { // asked alone when keyed, or when its level has a striped rule
 		cr.solo = soloGroup(cr)
 	}
 	return cr, nil
