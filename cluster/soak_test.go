@@ -85,10 +85,10 @@ func (c *countLogger) Printf(context.Context, string, ...any) { c.n.Add(1) }
 
 func TestChaosSoak(t *testing.T) {
 	d := soakDuration(t)
-	// Redis with the README's persistence for exact limits: every write
-	// in the append-only file before it is answered, so a restart keeps
-	// the counters (FLUSHALL still wipes them: the soak counts that).
-	srv := redistest.Start(t, redistest.WithConfig("appendonly", "yes"), redistest.WithConfig("appendfsync", "always"))
+	// Redis without persistence: a restart loses the counters, the harder
+	// case for the local fallback (with appendfsync always a restart keeps
+	// them; FLUSHALL wipes them either way: the soak counts that apart).
+	srv := redistest.Start(t)
 	admin := srv.NewClient(nil)
 	redisLog := &countLogger{}
 	redis.SetLogger(redisLog) // process-wide; the soak's own figure
@@ -217,55 +217,18 @@ func soakRun(t *testing.T, srv *redistest.Server, admin *redis.Client, algo flow
 			t.Fatal(err)
 		}
 	}
-	var stop atomic.Bool
-	stalls := make(chan []stallSample, 1)
-	go stallSampler(&stop, stalls)
-	inflight := make([]atomic.Int64, soakEngines*soakCallers)
-	go watchSlow(&stop, inflight)
-	slot := 0
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	var calls []soakCall
-	for ei, e := range engines {
-		for range soakCallers {
-			wg.Add(1)
-			my := &inflight[slot]
-			slot++
-			go func() {
-				defer wg.Done()
-				var mine []soakCall
-				for !stop.Load() {
-					// Decided by Redis only when the token server answered:
-					// a call the engine kept local never reaches it.
-					failed := new(bool)
-					*failed = true
-					cctx := context.WithValue(ctx, failedKey{}, failed)
-					start := time.Now()
-					my.Store(start.UnixNano())
-					p, err := e.Entry(r.Resource, flow.WithContext(cctx))
-					my.Store(0)
-					c := soakCall{engine: ei, start: start.UnixNano(), took: time.Since(start), admitted: err == nil, fromRedis: !*failed}
-					if err == nil {
-						p.Exit()
-					} else if !errors.Is(err, flow.ErrBlocked) {
-						t.Errorf("entry: %v", err)
-					}
-					mine = append(mine, c)
-					time.Sleep(soakGap)
-				}
-				mu.Lock()
-				calls = append(calls, mine...)
-				mu.Unlock()
-			}()
-		}
-	}
+	stopLoad := soakLoad(t, engines, r.Resource)
 	// Faults, one every soakFaultEach in rotation, each with time after
-	// it to recover before the run ends.
+	// it to recover before the run ends. Each strikes 100ms past a whole
+	// second, so a kill and its restart fall in one second: Redis's part
+	// before the kill, the fallback's, and Redis's again after the restart
+	// (its count lost) all land in one window.
 	var faults []soakFault
 	begin := time.Now()
 	end := begin.Add(d)
+	first := time.Unix(begin.Unix()+1, 0).Add(100 * time.Millisecond)
 	for i := 0; ; i++ {
-		at := begin.Add(soakFaultEach/2 + time.Duration(i)*soakFaultEach)
+		at := first.Add(time.Duration(i) * soakFaultEach)
 		if at.Add(soakFaultEach).After(end) && i > 0 {
 			break
 		}
@@ -295,9 +258,7 @@ func soakRun(t *testing.T, srv *redistest.Server, admin *redis.Client, algo flow
 		faults = append(faults, fl)
 	}
 	time.Sleep(max(0, time.Until(end)))
-	stop.Store(true)
-	wg.Wait()
-	control := <-stalls
+	calls, control := stopLoad()
 	for _, ts := range servers {
 		ts.Close()
 	}
@@ -317,4 +278,58 @@ func soakRun(t *testing.T, srv *redistest.Server, admin *redis.Client, algo flow
 	}
 	soakTrace(t.Logf, fmt.Sprintf("%s/%s", policy, algo), 2*soakLimit, calls, faults, seen)
 	return f
+}
+
+// soakLoad starts soakCallers callers on each engine, calling resource
+// soakGap apart, beside the stall control (and watchSlow); the returned
+// func stops them and returns every call and the control's samples.
+func soakLoad(t *testing.T, engines []*flow.Engine, resource string) func() ([]soakCall, []stallSample) {
+	ctx := context.Background()
+	var stop atomic.Bool
+	stalls := make(chan []stallSample, 1)
+	go stallSampler(&stop, stalls)
+	inflight := make([]atomic.Int64, soakEngines*soakCallers)
+	go watchSlow(&stop, inflight)
+	slot := 0
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var calls []soakCall
+	for ei, e := range engines {
+		for range soakCallers {
+			wg.Add(1)
+			my := &inflight[slot]
+			slot++
+			go func() {
+				defer wg.Done()
+				var mine []soakCall
+				for !stop.Load() {
+					// Decided by Redis only when the token server answered:
+					// a call the engine kept local never reaches it.
+					failed := new(bool)
+					*failed = true
+					cctx := context.WithValue(ctx, failedKey{}, failed)
+					start := time.Now()
+					my.Store(start.UnixNano())
+					p, err := e.Entry(resource, flow.WithContext(cctx))
+					my.Store(0)
+					c := soakCall{engine: ei, start: start.UnixNano(), took: time.Since(start), admitted: err == nil, fromRedis: !*failed}
+					if err == nil {
+						p.Exit()
+					} else if !errors.Is(err, flow.ErrBlocked) {
+						t.Errorf("entry: %v", err)
+					}
+					mine = append(mine, c)
+					time.Sleep(soakGap)
+				}
+				mu.Lock()
+				calls = append(calls, mine...)
+				mu.Unlock()
+			}()
+		}
+	}
+	return func() ([]soakCall, []stallSample) {
+		stop.Store(true)
+		wg.Wait()
+		return calls, <-stalls
+	}
 }

@@ -199,3 +199,41 @@ func scriptCalls(t *testing.T, rdb *redis.Client) int64 {
 	}
 	return n
 }
+
+// TestConnectionLostIsReported: a killed Redis's errors carry
+// flow.ErrTokenServerLost (the engine's fixed_window fallback then stays
+// local for the window); a paused one's timeouts do not.
+func TestConnectionLostIsReported(t *testing.T) {
+	srv := redistest.Start(t)
+	r := crule("r", uniq("lost"), flow.AlgoFixedWindow, 100, time.Second)
+	req := func(ts *RedisTokenServer) error {
+		_, err := ts.Acquire(context.Background(), flow.TokenRequest{Resource: r.Resource, Tokens: 1, Rules: []*flow.Rule{&r}})
+		return err
+	}
+	// A first answer (the script loaded, a connection pooled); a busy
+	// machine may time a call out, so it may take a few.
+	warm := func(ts *RedisTokenServer) {
+		t.Helper()
+		var err error
+		for range 50 {
+			if err = req(ts); err == nil {
+				return
+			}
+		}
+		t.Fatalf("no answer from a live Redis in 50 calls: %v", err)
+	}
+	ts := realServer(t, redis.NewClient(&redis.Options{Addr: srv.Addr}), WithHeartbeat(0, 0))
+	warm(ts)
+	srv.Pause()
+	err := req(ts)
+	srv.Resume()
+	if !errors.Is(err, flow.ErrTokenServerUnavailable) || errors.Is(err, flow.ErrTokenServerLost) {
+		t.Errorf("paused: %v, want unavailable without lost", err)
+	}
+	ts2 := realServer(t, redis.NewClient(&redis.Options{Addr: srv.Addr}), WithHeartbeat(0, 0))
+	warm(ts2)
+	srv.Kill()
+	if err := req(ts2); !errors.Is(err, flow.ErrTokenServerLost) {
+		t.Errorf("killed: %v, want flow.ErrTokenServerLost", err)
+	}
+}

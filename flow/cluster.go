@@ -2,6 +2,7 @@ package flow
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"sync/atomic"
 	"time"
@@ -83,9 +84,6 @@ func (st *entryState) cluster(g *clusterGroup, level Level, key string) bool {
 		return st.deny(g.crs[i], ReasonClusterLimited, "", algo.Decision{RetryAfter: max(0, res.RetryAfter), Remaining: res.Remaining})
 	}
 	e.cl.passed.Add(1)
-	if key == "" {
-		g.answered(st.now)
-	}
 	if e.cl.outage.down.Load() {
 		e.cl.outage.up(e, st.now)
 	}
@@ -102,6 +100,7 @@ func (st *entryState) clusterFallback(g *clusterGroup, key string, err error) bo
 	e.cl.errors.Add(1)
 	e.cl.outage.failed(e, err, g.crs[0], st.now)
 	n := max(1, e.cf.ts.Instances())
+	lost := errors.Is(err, ErrTokenServerLost)
 	for _, cr := range g.crs {
 		switch cr.rule.Cluster.Fallback {
 		case "allow":
@@ -117,30 +116,30 @@ func (st *entryState) clusterFallback(g *clusterGroup, key string, err error) bo
 			if cr.fallbackResumes(e.cl.passed.Load()) {
 				drainLocal(cr, key, st.now)
 			}
+			if key == "" && lost {
+				cr.noteLost(st.now)
+			}
 			if !st.local(cr, key) {
 				return false
-			}
-			if key == "" {
-				cr.noteLocal(st.now)
 			}
 		}
 	}
 	return true
 }
 
-// A global fixed_window rule's outage second can hold three parts: what
-// Redis admitted in the window before the fault, what the local fallback
-// admitted during it, and what Redis admits after it. When Redis comes
-// back without the window's count (restarted without persistence, a
-// replica promoted before it had the last writes, FLUSHALL), the third
-// part is a whole limit again: three limits in one window. So an instance
-// whose local fallback admitted calls in a window in which the token
-// server had already admitted some keeps deciding that rule locally, at
-// its share, until the window ends: the window then holds at most what
-// Redis admitted plus one limit, whatever Redis remembers. An outage that
-// began in an earlier window returns to Redis at once (Redis admitted
-// nothing in this window before it). Only the global level: a per-key
-// record would cost a table.
+// A global fixed_window rule's outage window can hold three parts: what
+// Redis admitted in it before the fault, what the local fallback admitted
+// during it, and what Redis admits after it. When Redis comes back without
+// the window's count (restarted without persistence, a replica promoted
+// before it had the last writes), the third part is a whole limit again:
+// three limits in one window. So when the token server reports its
+// connection lost (ErrTokenServerLost: the store's process died, the one
+// way to lose the count and come back), the instance decides that rule
+// locally, at its share, until the window ends, and asks Redis again in
+// the next: that window then holds at most what Redis admitted before
+// plus one limit, whatever Redis remembers. Timeouts and NOSCRIPT (a
+// pause, a busy host, SCRIPT FLUSH) lose nothing and return at once. Only
+// the global level: a per-key record would cost a table.
 
 // window is the fixed window now falls in for a global fixed_window rule
 // with the local fallback; ok is false for every other rule.
@@ -155,33 +154,24 @@ func (cr *compiledRule) window(now int64) (w int64, ok bool) {
 	return fw.Window(now), true
 }
 
-// answered records that the token server admitted a call of g's rules at
-// now: a write only when the window changes.
-func (g *clusterGroup) answered(now int64) {
-	for _, cr := range g.crs {
-		if w, ok := cr.window(now); ok && cr.redisWin.Load() != w {
-			cr.redisWin.Store(w)
-		}
-	}
-}
-
-// noteLocal records that the local fallback admitted a call of cr at now.
-func (cr *compiledRule) noteLocal(now int64) {
-	if w, ok := cr.window(now); ok && cr.redisWin.Load() == w && cr.mixedWin.Load() != w {
-		cr.mixedWin.Store(w)
+// noteLost records that the token server lost its connection at now
+// while deciding cr: a write only when the window changes.
+func (cr *compiledRule) noteLost(now int64) {
+	if w, ok := cr.window(now); ok && cr.localWin.Load() != w {
+		cr.localWin.Store(w)
 	}
 }
 
 // staysLocal reports whether g's rules are decided locally until the
 // window ends (see above): every rule of g falls back locally, and one of
-// them is a fixed window in which both Redis and the fallback admitted.
+// them is a fixed window in which the token server lost its connection.
 func (g *clusterGroup) staysLocal(now int64) bool {
 	stay := false
 	for _, cr := range g.crs {
 		if f := cr.rule.Cluster.Fallback; f == "allow" || f == "deny" {
 			return false
 		}
-		if w, ok := cr.window(now); ok && cr.mixedWin.Load() == w {
+		if w, ok := cr.window(now); ok && cr.localWin.Load() == w {
 			stay = true
 		}
 	}

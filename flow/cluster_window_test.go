@@ -22,7 +22,8 @@ type windowServer struct {
 	win    int64 // window index counted
 	count  int
 	down   bool
-	asked  int // Acquire calls that reached the server
+	lost   bool // down with the connection lost (a dead process), not timing out
+	asked  int  // Acquire calls that reached the server
 	instNo int
 }
 
@@ -30,8 +31,11 @@ func (s *windowServer) Acquire(_ context.Context, req TokenRequest) (TokenResult
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.asked++
+	if s.down && s.lost {
+		return TokenResult{}, fmt.Errorf("dial: %w: %w", ErrTokenServerUnavailable, ErrTokenServerLost)
+	}
 	if s.down {
-		return TokenResult{}, fmt.Errorf("dial: %w", ErrTokenServerUnavailable)
+		return TokenResult{}, fmt.Errorf("timeout: %w", ErrTokenServerUnavailable)
 	}
 	if w := s.clk.Now().UnixNano() / int64(time.Second); w != s.win {
 		s.win, s.count = w, 0
@@ -49,7 +53,7 @@ func (s *windowServer) Instances() int                                          
 func (s *windowServer) set(down, wipe bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.down = down
+	s.down, s.lost = down, down
 	if wipe {
 		s.count = 0
 	}
@@ -59,9 +63,9 @@ func (s *windowServer) set(down, wipe bool) {
 // second against a limit of 100. Redis admits the window's 100, dies, the
 // four instances' local fallbacks admit their 25 each, and Redis comes
 // back within the same second with its count lost: before, it admitted
-// another 100. Now an instance whose fallback admitted in a window Redis
-// had already counted in keeps to its local share until the window ends,
-// and the next window is Redis's again.
+// another 100. Now an instance whose token server lost its connection in
+// a window keeps to its local share until the window ends, and the next
+// window is Redis's again.
 func TestClusterOutageSecondBoundedWhenRedisLosesCount(t *testing.T) {
 	clk := clock.NewFake(t0) // t0 is a whole second: the window starts here
 	srv := &windowServer{clk: clk, limit: 100, instNo: 4}
@@ -117,10 +121,11 @@ func TestClusterOutageSecondBoundedWhenRedisLosesCount(t *testing.T) {
 	}
 }
 
-// TestClusterOutageFromEarlierWindowReturnsAtOnce: an outage that began in
-// an earlier window has no Redis part in this one, so the first answer
-// puts the rule back on Redis at once.
-func TestClusterOutageFromEarlierWindowReturnsAtOnce(t *testing.T) {
+// TestClusterStaysLocalUntilWindowEnds: once the token server lost its
+// connection in a window, the rule is decided locally until that window
+// ends, and by the token server from the next one; after a timeout (no
+// connection lost) it is asked again at once.
+func TestClusterStaysLocalUntilWindowEnds(t *testing.T) {
 	clk := clock.NewFake(t0)
 	srv := &windowServer{clk: clk, limit: 100, instNo: 1}
 	r := fw("c", "r", LevelGlobal, 100, time.Second)
@@ -129,23 +134,36 @@ func TestClusterOutageFromEarlierWindowReturnsAtOnce(t *testing.T) {
 	if err := e.LoadRules([]Rule{r}); err != nil {
 		t.Fatal(err)
 	}
+	asked := func() int {
+		srv.mu.Lock()
+		defer srv.mu.Unlock()
+		return srv.asked
+	}
 	clk.Advance(100 * time.Millisecond)
-	if got := seq(t, e, "r", 1); got != "pass" {
-		t.Fatalf("healthy: %q", got)
-	}
 	srv.set(true, false)
-	clk.Advance(time.Second) // the next window, Redis down
-	if got := seq(t, e, "r", 1); got != "pass" {
-		t.Fatalf("local: %q", got)
-	}
+	seq(t, e, "r", 1) // the fallback decides
 	srv.set(false, false)
-	srv.mu.Lock()
-	before := srv.asked
-	srv.mu.Unlock()
+	before := asked()
+	clk.Advance(800 * time.Millisecond)
+	if got := seq(t, e, "r", 3); got != "pass pass pass" {
+		t.Fatalf("rest of the window: %q", got)
+	}
+	if n := asked() - before; n != 0 {
+		t.Errorf("%d calls reached the token server in the window the fallback decided in, want 0", n)
+	}
+	clk.Advance(200 * time.Millisecond) // the next window
 	seq(t, e, "r", 3)
+	if n := asked() - before; n != 3 {
+		t.Errorf("next window: %d of 3 calls reached the token server, want 3", n)
+	}
 	srv.mu.Lock()
-	defer srv.mu.Unlock()
-	if srv.asked-before != 3 {
-		t.Errorf("%d of 3 calls reached the token server after it came back, want 3", srv.asked-before)
+	srv.down = true // timing out: the connection is not lost
+	srv.mu.Unlock()
+	seq(t, e, "r", 1)
+	srv.set(false, false)
+	before = asked()
+	seq(t, e, "r", 3)
+	if n := asked() - before; n != 3 {
+		t.Errorf("after a timeout: %d of 3 calls reached the token server, want 3", n)
 	}
 }

@@ -72,11 +72,10 @@ type compiledRule struct {
 	// at this cluster rule's latest local fallback call (see
 	// fallbackResumes); it starts at MaxUint64 so the first outage drains.
 	fallbackPassed atomic.Uint64
-	// redisWin and mixedWin are windows of a global fixed_window cluster
-	// rule with the local fallback (see staysLocal): the latest in which
-	// the token server admitted a call, and the latest in which the local
-	// fallback admitted one after that. math.MinInt64: none.
-	redisWin, mixedWin atomic.Int64
+	// localWin is the latest window in which the token server lost its
+	// connection deciding a global fixed_window cluster rule (see
+	// staysLocal); math.MinInt64: none.
+	localWin atomic.Int64
 	// seen is the latest Entry time a circuit breaker rule saw, to
 	// seenStep: its Exits' time when they do not read the clock.
 	seen atomic.Int64
@@ -303,8 +302,7 @@ func (e *Engine) newCompiled(r Rule, factor float64, now int64) (*compiledRule, 
 		instances = max(1, e.cf.ts.Instances())
 	}
 	cr.fallbackPassed.Store(math.MaxUint64)
-	cr.redisWin.Store(math.MinInt64)
-	cr.mixedWin.Store(math.MinInt64)
+	cr.localWin.Store(math.MinInt64)
 	cr.limitBits.Store(math.Float64bits(math.NaN())) // so recompute always sets it
 	cr.recompute(factor, instances)
 	cr.gen.Store(0)
