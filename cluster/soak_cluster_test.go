@@ -76,25 +76,22 @@ func TestChaosSoakCluster(t *testing.T) {
 	}
 }
 
-// clusterFigures are soakFigures plus the worst second of each fault kind.
-type clusterFigures struct {
-	soakFigures
-	byFault, byFaultLocal map[string]int
-}
+// clusterFigures are the cluster run's soakFigures.
+type clusterFigures struct{ soakFigures }
 
 func soakClusterRun(t *testing.T, cl *redistest.Cluster, shards []shard, algo flow.Algorithm, d time.Duration) clusterFigures {
-	f := clusterFigures{soakFigures: soakFigures{recovery: map[string][]time.Duration{}, goroutinesBefore: runtime.NumGoroutine()},
-		byFault: map[string]int{}, byFaultLocal: map[string]int{}}
+	f := clusterFigures{soakFigures{recovery: map[string][]time.Duration{}, goroutinesBefore: runtime.NumGoroutine()}}
 	r := flow.Rule{ID: "soak", Resource: uniq("csoak"), Algorithm: algo, Limit: soakLimit, Window: time.Second,
 		Cluster: &flow.ClusterSpec{Threshold: "global", Fallback: "local"}}
-	home := shardOf(redistest.KeySlot("{" + r.Resource + "|global|}:soak"))
+	home := shardOf(redistest.KeySlot("{" + r.Resource + "|global|}:soak")) // the shard of the rule's key
+	prefix := uniq("csoak") + ":"
 	var servers []*RedisTokenServer
 	var engines []*flow.Engine
 	var seen []*countLog
 	for range soakEngines {
 		rdb := redis.NewClusterClient(&redis.ClusterOptions{Addrs: cl.Addrs})
 		t.Cleanup(func() { rdb.Close() })
-		ts, err := NewRedisTokenServer(rdb, WithPrefix(uniq("csoak")+":"))
+		ts, err := NewRedisTokenServer(rdb, WithPrefix(prefix))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -133,14 +130,15 @@ func soakClusterRun(t *testing.T, cl *redistest.Cluster, shards []shard, algo fl
 	for _, c := range seen {
 		f.fewestInstances = min(f.fewestInstances, c.lowest(begin.UnixNano()))
 	}
-	worstByFault(&f, calls, faults)
+	worstByFault(&f.soakFigures, calls, faults)
 	soakTrace(t.Logf, "cluster local/"+algo.String(), 2*soakLimit, calls, faults, seen)
 	return f
 }
 
 // worstByFault finds, for each fault kind, the most admitted in a whole
 // second from the fault's start to one second after its end.
-func worstByFault(f *clusterFigures, calls []soakCall, faults []soakFault) {
+func worstByFault(f *soakFigures, calls []soakCall, faults []soakFault) {
+	f.byFault, f.byFaultLocal = map[string]int{}, map[string]int{}
 	per := map[int64][2]int{} // admitted, of them locally
 	for _, c := range calls {
 		s := c.start / 1e9
@@ -292,6 +290,18 @@ func addReplicas(t *testing.T, cl *redistest.Cluster, opts ...redistest.Option) 
 	for _, s := range out {
 		awaitLink(t, s[1], 30*time.Second)
 	}
-	cl.WaitHealthy(t)
+	for _, s := range out { // every node sees all six and the cluster whole
+		for _, n := range s {
+			for start := time.Now(); ; time.Sleep(50 * time.Millisecond) {
+				info, err := n.Client().ClusterInfo(ctx).Result()
+				if err == nil && infoField(info, "cluster_state") == "ok" && infoField(info, "cluster_known_nodes") == "6" {
+					break
+				}
+				if time.Since(start) > 30*time.Second {
+					t.Fatalf("%s: cluster not whole within 30s: %q %v", n.Addr, info, err)
+				}
+			}
+		}
+	}
 	return out
 }

@@ -63,6 +63,9 @@ type soakFigures struct {
 	straddling            int            // admitted calls that spanned a second's end (not counted per second)
 	fewestInstances       int            // the lowest count a fallback divided by (soakEngines: none low)
 	slowWhere             map[string]int // calls over timeout+30ms, by the fault they overlapped ("" none)
+	// byFault is the most admitted in a whole second from a fault's start
+	// to a second after its end, by kind; byFaultLocal, of them locally.
+	byFault, byFaultLocal map[string]int
 }
 
 func soakDuration(t *testing.T) time.Duration {
@@ -106,7 +109,7 @@ func TestChaosSoak(t *testing.T) {
 				name, f.stallMax.Round(100*time.Microsecond), f.stallP999.Round(100*time.Microsecond), f.netMax.Round(100*time.Microsecond), f.netP999.Round(100*time.Microsecond), f.slowWhere)
 			for _, kind := range []string{"kill+restart", "pause 1.5s", "SCRIPT FLUSH", "FLUSHALL"} {
 				if r := f.recovery[kind]; len(r) > 0 {
-					t.Logf("%-19s   recovery after %-12s %v", name, kind, roundAll(r))
+					t.Logf("%-19s   %-12s worst second %3d (%d locally)  recovery %v", name, kind, f.byFault[kind], f.byFaultLocal[kind], roundAll(r))
 				}
 			}
 			soakCheck(t, name, algo, policy, f)
@@ -272,6 +275,7 @@ func soakRun(t *testing.T, srv *redistest.Server, admin *redis.Client, algo flow
 	}
 	f.goroutinesAfter = runtime.NumGoroutine()
 	soakAnalyse(&f, calls, faults, control, policy)
+	worstByFault(&f, calls, faults)
 	f.fewestInstances = soakEngines
 	for _, c := range seen {
 		f.fewestInstances = min(f.fewestInstances, c.lowest(begin.UnixNano()))
