@@ -6,12 +6,10 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/flowgate/flowgate/clock"
@@ -134,25 +132,9 @@ func (s *RedisTokenServer) newNonce() string {
 	return s.cf.id + ":" + strconv.FormatUint(s.seq.Add(1), 10)
 }
 
-// unavailable wraps err so the engine applies the rules' fallback; a lost
-// connection also wraps flow.ErrTokenServerLost (see connLost).
+// unavailable wraps err so the engine applies the rules' fallback.
 func unavailable(op string, err error) error {
-	if connLost(err) {
-		return fmt.Errorf("cluster: %s: %w: %w: %w", op, flow.ErrTokenServerUnavailable, flow.ErrTokenServerLost, err)
-	}
 	return fmt.Errorf("cluster: %s: %w: %w", op, flow.ErrTokenServerUnavailable, err)
-}
-
-// connLost reports an error of a connection Redis's side closed, reset or
-// refused: its process died, and may come back without the counts it held
-// (no persistence, a replica promoted before it had the last writes). A
-// timeout (a paused or busy Redis, a starved host) is not one.
-func connLost(err error) bool {
-	if timedOut(err) {
-		return false
-	}
-	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET) ||
-		errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.EPIPE)
 }
 
 var errBreakerOpen = errors.New("circuit breaker open")

@@ -2,8 +2,8 @@ package flow
 
 import (
 	"context"
-	"errors"
 	"log/slog"
+	"math"
 	"sync/atomic"
 	"time"
 
@@ -76,12 +76,22 @@ func (st *entryState) cluster(g *clusterGroup, level Level, key string) bool {
 		return st.clusterFallback(g, key, err)
 	}
 	if !res.Allowed {
+		if key == "" {
+			g.answered(&res, req.Factor, st.now) // a refusal's Remaining shows a loss too
+		}
 		e.cl.blocked.Add(1)
 		i := res.Refused
 		if i < 0 || i >= len(g.crs) {
 			i = 0
 		}
 		return st.deny(g.crs[i], ReasonClusterLimited, "", algo.Decision{RetryAfter: max(0, res.RetryAfter), Remaining: res.Remaining})
+	}
+	if key == "" && g.answered(&res, req.Factor, st.now) {
+		// Redis lost the window's count: give this grant back and decide
+		// the call locally, as the rest of the window will be.
+		req.Refund = true
+		_ = e.cf.ts.Release(st.a.context(), req, res)
+		return st.stayLocal(g)
 	}
 	e.cl.passed.Add(1)
 	if e.cl.outage.down.Load() {
@@ -100,7 +110,6 @@ func (st *entryState) clusterFallback(g *clusterGroup, key string, err error) bo
 	e.cl.errors.Add(1)
 	e.cl.outage.failed(e, err, g.crs[0], st.now)
 	n := max(1, e.cf.ts.Instances())
-	lost := errors.Is(err, ErrTokenServerLost)
 	for _, cr := range g.crs {
 		switch cr.rule.Cluster.Fallback {
 		case "allow":
@@ -116,9 +125,6 @@ func (st *entryState) clusterFallback(g *clusterGroup, key string, err error) bo
 			if cr.fallbackResumes(e.cl.passed.Load()) {
 				drainLocal(cr, key, st.now)
 			}
-			if key == "" && lost {
-				cr.noteLost(st.now)
-			}
 			if !st.local(cr, key) {
 				return false
 			}
@@ -131,15 +137,18 @@ func (st *entryState) clusterFallback(g *clusterGroup, key string, err error) bo
 // Redis admitted in it before the fault, what the local fallback admitted
 // during it, and what Redis admits after it. When Redis comes back without
 // the window's count (restarted without persistence, a replica promoted
-// before it had the last writes), the third part is a whole limit again:
-// three limits in one window. So when the token server reports its
-// connection lost (ErrTokenServerLost: the store's process died, the one
-// way to lose the count and come back), the instance decides that rule
-// locally, at its share, until the window ends, and asks Redis again in
-// the next: that window then holds at most what Redis admitted before
-// plus one limit, whatever Redis remembers. Timeouts and NOSCRIPT (a
-// pause, a busy host, SCRIPT FLUSH) lose nothing and return at once. Only
-// the global level: a per-key record would cost a table.
+// before it had the last writes, FLUSHALL), the third part is a whole
+// limit again: three limits in one window. An instance sees that loss in
+// Redis's own answer: Redis's count of the window can never be below what
+// it admitted to this instance in it, so a Remaining above limit minus
+// that means the count was lost (a refund that gave back more than the
+// other instances took reads the same, and costs the rest of the window
+// decided locally). The instance then gives that answer's permit back,
+// decides the rule locally, at its share, until the window ends, and asks
+// Redis again in the next: the window holds at most what Redis admitted
+// before and one limit locally. A Redis that kept its count (a pause, a
+// busy host, SCRIPT FLUSH, a restart with persistence) is asked again at
+// once. Only the global level: a per-key record would cost a table.
 
 // window is the fixed window now falls in for a global fixed_window rule
 // with the local fallback; ok is false for every other rule.
@@ -154,24 +163,65 @@ func (cr *compiledRule) window(now int64) (w int64, ok bool) {
 	return fw.Window(now), true
 }
 
-// noteLost records that the token server lost its connection at now
-// while deciding cr: a write only when the window changes.
-func (cr *compiledRule) noteLost(now int64) {
-	if w, ok := cr.window(now); ok && cr.localWin.Load() != w {
-		cr.localWin.Store(w)
+// tallyBits packs a window index (low 32 bits of it) and a count.
+const tallyBits = 32
+
+// answered takes in the token server's answer res for g at now: it counts
+// what Redis admitted to this instance in the window and reports a lost
+// count (see above). One rule per group: Remaining is the tightest rule's.
+func (g *clusterGroup) answered(res *TokenResult, factor float64, now int64) (lost bool) {
+	if len(g.crs) != 1 {
+		return false
+	}
+	cr := g.crs[0]
+	w, ok := cr.window(now)
+	if !ok {
+		return false
+	}
+	tag := uint64(uint32(w)) << tallyBits
+	own := cr.redisTally.Load()
+	if own>>tallyBits<<tallyBits != tag {
+		own = tag // a new window: nothing admitted in it yet
+	}
+	limit := cr.rule.Limit
+	if cr.rule.Adaptive {
+		limit *= factor
+	}
+	// Remaining counts this call when admitted: before it, one more.
+	before := res.Remaining
+	if res.Allowed {
+		before++
+	}
+	if before > math.Floor(limit+1e-9)-float64(own&(1<<tallyBits-1)) {
+		if cr.stayWin.Load() != w {
+			cr.stayWin.Store(w)
+		}
+		return true
+	}
+	if !res.Allowed {
+		return false
+	}
+	for old := cr.redisTally.Load(); ; old = cr.redisTally.Load() {
+		next := tag + 1
+		if old>>tallyBits<<tallyBits == tag {
+			next = old + 1
+		}
+		if cr.redisTally.CompareAndSwap(old, next) {
+			return false
+		}
 	}
 }
 
 // staysLocal reports whether g's rules are decided locally until the
 // window ends (see above): every rule of g falls back locally, and one of
-// them is a fixed window in which the token server lost its connection.
+// them lost its count in this window.
 func (g *clusterGroup) staysLocal(now int64) bool {
 	stay := false
 	for _, cr := range g.crs {
 		if f := cr.rule.Cluster.Fallback; f == "allow" || f == "deny" {
 			return false
 		}
-		if w, ok := cr.window(now); ok && cr.localWin.Load() == w {
+		if w, ok := cr.window(now); ok && cr.stayWin.Load() == w {
 			stay = true
 		}
 	}

@@ -22,8 +22,7 @@ type windowServer struct {
 	win    int64 // window index counted
 	count  int
 	down   bool
-	lost   bool // down with the connection lost (a dead process), not timing out
-	asked  int  // Acquire calls that reached the server
+	asked  int // Acquire calls that reached the server
 	instNo int
 }
 
@@ -31,29 +30,34 @@ func (s *windowServer) Acquire(_ context.Context, req TokenRequest) (TokenResult
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.asked++
-	if s.down && s.lost {
-		return TokenResult{}, fmt.Errorf("dial: %w: %w", ErrTokenServerUnavailable, ErrTokenServerLost)
-	}
 	if s.down {
-		return TokenResult{}, fmt.Errorf("timeout: %w", ErrTokenServerUnavailable)
+		return TokenResult{}, fmt.Errorf("dial: %w", ErrTokenServerUnavailable)
 	}
 	if w := s.clk.Now().UnixNano() / int64(time.Second); w != s.win {
 		s.win, s.count = w, 0
 	}
 	if s.count+req.Tokens > s.limit {
-		return TokenResult{Refused: 0}, nil
+		return TokenResult{Refused: 0, Remaining: float64(s.limit - s.count)}, nil
 	}
 	s.count += req.Tokens
-	return TokenResult{Allowed: true, Refused: -1}, nil
+	return TokenResult{Allowed: true, Refused: -1, Remaining: float64(s.limit - s.count)}, nil
 }
 
-func (s *windowServer) Release(context.Context, TokenRequest, TokenResult) error { return nil }
-func (s *windowServer) Instances() int                                           { return s.instNo }
+// Release gives a refunded grant back to the window, as fixed_window.lua does.
+func (s *windowServer) Release(_ context.Context, req TokenRequest, res TokenResult) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if req.Refund && res.Allowed {
+		s.count = max(0, s.count-req.Tokens)
+	}
+	return nil
+}
+func (s *windowServer) Instances() int { return s.instNo }
 
 func (s *windowServer) set(down, wipe bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.down, s.lost = down, down
+	s.down = down
 	if wipe {
 		s.count = 0
 	}
@@ -63,9 +67,10 @@ func (s *windowServer) set(down, wipe bool) {
 // second against a limit of 100. Redis admits the window's 100, dies, the
 // four instances' local fallbacks admit their 25 each, and Redis comes
 // back within the same second with its count lost: before, it admitted
-// another 100. Now an instance whose token server lost its connection in
-// a window keeps to its local share until the window ends, and the next
-// window is Redis's again.
+// another 100. Now each instance sees the loss in Redis's first answer
+// (Remaining above the limit less what Redis had admitted to it), gives
+// that grant back and keeps to its local share until the window ends; the
+// next window is Redis's again.
 func TestClusterOutageSecondBoundedWhenRedisLosesCount(t *testing.T) {
 	clk := clock.NewFake(t0) // t0 is a whole second: the window starts here
 	srv := &windowServer{clk: clk, limit: 100, instNo: 4}
@@ -121,10 +126,10 @@ func TestClusterOutageSecondBoundedWhenRedisLosesCount(t *testing.T) {
 	}
 }
 
-// TestClusterStaysLocalUntilWindowEnds: once the token server lost its
-// connection in a window, the rule is decided locally until that window
-// ends, and by the token server from the next one; after a timeout (no
-// connection lost) it is asked again at once.
+// TestClusterStaysLocalUntilWindowEnds: after an outage in a window, a
+// token server that kept its count is asked again at once; one that lost
+// it (Remaining above the limit less what it admitted here) is not asked
+// again until the window ends.
 func TestClusterStaysLocalUntilWindowEnds(t *testing.T) {
 	clk := clock.NewFake(t0)
 	srv := &windowServer{clk: clk, limit: 100, instNo: 1}
@@ -140,30 +145,34 @@ func TestClusterStaysLocalUntilWindowEnds(t *testing.T) {
 		return srv.asked
 	}
 	clk.Advance(100 * time.Millisecond)
+	seq(t, e, "r", 2) // Redis: 2
 	srv.set(true, false)
-	seq(t, e, "r", 1) // the fallback decides
+	seq(t, e, "r", 1) // the fallback
 	srv.set(false, false)
 	before := asked()
-	clk.Advance(800 * time.Millisecond)
+	seq(t, e, "r", 3)
+	if n := asked() - before; n != 3 {
+		t.Errorf("count kept: %d of 3 calls reached the token server, want 3", n)
+	}
+	srv.set(true, false)
+	seq(t, e, "r", 1)
+	srv.set(false, true) // back, count lost
+	before = asked()
+	clk.Advance(700 * time.Millisecond)
 	if got := seq(t, e, "r", 3); got != "pass pass pass" {
 		t.Fatalf("rest of the window: %q", got)
 	}
-	if n := asked() - before; n != 0 {
-		t.Errorf("%d calls reached the token server in the window the fallback decided in, want 0", n)
-	}
-	clk.Advance(200 * time.Millisecond) // the next window
-	seq(t, e, "r", 3)
-	if n := asked() - before; n != 3 {
-		t.Errorf("next window: %d of 3 calls reached the token server, want 3", n)
+	if n := asked() - before; n != 1 {
+		t.Errorf("count lost: %d calls reached the token server in the rest of the window, want 1 (the answer that shows it)", n)
 	}
 	srv.mu.Lock()
-	srv.down = true // timing out: the connection is not lost
+	if srv.count != 0 {
+		t.Errorf("the answer that showed the loss was not given back: count %d", srv.count)
+	}
 	srv.mu.Unlock()
-	seq(t, e, "r", 1)
-	srv.set(false, false)
-	before = asked()
+	clk.Advance(200 * time.Millisecond) // the next window
 	seq(t, e, "r", 3)
-	if n := asked() - before; n != 3 {
-		t.Errorf("after a timeout: %d of 3 calls reached the token server, want 3", n)
+	if n := asked() - before; n != 4 {
+		t.Errorf("next window: %d of 3 calls reached the token server, want 3", n-1)
 	}
 }

@@ -15,13 +15,6 @@ var ErrBlocked = errors.New("flow: blocked")
 // (network, Redis down, timeout). The engine then applies the rule's fallback.
 var ErrTokenServerUnavailable = errors.New("flow: token server unavailable")
 
-// ErrTokenServerLost is what a TokenServer wraps, beside
-// ErrTokenServerUnavailable, when its connection to its store was lost
-// (closed, reset or refused: the store's process died), so that the store
-// may come back without the counts it held. A global fixed_window rule's
-// local fallback then decides until its window ends (see docs/cluster.md).
-var ErrTokenServerLost = errors.New("flow: token server connection lost")
-
 // Reasons carried by BlockError.Reason.
 const (
 	ReasonRateLimited        = "rate limited"

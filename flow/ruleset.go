@@ -72,10 +72,12 @@ type compiledRule struct {
 	// at this cluster rule's latest local fallback call (see
 	// fallbackResumes); it starts at MaxUint64 so the first outage drains.
 	fallbackPassed atomic.Uint64
-	// localWin is the latest window in which the token server lost its
-	// connection deciding a global fixed_window cluster rule (see
-	// staysLocal); math.MinInt64: none.
-	localWin atomic.Int64
+	// For a global fixed_window cluster rule with the local fallback (see
+	// staysLocal): stayWin is the latest window in which Redis showed it
+	// lost its count (math.MinInt64: none), redisTally the window and count
+	// of what Redis admitted to this instance (see answered).
+	stayWin    atomic.Int64
+	redisTally atomic.Uint64
 	// seen is the latest Entry time a circuit breaker rule saw, to
 	// seenStep: its Exits' time when they do not read the clock.
 	seen atomic.Int64
@@ -302,7 +304,7 @@ func (e *Engine) newCompiled(r Rule, factor float64, now int64) (*compiledRule, 
 		instances = max(1, e.cf.ts.Instances())
 	}
 	cr.fallbackPassed.Store(math.MaxUint64)
-	cr.localWin.Store(math.MinInt64)
+	cr.stayWin.Store(math.MinInt64)
 	cr.limitBits.Store(math.Float64bits(math.NaN())) // so recompute always sets it
 	cr.recompute(factor, instances)
 	cr.gen.Store(0)
