@@ -180,12 +180,18 @@ func soakCheck(t *testing.T, name string, algo flow.Algorithm, policy string, f 
 	if policy == "local" && f.worstOutage > outageBound {
 		t.Errorf("%s: an outage second admitted %d (%d of them locally), want <= %d", name, f.worstOutage, f.worstOutageLocal, outageBound)
 	}
+	checkRecovery(t, name, f)
+}
+
+// checkRecovery: Redis decides again within 1s of each fault's end, plus
+// the longest the machine held the process up (the control's stall): a
+// recovery spanning it waited for the CPU.
+func checkRecovery(t *testing.T, name string, f soakFigures) {
+	t.Helper()
 	for kind, rs := range f.recovery {
 		for _, r := range rs {
-			// Plus the longest the machine held the process up (the
-			// control's stall): a recovery spanning it waited for the CPU.
 			if r > time.Second+f.stallMax {
-				t.Errorf("%s: decisions from Redis %v after %s ended, want <= 1s", name, r, kind)
+				t.Errorf("%s: decisions from Redis %v after %s ended, want <= 1s (+ the %v stall)", name, r, kind, f.stallMax)
 			}
 		}
 	}
@@ -223,45 +229,9 @@ func soakRun(t *testing.T, srv *redistest.Server, admin *redis.Client, algo flow
 		}
 	}
 	stopLoad := soakLoad(t, engines, r.Resource)
-	// Faults, one every soakFaultEach in rotation, each with time after
-	// it to recover before the run ends. Each strikes 100ms past a whole
-	// second, so a kill and its restart fall in one second: Redis's part
-	// before the kill, the fallback's, and Redis's again after the restart
-	// (its count lost) all land in one window.
-	var faults []soakFault
 	begin := time.Now()
 	end := begin.Add(d)
-	first := time.Unix(begin.Unix()+1, 0).Add(100 * time.Millisecond)
-	for i := 0; ; i++ {
-		at := first.Add(time.Duration(i) * soakFaultEach)
-		if at.Add(soakFaultEach).After(end) && i > 0 {
-			break
-		}
-		time.Sleep(time.Until(at))
-		kind := []string{"kill+restart", "pause 1.5s", "SCRIPT FLUSH", "FLUSHALL"}[*faultN%4]
-		*faultN++
-		fl := soakFault{kind: kind, at: time.Now()}
-		switch kind {
-		case "kill+restart":
-			srv.Kill()
-			time.Sleep(300 * time.Millisecond) // down for a while
-			srv.Restart()
-		case "pause 1.5s":
-			srv.Pause()
-			time.Sleep(1500 * time.Millisecond)
-			srv.Resume()
-		case "SCRIPT FLUSH":
-			if err := admin.ScriptFlush(ctx).Err(); err != nil {
-				t.Errorf("SCRIPT FLUSH: %v", err)
-			}
-		case "FLUSHALL":
-			if err := admin.FlushAll(ctx).Err(); err != nil {
-				t.Errorf("FLUSHALL: %v", err)
-			}
-		}
-		fl.back = time.Now()
-		faults = append(faults, fl)
-	}
+	faults := soakFaults(t, srv, admin, begin, end, faultN)
 	time.Sleep(max(0, time.Until(end)))
 	calls, control := stopLoad()
 	for _, ts := range servers {
@@ -338,4 +308,47 @@ func soakLoad(t *testing.T, engines []*flow.Engine, resource string) func() ([]s
 		wg.Wait()
 		return calls, <-stalls
 	}
+}
+
+// soakFaults strikes the single-Redis faults from begin until end.
+func soakFaults(t *testing.T, srv *redistest.Server, admin *redis.Client, begin, end time.Time, faultN *int) []soakFault {
+	ctx := context.Background()
+	// Faults, one every soakFaultEach in rotation, each with time after
+	// it to recover before the run ends. Each strikes 100ms past a whole
+	// second, so a kill and its restart fall in one second: Redis's part
+	// before the kill, the fallback's, and Redis's again after the restart
+	// (its count lost) all land in one window.
+	var faults []soakFault
+	first := time.Unix(begin.Unix()+1, 0).Add(100 * time.Millisecond)
+	for i := 0; ; i++ {
+		at := first.Add(time.Duration(i) * soakFaultEach)
+		if at.Add(soakFaultEach).After(end) && i > 0 {
+			break
+		}
+		time.Sleep(time.Until(at))
+		kind := []string{"kill+restart", "pause 1.5s", "SCRIPT FLUSH", "FLUSHALL"}[*faultN%4]
+		*faultN++
+		fl := soakFault{kind: kind, at: time.Now()}
+		switch kind {
+		case "kill+restart":
+			srv.Kill()
+			time.Sleep(300 * time.Millisecond) // down for a while
+			srv.Restart()
+		case "pause 1.5s":
+			srv.Pause()
+			time.Sleep(1500 * time.Millisecond)
+			srv.Resume()
+		case "SCRIPT FLUSH":
+			if err := admin.ScriptFlush(ctx).Err(); err != nil {
+				t.Errorf("SCRIPT FLUSH: %v", err)
+			}
+		case "FLUSHALL":
+			if err := admin.FlushAll(ctx).Err(); err != nil {
+				t.Errorf("FLUSHALL: %v", err)
+			}
+		}
+		fl.back = time.Now()
+		faults = append(faults, fl)
+	}
+	return faults
 }

@@ -51,13 +51,16 @@ func TestStripeShares(t *testing.T) {
 type stripeRun struct {
 	perMaster []int64 // script calls each master served
 	seconds   []int   // admitted in each whole second of the run
+	starved   []bool  // the second had calls refused because Redis did not answer in time
 	calls     int64
 }
 
 // TestStripedGlobalRuleOnCluster: a global rule on Redis Cluster is one
 // key, so one master serves every decision; striped over 3 it spreads over
 // the 3 masters, without and with leasing, and every whole second admits
-// at most the limit and at least 90% of it under a demand far above it.
+// at most the limit and, unless the deny fallback refused calls in it
+// (Redis late on a busy machine), at least 90% of it under a demand far
+// above it.
 func TestStripedGlobalRuleOnCluster(t *testing.T) {
 	cl := redistest.StartCluster(t)
 	const limit = 300
@@ -69,11 +72,11 @@ func TestStripedGlobalRuleOnCluster(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			for try := 1; ; try++ {
 				m := runStriped(t, cl, limit, c.stripes, c.leasing)
-				t.Logf("%s: commands per master %v, admitted per whole second %v (limit %d), calls %d", name, m.perMaster, m.seconds, limit, m.calls)
+				t.Logf("%s: commands per master %v, admitted per whole second %v (limit %d; Redis late in %v), calls %d", name, m.perMaster, m.seconds, limit, m.starved, m.calls)
 				if judgeStriped(t, m, limit, c.stripes, try < 3) {
 					return
 				}
-				t.Logf("%s: a second with too little demand to judge (a busy machine): again", name)
+				t.Logf("%s: a second short of the limit with Redis answering in time: again (a busy machine)", name)
 			}
 		})
 	}
@@ -96,11 +99,14 @@ func judgeStriped(t *testing.T, m stripeRun, limit, stripes int, retry bool) boo
 			t.Errorf("striped over 3: master %d served %.1f%% of the commands, want >= 20%% each (%v)", i, 100*share, m.perMaster)
 		}
 	}
-	for _, n := range m.seconds {
+	for i, n := range m.seconds {
 		if n > limit {
 			t.Errorf("a whole second admitted %d, want <= %d", n, limit)
 		}
-		if n < limit*9/10 {
+		// A call the deny fallback refused (Redis late on a busy machine)
+		// is a shortfall the rule did not cause: such a second says
+		// nothing about striping's accuracy.
+		if n < limit*9/10 && !m.starved[i] {
 			if retry {
 				return false
 			}
@@ -113,7 +119,6 @@ func judgeStriped(t *testing.T, m stripeRun, limit, stripes int, retry bool) boo
 // runStriped runs 4 engines x 4 callers without pause for 2-3s against one
 // global fixed_window rule and reads each master's script calls.
 func runStriped(t *testing.T, cl *redistest.Cluster, limit, stripes int, leasing bool) stripeRun {
-	ctx := context.Background()
 	r := flow.Rule{ID: "g", Resource: uniq("striped"), Algorithm: flow.AlgoFixedWindow, Limit: float64(limit), Window: time.Second,
 		Stripes: stripes, Cluster: &flow.ClusterSpec{Threshold: "global", Fallback: "deny"}}
 	var engines []*flow.Engine
@@ -125,20 +130,16 @@ func runStriped(t *testing.T, cl *redistest.Cluster, limit, stripes int, leasing
 		ts := realServer(t, cl.NewClient(nil), opts...)
 		engines = append(engines, realEngine(t, ts, r))
 	}
-	for _, n := range cl.Nodes {
-		if err := n.NewClient(nil).ConfigResetStat(ctx).Err(); err != nil {
-			t.Fatal(err)
-		}
-	}
+	resetStats(t, cl)
 	var m stripeRun
 	var stop atomic.Bool
 	var mu sync.Mutex
-	admitted := map[int64]int{}
+	admitted, starved := map[int64]int{}, map[int64]bool{}
 	var wg sync.WaitGroup
 	for _, e := range engines {
 		for range 4 {
 			wg.Go(func() {
-				mine := map[int64]int{}
+				mine, late := map[int64]int{}, map[int64]bool{}
 				for !stop.Load() {
 					start := time.Now().UnixNano()
 					p, err := e.Entry(r.Resource)
@@ -153,11 +154,19 @@ func runStriped(t *testing.T, cl *redistest.Cluster, limit, stripes int, leasing
 					case !errors.Is(err, flow.ErrBlocked):
 						t.Errorf("entry: %v", err)
 						return
+					default:
+						var be *flow.BlockError
+						if errors.As(err, &be) && be.Reason == flow.ReasonClusterUnavailable {
+							late[start/1e9], late[end/1e9] = true, true
+						}
 					}
 				}
 				mu.Lock()
 				for s, n := range mine {
 					admitted[s] += n
+				}
+				for s := range late {
+					starved[s] = true
 				}
 				mu.Unlock()
 			})
@@ -169,11 +178,22 @@ func runStriped(t *testing.T, cl *redistest.Cluster, limit, stripes int, leasing
 	wg.Wait()
 	for s := begin + 1; s < begin+3; s++ {
 		m.seconds = append(m.seconds, admitted[s])
+		m.starved = append(m.starved, starved[s])
 	}
 	for _, n := range cl.Nodes {
 		m.perMaster = append(m.perMaster, scriptCalls(t, n.NewClient(nil)))
 	}
 	return m
+}
+
+// resetStats zeroes every node's INFO commandstats.
+func resetStats(t *testing.T, cl *redistest.Cluster) {
+	t.Helper()
+	for _, n := range cl.Nodes {
+		if err := n.NewClient(nil).ConfigResetStat(context.Background()).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
 }
 
 // scriptCalls is the EVALSHA and EVAL calls a node served since its stats

@@ -148,12 +148,20 @@ func (st *entryState) clusterFallback(g *clusterGroup, key string, err error) bo
 // Redis again in the next: the window holds at most what Redis admitted
 // before and one limit locally. A Redis that kept its count (a pause, a
 // busy host, SCRIPT FLUSH, a restart with persistence) is asked again at
-// once. Only the global level: a per-key record would cost a table.
+// once. Only the global level (a per-key record would cost a table) and
+// windows up to maxStayWindow.
+
+// maxStayWindow bounds the windows whose rule stays local after a lost
+// count: a longer window would keep Redis out for too long (its lost count
+// then costs what a FLUSHALL costs).
+const maxStayWindow = 10 * time.Second
 
 // window is the fixed window now falls in for a global fixed_window rule
-// with the local fallback; ok is false for every other rule.
+// with the local fallback and a window of at most maxStayWindow; ok is
+// false for every other rule.
 func (cr *compiledRule) window(now int64) (w int64, ok bool) {
-	if cr.keys != nil || cr.rule.Cluster == nil || cr.rule.Cluster.Fallback == "allow" || cr.rule.Cluster.Fallback == "deny" {
+	if cr.keys != nil || cr.rule.Cluster == nil || cr.rule.Cluster.Fallback == "allow" || cr.rule.Cluster.Fallback == "deny" ||
+		cr.rule.Window > maxStayWindow {
 		return 0, false
 	}
 	fw, ok := cr.global.(algo.Windowed)
