@@ -157,10 +157,13 @@ func (st *entryState) clusterFallback(g *clusterGroup, key string, err error) bo
 const maxStayWindow = 10 * time.Second
 
 // window is the fixed window now falls in for a global fixed_window rule
-// with the local fallback and a window of at most maxStayWindow; ok is
-// false for every other rule.
+// with threshold global, the local fallback and a window of at most
+// maxStayWindow; ok is false for every other rule.
 func (cr *compiledRule) window(now int64) (w int64, ok bool) {
-	if cr.keys != nil || cr.rule.Cluster == nil || cr.rule.Cluster.Fallback == "allow" || cr.rule.Cluster.Fallback == "deny" ||
+	c := cr.rule.Cluster
+	// per_instance: Redis's limit grows with the instances, so Remaining
+	// says nothing against Limit.
+	if cr.keys != nil || c == nil || c.Fallback == "allow" || c.Fallback == "deny" || c.Threshold == "per_instance" ||
 		cr.rule.Window > maxStayWindow {
 		return 0, false
 	}

@@ -176,3 +176,23 @@ func TestClusterStaysLocalUntilWindowEnds(t *testing.T) {
 		t.Errorf("next window: %d of 3 calls reached the token server, want 3", n-1)
 	}
 }
+
+// TestClusterPerInstanceNeverStaysLocal: a per_instance rule's Redis limit
+// is Limit times the instances, so its Remaining above Limit is no loss.
+func TestClusterPerInstanceNeverStaysLocal(t *testing.T) {
+	clk := clock.NewFake(t0)
+	srv := &windowServer{clk: clk, limit: 400, instNo: 4}
+	r := fw("c", "r", LevelGlobal, 100, time.Second)
+	r.Cluster = &ClusterSpec{Threshold: "per_instance", Fallback: "local"}
+	e := NewEngine(WithClock(clk), WithTokenServer(srv))
+	if err := e.LoadRules([]Rule{r}); err != nil {
+		t.Fatal(err)
+	}
+	clk.Advance(100 * time.Millisecond)
+	seq(t, e, "r", 5)
+	srv.mu.Lock()
+	defer srv.mu.Unlock()
+	if srv.asked != 5 {
+		t.Errorf("%d of 5 calls reached the token server, want 5", srv.asked)
+	}
+}
