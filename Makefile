@@ -59,10 +59,12 @@ test-modules:
 compat:
 	cd compat/sentinel && $(GO) vet ./... && $(GO) test -race -count=1 -v ./...
 
-## soak: the cluster chaos soak, 60 s per policy x algorithm (6 min), with its figures
-## (make test runs a 4 s version of each, race-enabled; this one is not, so latencies are real).
+## soak: the cluster chaos soak, 60 s per policy x algorithm on one Redis (6 min), then a Redis
+## Cluster run (6 nodes; kill -9 of a master, CLUSTER FAILOVER, a lost shard) of 30 s per algorithm,
+## with their figures (make test runs a 4 s version of the first, race-enabled; these are not).
 soak: deps
-	FLOWGATE_REQUIRE_REDIS=1 FLOWGATE_SOAK=$${FLOWGATE_SOAK:-60s} $(CORE) test -count=1 -timeout 30m -run '^TestChaosSoak$$' -v ./cluster/
+	FLOWGATE_REQUIRE_REDIS=1 FLOWGATE_SOAK=$${FLOWGATE_SOAK:-60s} FLOWGATE_SOAK_CLUSTER=$${FLOWGATE_SOAK_CLUSTER:-30s} \
+		$(CORE) test -count=1 -timeout 30m -run '^TestChaosSoak(Cluster)?$$' -v ./cluster/
 
 ## examples: build every example and run each short-lived one with a time limit.
 examples:

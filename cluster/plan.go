@@ -6,6 +6,7 @@ import (
 	"math"
 	"strconv"
 	"strings"
+	"sync/atomic"
 
 	"github.com/flowgate/flowgate/flow"
 )
@@ -41,6 +42,10 @@ type plan struct {
 	resource string
 	level    flow.Level
 	tag      string // the level in keys: "global", "user", "ip", or "param:<name>"
+	// stripes are the plans of a striped rule's stripes, whose global keys
+	// carry each stripe's tag; rr picks the next (see stripe.go).
+	stripes []*plan
+	rr      atomic.Uint64
 }
 
 func (p *plan) matches(req *flow.TokenRequest, instances int) bool {
@@ -49,8 +54,25 @@ func (p *plan) matches(req *flow.TokenRequest, instances int) bool {
 }
 
 // newPlan computes each rule's parameters as Redis needs them: limits
-// after the threshold and the adaptive factor, times in microseconds.
+// after the threshold and the adaptive factor, times in microseconds. A
+// striped global request (see stripe.go) gets one plan per stripe.
 func newPlan(prefix string, req *flow.TokenRequest, instances int, concTTL int64) (*plan, error) {
+	p, err := newPlanPart(prefix, req, instances, concTTL, stripe{})
+	if err != nil || req.Key != "" || len(req.Rules) != 1 || req.Rules[0].Stripes <= 1 {
+		return p, err
+	}
+	n := req.Rules[0].Stripes
+	for i, tag := range stripeTags(req.Resource, p.tag, n) {
+		sp, err := newPlanPart(prefix, req, instances, concTTL, stripe{i: i, of: n, key: tag})
+		if err != nil {
+			return nil, err
+		}
+		p.stripes = append(p.stripes, sp)
+	}
+	return p, nil
+}
+
+func newPlanPart(prefix string, req *flow.TokenRequest, instances int, concTTL int64, st stripe) (*plan, error) {
 	p := &plan{first: req.Rules[0], n: len(req.Rules), factor: req.Factor, instances: instances,
 		resource: req.Resource, level: req.Level, leasable: true, prefix: prefix, most: math.MaxInt64}
 	p.numkeys = strconv.Itoa(p.n)
@@ -73,7 +95,7 @@ func newPlan(prefix string, req *flow.TokenRequest, instances int, concTTL int64
 			id = "#" + strconv.Itoa(i)
 		}
 		p.suffixes = append(p.suffixes, ":"+id)
-		limit := effectiveLimit(r, req.Factor, instances)
+		limit := st.share(r, effectiveLimit(r, req.Factor, instances))
 		vals, err := ruleParams(r, limit, concTTL)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("rules[%d] (id %q): %w", i, r.ID, err))
@@ -103,7 +125,7 @@ func newPlan(prefix string, req *flow.TokenRequest, instances int, concTTL int64
 	}
 	p.paramAt = append(p.paramAt, len(p.params))
 	if req.Key == "" {
-		ks := p.keys("")
+		ks := p.keys(st.key)
 		p.global = make([]any, len(ks))
 		for i, k := range ks {
 			p.global[i] = k

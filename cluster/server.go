@@ -151,13 +151,21 @@ func (s *RedisTokenServer) Acquire(ctx context.Context, req flow.TokenRequest) (
 	if err != nil {
 		return flow.TokenResult{}, err
 	}
+	var stripe int
+	if len(p.stripes) > 0 { // round-robin: see stripe.go
+		stripe = int((p.rr.Add(1) - 1) % uint64(len(p.stripes)))
+		p = p.stripes[stripe]
+	}
 	if int64(req.Tokens) > p.most {
-		// More than a rule can ever grant: refused for good, before a lease
-		// or Redis takes anything (the scripts refuse it too).
-		return flow.TokenResult{Refused: p.mostAt, RetryAfter: flow.Never}, nil
+		// More than a rule (or its stripe) can ever grant: refused for
+		// good, before a lease or Redis takes anything (the scripts
+		// refuse it too).
+		return flow.TokenResult{Refused: p.mostAt, RetryAfter: flow.Never, Stripe: stripe}, nil
 	}
 	if s.leases != nil && p.leasable {
-		return s.leases.acquire(ctx, p, &req)
+		res, err := s.leases.acquire(ctx, p, &req)
+		res.Stripe = stripe
+		return res, err
 	}
 	var nonce any = ""
 	var lease string
@@ -169,7 +177,7 @@ func (s *RedisTokenServer) Acquire(ctx context.Context, req flow.TokenRequest) (
 	if err != nil {
 		return flow.TokenResult{}, err
 	}
-	res := flow.TokenResult{Allowed: r.allowed, Refused: r.refused, Remaining: float64(r.remaining), Wait: r.wait, RetryAfter: r.retryAfter()}
+	res := flow.TokenResult{Allowed: r.allowed, Refused: r.refused, Remaining: float64(r.remaining), Wait: r.wait, RetryAfter: r.retryAfter(), Stripe: stripe}
 	if r.allowed && len(p.conc) > 0 {
 		res.Lease = lease
 		s.held.add(res.Lease, p, req.Key, req.Tokens)
@@ -194,6 +202,12 @@ func (s *RedisTokenServer) Release(ctx context.Context, req flow.TokenRequest, r
 	p, err := s.plan(&req)
 	if err != nil {
 		return err
+	}
+	if len(p.stripes) > 0 { // back to the stripe the permits came from
+		if res.Stripe < 0 || res.Stripe >= len(p.stripes) {
+			return fmt.Errorf("cluster: release: stripe %d of %d", res.Stripe, len(p.stripes))
+		}
+		p = p.stripes[res.Stripe]
 	}
 	if req.Refund && res.Lease == "" && s.leases != nil && p.leasable && s.leases.giveBack(p, req.Key, req.Tokens) {
 		return nil

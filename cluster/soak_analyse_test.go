@@ -70,7 +70,8 @@ func soakAnalyse(f *soakFigures, calls []soakCall, faults []soakFault, control [
 	near := func(s int64) bool {
 		for _, fl := range faults {
 			last := fl.back.Unix()
-			if fl.kind == "kill+restart" || fl.kind == "FLUSHALL" {
+			switch fl.kind { // counters lost: the second after admits up to twice too
+			case "kill+restart", "FLUSHALL", "kill -9 master", "lost shard":
 				last++
 			}
 			if s >= fl.at.Unix() && s <= last {

@@ -213,7 +213,8 @@ func (p *resourcePlan) add(cr *compiledRule) {
 		default:
 			lr.local = append(lr.local, cr)
 		}
-		lr.solo = lr.solo || (cr.cluster && len(r.Items) > 0)
+		// A striped rule is asked alone: its stripe is a key of its own.
+		lr.solo = lr.solo || (cr.cluster && (len(r.Items) > 0 || r.Stripes > 1))
 	}
 }
 

@@ -3,6 +3,7 @@ package flow
 import (
 	"context"
 	"log/slog"
+	"math"
 	"sync/atomic"
 	"time"
 
@@ -51,6 +52,9 @@ type TokenResult struct {
 	Wait       time.Duration // allowed leaky-bucket slot: the engine waits this long (honouring ctx)
 	RetryAfter time.Duration // refused: honest time until it would pass; 0 unknown; Never: it can never pass
 	Lease      string        // opaque; names the call's concurrency permits for Release
+	// Stripe is the stripe of a striped rule (Rule.Stripes) the permits
+	// were taken from, so that Release gives them back there; 0 otherwise.
+	Stripe int
 }
 
 // ClusterStats counts token server outcomes.
@@ -63,12 +67,18 @@ type ClusterStats struct {
 // level, for key, and applies each rule's fallback when it cannot answer.
 func (st *entryState) cluster(g *clusterGroup, level Level, key string) bool {
 	e := st.eng
+	if key == "" && g.staysLocal(st.now) {
+		return st.stayLocal(g)
+	}
 	req := TokenRequest{Resource: st.resource, Level: level, Key: key, Tokens: st.a.tokens, Rules: g.rules, Factor: e.AdaptiveFactor()}
 	res, err := e.cf.ts.Acquire(st.a.context(), req)
 	if err != nil {
 		return st.clusterFallback(g, key, err)
 	}
 	if !res.Allowed {
+		if key == "" {
+			g.answered(&res, req.Factor, st.now) // a refusal's Remaining shows a loss too
+		}
 		e.cl.blocked.Add(1)
 		i := res.Refused
 		if i < 0 || i >= len(g.crs) {
@@ -76,6 +86,13 @@ func (st *entryState) cluster(g *clusterGroup, level Level, key string) bool {
 		}
 		d := algo.Decision{RetryAfter: max(0, res.RetryAfter), Remaining: res.Remaining, Never: res.RetryAfter == Never}
 		return st.deny(g.crs[i], ReasonClusterLimited, "", d)
+	}
+	if key == "" && g.answered(&res, req.Factor, st.now) {
+		// Redis lost the window's count: give this grant back and decide
+		// the call locally, as the rest of the window will be.
+		req.Refund = true
+		_ = e.cf.ts.Release(st.a.context(), req, res)
+		return st.stayLocal(g)
 	}
 	e.cl.passed.Add(1)
 	if e.cl.outage.down.Load() {
@@ -112,6 +129,127 @@ func (st *entryState) clusterFallback(g *clusterGroup, key string, err error) bo
 			if !st.local(cr, key) {
 				return false
 			}
+		}
+	}
+	return true
+}
+
+// A global fixed_window rule's outage window can hold three parts: what
+// Redis admitted in it before the fault, what the local fallback admitted
+// during it, and what Redis admits after it. When Redis comes back without
+// the window's count (restarted without persistence, a replica promoted
+// before it had the last writes, FLUSHALL), the third part is a whole
+// limit again: three limits in one window. An instance sees that loss in
+// Redis's own answer: Redis's count of the window can never be below what
+// it admitted to this instance in it, so a Remaining above limit minus
+// that means the count was lost (a refund that gave back more than the
+// other instances took reads the same, and costs the rest of the window
+// decided locally). The instance then gives that answer's permit back,
+// decides the rule locally, at its share, until the window ends, and asks
+// Redis again in the next: the window holds at most what Redis admitted
+// before and one limit locally. A Redis that kept its count (a pause, a
+// busy host, SCRIPT FLUSH, a restart with persistence) is asked again at
+// once. Only the global level (a per-key record would cost a table) and
+// windows up to maxStayWindow.
+
+// maxStayWindow bounds the windows whose rule stays local after a lost
+// count: a longer window would keep Redis out for too long (its lost count
+// then costs what a FLUSHALL costs).
+const maxStayWindow = 10 * time.Second
+
+// window is the fixed window now falls in for a global fixed_window rule
+// with threshold global, the local fallback and a window of at most
+// maxStayWindow; ok is false for every other rule.
+func (cr *compiledRule) window(now int64) (w int64, ok bool) {
+	c := cr.rule.Cluster
+	// per_instance: Redis's limit grows with the instances, so Remaining
+	// says nothing against Limit.
+	if cr.keys != nil || c == nil || c.Fallback == "allow" || c.Fallback == "deny" || c.Threshold == "per_instance" ||
+		cr.rule.Window > maxStayWindow {
+		return 0, false
+	}
+	fw, ok := cr.global.(algo.Windowed)
+	if !ok {
+		return 0, false
+	}
+	return fw.Window(now), true
+}
+
+// tallyBits packs a window index (low 32 bits of it) and a count.
+const tallyBits = 32
+
+// answered takes in the token server's answer res for g at now: it counts
+// what Redis admitted to this instance in the window and reports a lost
+// count (see above). One rule per group: Remaining is the tightest rule's.
+func (g *clusterGroup) answered(res *TokenResult, factor float64, now int64) (lost bool) {
+	if len(g.crs) != 1 {
+		return false
+	}
+	cr := g.crs[0]
+	w, ok := cr.window(now)
+	if !ok {
+		return false
+	}
+	tag := uint64(uint32(w)) << tallyBits
+	own := cr.redisTally.Load()
+	if own>>tallyBits<<tallyBits != tag {
+		own = tag // a new window: nothing admitted in it yet
+	}
+	limit := cr.rule.Limit
+	if cr.rule.Adaptive {
+		limit *= factor
+	}
+	// Remaining counts this call when admitted: before it, one more.
+	before := res.Remaining
+	if res.Allowed {
+		before++
+	}
+	if before > math.Floor(limit+1e-9)-float64(own&(1<<tallyBits-1)) {
+		if cr.stayWin.Load() != w {
+			cr.stayWin.Store(w)
+		}
+		return true
+	}
+	if !res.Allowed {
+		return false
+	}
+	for old := cr.redisTally.Load(); ; old = cr.redisTally.Load() {
+		next := tag + 1
+		if old>>tallyBits<<tallyBits == tag {
+			next = old + 1
+		}
+		if cr.redisTally.CompareAndSwap(old, next) {
+			return false
+		}
+	}
+}
+
+// staysLocal reports whether g's rules are decided locally until the
+// window ends (see above): every rule of g falls back locally, and one of
+// them lost its count in this window.
+func (g *clusterGroup) staysLocal(now int64) bool {
+	stay := false
+	for _, cr := range g.crs {
+		if f := cr.rule.Cluster.Fallback; f == "allow" || f == "deny" {
+			return false
+		}
+		if w, ok := cr.window(now); ok && cr.stayWin.Load() == w {
+			stay = true
+		}
+	}
+	return stay
+}
+
+// stayLocal decides g's rules by their local fallback limiters without
+// asking the token server.
+func (st *entryState) stayLocal(g *clusterGroup) bool {
+	e := st.eng
+	n := max(1, e.cf.ts.Instances())
+	for _, cr := range g.crs {
+		e.cl.fbLocal.Add(1)
+		cr.recompute(e.AdaptiveFactor(), n)
+		if !st.local(cr, "") {
+			return false
 		}
 	}
 	return true

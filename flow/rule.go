@@ -143,6 +143,14 @@ type Rule struct {
 	// For token_bucket, warm_up, leaky_bucket, fixed_window and
 	// sliding_window, the algorithms that settle.
 	MaxDebt float64
+	// Stripes spreads a global cluster rule over that many Redis keys, each
+	// with a hash tag of its own (so on Redis Cluster, over that many hash
+	// slots and, with enough masters, that many masters), each holding an
+	// equal share of Limit; a call takes from one stripe, round-robin. 0 or
+	// 1: one key. At most MaxStripes and at most Limit; only for global
+	// cluster rules with threshold global, and only for token_bucket,
+	// fixed_window, sliding_window and sliding_log. See docs/cluster.md.
+	Stripes int
 	// Shadow has the rule decide and count as usual but never refuse: a
 	// call it would have refused goes on, and the would-be refusal is
 	// counted (RuleStats.ShadowBlocked) and logged at debug. See shadow.go

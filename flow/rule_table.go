@@ -73,6 +73,9 @@ var ruleFields = []RuleField{
 		always: true, check: checkAdaptive},
 	{Name: "cluster", Kind: KindObject, ptr: func(r *Rule) any { return &r.Cluster }, algos: allAlgos &^ notClustered, levels: allLevels,
 		not: clusterNot, unless: clusterUnless, complete: fillCluster, check: checkCluster},
+	{Name: "stripes", Kind: KindInt, ptr: func(r *Rule) any { return &r.Stripes }, algos: stripable, levels: 1 << LevelGlobal,
+		not:    []notFor{{allAlgos &^ stripable, "not for %v rules: only token_bucket, fixed_window, sliding_window and sliding_log split into equal shares"}},
+		unless: stripesUnless, bounds: &bounds{lo: 1, hi: MaxStripes}, check: checkStripes},
 	{Name: "strategy", Kind: KindEnum, ptr: func(r *Rule) any { return &r.Strategy }, algos: breakerOnly, levels: allLevels,
 		required: true, check: checkStrategy},
 	{Name: "threshold", Kind: KindNumber, ptr: func(r *Rule) any { return &r.Threshold }, algos: breakerOnly, levels: allLevels,
@@ -121,6 +124,35 @@ var (
 		{algos(AlgoSentinelHotspot), "not supported for sentinel_hotspot (the token server keeps no Sentinel hotspot state)"},
 	}
 )
+
+// stripable are the algorithms whose cluster state splits into equal
+// independent shares (a count or a rate); warm_up's cold state, a leaky
+// bucket's spacing and concurrency permits (released where taken) do not.
+var stripable = algos(AlgoTokenBucket, AlgoFixedWindow, AlgoSlidingWindow, AlgoSlidingLog)
+
+// MaxStripes bounds a rule's stripes: enough to spread one rule over the
+// masters of any cluster we know of, few enough that each stripe of a
+// modest limit still holds whole permits.
+const MaxStripes = 64
+
+func stripesUnless(r *Rule) string {
+	switch {
+	case r.Cluster == nil:
+		return "only for cluster rules (a local rule has no Redis key to stripe)"
+	case r.Cluster.Threshold == "per_instance":
+		return "only for threshold global (a per_instance limit grows with the instances, not over keys)"
+	case r.RefResource != "":
+		return "not for refResource rules"
+	}
+	return ""
+}
+
+// checkStripes: every stripe holds at least one whole permit.
+func checkStripes(r *Rule, bad badFunc) {
+	if r.Stripes > 1 && r.Limit > 0 && float64(r.Stripes) > r.Limit {
+		bad("stripes", "must be at most limit (%v), so each stripe holds a whole permit, not %d", r.Limit, r.Stripes)
+	}
+}
 
 // sprintf formats msg with the algorithm when it has a verb for it.
 func sprintf(msg string, a Algorithm) string {

@@ -61,7 +61,7 @@ type compiledRule struct {
 	// list is an allow or deny rule's values (lists.go).
 	list *valueList
 	// solo holds this rule alone, for the token server, when it is a
-	// cluster keyed rule or one of its items (param.go).
+	// cluster rule or one of its items (param.go, checks.go).
 	solo *clusterGroup
 	// parent is an item's rule (param.go), nil for a rule: a shadow item's
 	// would-be refusals are counted on its rule.
@@ -73,6 +73,12 @@ type compiledRule struct {
 	// at this cluster rule's latest local fallback call (see
 	// fallbackResumes); it starts at MaxUint64 so the first outage drains.
 	fallbackPassed atomic.Uint64
+	// For a global fixed_window cluster rule with the local fallback (see
+	// staysLocal): stayWin is the latest window in which Redis showed it
+	// lost its count (math.MinInt64: none), redisTally the window and count
+	// of what Redis admitted to this instance (see answered).
+	stayWin    atomic.Int64
+	redisTally atomic.Uint64
 	// seen is the latest Entry time a circuit breaker rule saw, to
 	// seenStep: its Exits' time when they do not read the clock.
 	seen atomic.Int64
@@ -299,6 +305,7 @@ func (e *Engine) newCompiled(r Rule, factor float64, now int64) (*compiledRule, 
 		instances = max(1, e.cf.ts.Instances())
 	}
 	cr.fallbackPassed.Store(math.MaxUint64)
+	cr.stayWin.Store(math.MinInt64)
 	cr.limitBits.Store(math.Float64bits(math.NaN())) // so recompute always sets it
 	cr.recompute(factor, instances)
 	cr.gen.Store(0)
@@ -316,7 +323,7 @@ func (e *Engine) newCompiled(r Rule, factor float64, now int64) (*compiledRule, 
 	if err := e.compileItems(cr, factor, instances, now); err != nil {
 		return nil, err
 	}
-	if cr.cluster && cr.keyed {
+	if cr.cluster { // asked alone when keyed, or when its level has a striped rule
 		cr.solo = soloGroup(cr)
 	}
 	return cr, nil

@@ -39,6 +39,11 @@ func newFixedWindow(window time.Duration, limit float64, now, origin int64) *fix
 	return w
 }
 
+// Window is the index of the window now falls in (see Windowed).
+func (w *fixedWindow) Window(now int64) int64 { return floorDiv(now+w.off, w.window) }
+
+var _ Windowed = (*fixedWindow)(nil)
+
 // roll moves to the window of now (already shifted by off); mu held. A
 // clock that goes backwards keeps the current window rather than reopening an old one.
 func (w *fixedWindow) roll(now int64) {

@@ -35,6 +35,13 @@ type Holder interface {
 	Release(n int)
 }
 
+// Windowed is a Limiter counting in whole windows (fixed_window): Window
+// is the index of the window now falls in, on the same epoch-aligned grid
+// the limiter counts in.
+type Windowed interface {
+	Window(now int64) int64
+}
+
 // Remainer reports the permits left at now without taking any. Every
 // algorithm has it (the shared test suite checks it); the engine asks for
 // it only to describe a key, never on the admission path.

@@ -1,0 +1,307 @@
+package cluster
+
+import (
+	"context"
+	"os"
+	"runtime"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/flowgate/flowgate/flow"
+	"github.com/flowgate/flowgate/internal/testing/redistest"
+	"github.com/redis/go-redis/v9"
+)
+
+// The Redis Cluster soak (make soak; FLOWGATE_SOAK_CLUSTER=duration per
+// algorithm, off by default): the chaos soak's 4 instances x 8 callers on
+// one global rule (100/s, fallback local), each instance's token server on
+// a redis.NewClusterClient built from the nodes' addresses alone, over six
+// nodes (3 masters, each with a replica; node timeout 2s, full coverage
+// off, no persistence). Faults in rotation, 2s of calm after each:
+//   - kill -9 of the master serving the rule's key, until its replica is
+//     promoted; the old master then restarts and rejoins as a replica;
+//   - CLUSTER FAILOVER of that shard's replica, until it is master;
+//   - a lost shard: another master and its replica killed for 1.5s, then
+//     restarted.
+// The rule's key lives on one master, so the first two faults take its
+// decisions to the fallback and the third should not touch them.
+
+// shard is a master and its replica; which is which changes with faults.
+type shard [2]*redistest.Server
+
+func soakClusterDuration(t *testing.T) time.Duration {
+	v := os.Getenv("FLOWGATE_SOAK_CLUSTER")
+	if v == "" {
+		t.Skip("the Redis Cluster soak runs under make soak (FLOWGATE_SOAK_CLUSTER=duration)")
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d <= 0 {
+		t.Fatalf("FLOWGATE_SOAK_CLUSTER=%q: want a duration", v)
+	}
+	return d
+}
+
+func TestChaosSoakCluster(t *testing.T) {
+	d := soakClusterDuration(t)
+	full := redistest.WithConfig("cluster-require-full-coverage", "no")
+	cl := redistest.StartCluster(t, full)
+	shards := addReplicas(t, cl, full)
+	redis.SetLogger(&countLogger{}) // process-wide: go-redis's dial lines are the soak's noise
+	for _, algo := range []flow.Algorithm{flow.AlgoFixedWindow, flow.AlgoTokenBucket} {
+		name := "cluster local/" + algo.String()
+		f := soakClusterRun(t, cl, shards, algo, d)
+		t.Logf("%-26s calls %6d  latency max %7v p99.9 %7v  worst healthy second %3d/%d (of %d)  worst outage second %3d (%d locally; of %d)  goroutines %d -> %d  fewest instances %d",
+			name, f.calls, f.maxLat.Round(100*time.Microsecond), f.p999.Round(100*time.Microsecond), f.worstHealthy, soakLimit, f.healthy,
+			f.worstOutage, f.worstOutageLocal, f.outages, f.goroutinesBefore, f.goroutinesAfter, f.fewestInstances)
+		for _, kind := range []string{"kill -9 master", "CLUSTER FAILOVER", "lost shard"} {
+			t.Logf("%-26s   %-16s worst second %3d (%d locally)  recovery %v", name, kind, f.byFault[kind], f.byFaultLocal[kind], roundAll(f.recovery[kind]))
+		}
+		bound := 2 * soakLimit
+		if algo == flow.AlgoTokenBucket {
+			bound = 3 * soakLimit // burst + 2 x rate, as on one Redis
+		}
+		for kind, n := range f.byFault {
+			if n > bound {
+				t.Errorf("%s: a second of %s admitted %d (%d locally), want <= %d", name, kind, n, f.byFaultLocal[kind], bound)
+			}
+		}
+		if f.fewestInstances < soakEngines {
+			t.Errorf("%s: a local fallback divided the limit by %d instances, want %d", name, f.fewestInstances, soakEngines)
+		}
+		if f.goroutinesAfter > f.goroutinesBefore+2 {
+			t.Errorf("%s: goroutines %d after, %d before", name, f.goroutinesAfter, f.goroutinesBefore)
+		}
+	}
+}
+
+// clusterFigures are the cluster run's soakFigures.
+type clusterFigures struct{ soakFigures }
+
+func soakClusterRun(t *testing.T, cl *redistest.Cluster, shards []shard, algo flow.Algorithm, d time.Duration) clusterFigures {
+	f := clusterFigures{soakFigures{recovery: map[string][]time.Duration{}, goroutinesBefore: runtime.NumGoroutine()}}
+	r := flow.Rule{ID: "soak", Resource: uniq("csoak"), Algorithm: algo, Limit: soakLimit, Window: time.Second,
+		Cluster: &flow.ClusterSpec{Threshold: "global", Fallback: "local"}}
+	home := shardOf(redistest.KeySlot("{" + r.Resource + "|global|}:soak")) // the shard of the rule's key
+	prefix := uniq("csoak") + ":"
+	var servers []*RedisTokenServer
+	var engines []*flow.Engine
+	var seen []*countLog
+	for range soakEngines {
+		rdb := redis.NewClusterClient(&redis.ClusterOptions{Addrs: cl.Addrs})
+		t.Cleanup(func() { rdb.Close() })
+		ts, err := NewRedisTokenServer(rdb, WithPrefix(prefix))
+		if err != nil {
+			t.Fatal(err)
+		}
+		seen = append(seen, &countLog{})
+		e := flow.NewEngine(flow.WithTokenServer(soakServer{noteFailures{ts}, seen[len(seen)-1]}))
+		if err := e.LoadRules([]flow.Rule{r}); err != nil {
+			t.Fatal(err)
+		}
+		servers, engines = append(servers, ts), append(engines, e)
+	}
+	for _, ts := range servers {
+		if _, err := ts.Heartbeat(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	stopLoad := soakLoad(t, engines, r.Resource)
+	begin := time.Now()
+	var faults []soakFault
+	kinds := []string{"kill -9 master", "CLUSTER FAILOVER", "lost shard"}
+	for i := 0; i == 0 || time.Since(begin) < d; i++ {
+		time.Sleep(2 * time.Second)
+		kind := kinds[i%len(kinds)]
+		faults = append(faults, clusterFault(t, shards, home, kind))
+	}
+	time.Sleep(2 * time.Second)
+	calls, control := stopLoad()
+	for _, ts := range servers {
+		ts.Close()
+	}
+	for start := time.Now(); time.Since(start) < 3*time.Second && runtime.NumGoroutine() > f.goroutinesBefore; {
+		time.Sleep(10 * time.Millisecond)
+	}
+	f.goroutinesAfter = runtime.NumGoroutine()
+	soakAnalyse(&f.soakFigures, calls, faults, control, "local")
+	f.fewestInstances = soakEngines
+	for _, c := range seen {
+		f.fewestInstances = min(f.fewestInstances, c.lowest(begin.UnixNano()))
+	}
+	worstByFault(&f.soakFigures, calls, faults)
+	soakTrace(t.Logf, "cluster local/"+algo.String(), 2*soakLimit, calls, faults, seen)
+	return f
+}
+
+// worstByFault finds, for each fault kind, the most admitted in a whole
+// second from the fault's start to one second after its end.
+func worstByFault(f *soakFigures, calls []soakCall, faults []soakFault) {
+	f.byFault, f.byFaultLocal = map[string]int{}, map[string]int{}
+	per := map[int64][2]int{} // admitted, of them locally
+	for _, c := range calls {
+		s := c.start / 1e9
+		if c.admitted && (c.start+int64(c.took))/1e9 == s {
+			v := per[s]
+			v[0]++
+			if !c.fromRedis {
+				v[1]++
+			}
+			per[s] = v
+		}
+	}
+	for _, fl := range faults {
+		for s := fl.at.Unix(); s <= fl.back.Unix()+1; s++ {
+			if v := per[s]; v[0] > f.byFault[fl.kind] {
+				f.byFault[fl.kind], f.byFaultLocal[fl.kind] = v[0], v[1]
+			}
+		}
+	}
+}
+
+// shardOf is the shard (StartCluster's node order) serving slot.
+func shardOf(slot int) int {
+	for i := range 3 {
+		if lo, hi := redistest.SlotRange(i); slot >= lo && slot <= hi {
+			return i
+		}
+	}
+	return 0
+}
+
+// clusterFault strikes one fault and returns once it is over: the victim
+// shard's slots served again.
+func clusterFault(t *testing.T, shards []shard, home int, kind string) soakFault {
+	t.Helper()
+	fl := soakFault{kind: kind, at: time.Now()}
+	switch kind {
+	case "kill -9 master":
+		m, r := roles(t, shards[home])
+		m.Kill()
+		awaitRole(t, r, "master", 20*time.Second)
+		fl.back = time.Now()
+		m.Restart() // rejoins from nodes.conf as the new master's replica
+		awaitLink(t, m, 20*time.Second)
+	case "CLUSTER FAILOVER":
+		_, r := roles(t, shards[home])
+		if err := r.Client().Do(context.Background(), "CLUSTER", "FAILOVER").Err(); err != nil {
+			t.Fatalf("CLUSTER FAILOVER on %s: %v", r.Addr, err)
+		}
+		awaitRole(t, r, "master", 20*time.Second)
+		fl.back = time.Now()
+	case "lost shard":
+		other := shards[(home+1)%len(shards)]
+		m, r := roles(t, other)
+		m.Kill()
+		r.Kill()
+		time.Sleep(1500 * time.Millisecond)
+		m.Restart()
+		r.Restart()
+		fl.back = time.Now()
+		awaitLink(t, r, 20*time.Second)
+	}
+	return fl
+}
+
+// roles returns the shard's master and replica, by INFO replication.
+func roles(t *testing.T, s shard) (master, replica *redistest.Server) {
+	t.Helper()
+	if role(s[0]) == "master" {
+		return s[0], s[1]
+	}
+	return s[1], s[0]
+}
+
+func role(s *redistest.Server) string {
+	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+	defer cancel()
+	info, err := s.Client().Info(ctx, "replication").Result()
+	if err != nil {
+		return ""
+	}
+	return infoField(info, "role")
+}
+
+func infoField(info, name string) string {
+	for line := range strings.SplitSeq(info, "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), name+":"); ok {
+			return v
+		}
+	}
+	return ""
+}
+
+func awaitRole(t *testing.T, s *redistest.Server, want string, within time.Duration) {
+	t.Helper()
+	for start := time.Now(); role(s) != want; time.Sleep(20 * time.Millisecond) {
+		if time.Since(start) > within {
+			t.Fatalf("%s: not %s within %v", s.Addr, want, within)
+		}
+	}
+}
+
+// awaitLink waits until replica s is in sync with its master.
+func awaitLink(t *testing.T, s *redistest.Server, within time.Duration) {
+	t.Helper()
+	for start := time.Now(); ; time.Sleep(50 * time.Millisecond) {
+		ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+		info, err := s.Client().Info(ctx, "replication").Result()
+		cancel()
+		if err == nil && infoField(info, "role") == "slave" && infoField(info, "master_link_status") == "up" {
+			return
+		}
+		if time.Since(start) > within {
+			t.Fatalf("%s: no replication link within %v (%v)", s.Addr, within, err)
+		}
+	}
+}
+
+// addReplicas starts one cluster node per master of cl and makes it that
+// master's replica, returning the shards in node order.
+func addReplicas(t *testing.T, cl *redistest.Cluster, opts ...redistest.Option) []shard {
+	t.Helper()
+	ctx := context.Background()
+	opts = append([]redistest.Option{redistest.WithConfig("cluster-enabled", "yes"),
+		redistest.WithConfig("cluster-config-file", "nodes.conf"), redistest.WithConfig("cluster-node-timeout", "2000"),
+		redistest.WithConfig("repl-diskless-sync-delay", "0")}, opts...)
+	var out []shard
+	for _, m := range cl.Nodes {
+		r := redistest.Start(t, opts...)
+		id, err := m.Client().Do(ctx, "CLUSTER", "MYID").Text()
+		if err != nil {
+			t.Fatalf("CLUSTER MYID on %s: %v", m.Addr, err)
+		}
+		if err := r.Client().ClusterMeet(ctx, "127.0.0.1", strconv.Itoa(m.Port)).Err(); err != nil {
+			t.Fatalf("CLUSTER MEET: %v", err)
+		}
+		// REPLICATE needs the master known, which the MEET's handshake takes.
+		for start := time.Now(); ; time.Sleep(50 * time.Millisecond) {
+			err = r.Client().Do(ctx, "CLUSTER", "REPLICATE", id).Err()
+			if err == nil {
+				break
+			}
+			if time.Since(start) > 20*time.Second {
+				t.Fatalf("CLUSTER REPLICATE %s on %s: %v", id, r.Addr, err)
+			}
+		}
+		out = append(out, shard{m, r})
+	}
+	for _, s := range out {
+		awaitLink(t, s[1], 30*time.Second)
+	}
+	for _, s := range out { // every node sees all six and the cluster whole
+		for _, n := range s {
+			for start := time.Now(); ; time.Sleep(50 * time.Millisecond) {
+				info, err := n.Client().ClusterInfo(ctx).Result()
+				if err == nil && infoField(info, "cluster_state") == "ok" && infoField(info, "cluster_known_nodes") == "6" {
+					break
+				}
+				if time.Since(start) > 30*time.Second {
+					t.Fatalf("%s: cluster not whole within 30s: %q %v", n.Addr, info, err)
+				}
+			}
+		}
+	}
+	return out
+}
