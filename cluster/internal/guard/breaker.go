@@ -16,6 +16,13 @@ import "sync/atomic"
 // here) time out together, and that is one event, not threshold; a Redis
 // that stays frozen keeps failing the calls sent after them. A refused
 // connection needs no span: Redis is down.
+//
+// A timeout is also not held against the server when some other call to
+// it got its answer after the timed-out one was sent (FailedCall with
+// SucceededAt): the server was answering, so the deadline was missed on
+// our side, by a process starved of CPU (its goroutines woke after their
+// deadlines) or a queue in front of the socket, not by a server that went
+// away. Refused connections, resets and other errors always count.
 type Breaker struct {
 	threshold int32
 	openFor   int64 // ns
@@ -24,6 +31,7 @@ type Breaker struct {
 	failures  atomic.Int32
 	streakAt  atomic.Int64 // clock.Nanotime of the streak's first failure
 	openedAt  atomic.Int64 // clock.Nanotime when it last opened
+	okAt      atomic.Int64 // clock.Nanotime of the latest answer SucceededAt saw
 }
 
 const (
@@ -62,6 +70,25 @@ func (b *Breaker) Success() bool {
 		b.failures.Store(0)
 	}
 	return b.state.Load() == breakerHalfOpen && b.state.CompareAndSwap(breakerHalfOpen, breakerClosed)
+}
+
+// SucceededAt is Success for a call whose answer came at now; a timeout
+// of a call sent before now is then not counted (see FailedCall).
+func (b *Breaker) SucceededAt(now int64) bool {
+	if b.okAt.Load() < now {
+		b.okAt.Store(now) // racing stores may keep a slightly older time: harmless
+	}
+	return b.Success()
+}
+
+// FailedCall is Failure for a call sent at sent that failed at now. A
+// timeout is ignored (neither counted nor reported) when another call got
+// its answer at or after sent: the server answered while this one waited.
+func (b *Breaker) FailedCall(sent, now int64, timedOut bool) bool {
+	if timedOut && b.okAt.Load() >= sent {
+		return false
+	}
+	return b.Failure(now, timedOut)
 }
 
 // Failure counts a failed call (timedOut: it ran out of time) and reports

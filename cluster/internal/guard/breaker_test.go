@@ -73,3 +73,36 @@ func TestBreakerTimeoutBurst(t *testing.T) {
 		t.Fatal("3 refused connections did not open the breaker")
 	}
 }
+
+// TestBreakerStarvedTimeouts: timeouts of calls sent before another call
+// to the same server was answered are ours (a starved process, a queue),
+// not the server's: they never open the breaker however many and however
+// spread; timeouts with no answer since they were sent do, and errors
+// other than timeouts always count.
+func TestBreakerStarvedTimeouts(t *testing.T) {
+	var b Breaker
+	span := int64(20 * time.Millisecond)
+	b.Init(3, int64(time.Second), span)
+	b.SucceededAt(100)
+	for i := range int64(50) {
+		// Sent at 50..99, before the answer at 100; failing over 50 spans.
+		if b.FailedCall(50+i, 100+i*span, true) || b.Open() {
+			t.Fatalf("timeout %d of a call sent before an answer opened the breaker", i)
+		}
+	}
+	for i := range int64(3) {
+		b.FailedCall(101+i*span, 200+i*span, true) // sent after the last answer
+	}
+	if !b.Open() {
+		t.Fatal("3 timeouts over the span with no answer since they were sent did not open the breaker")
+	}
+	var c Breaker
+	c.Init(3, int64(time.Second), span)
+	c.SucceededAt(100)
+	for range 3 {
+		c.FailedCall(50, 100, false) // refused: counts whenever it was sent
+	}
+	if !c.Open() {
+		t.Fatal("3 refused connections did not open the breaker")
+	}
+}
