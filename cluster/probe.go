@@ -53,6 +53,9 @@ func (s *RedisTokenServer) prober(n *node, cause error) {
 	defer t.Stop()
 	lastSummary := began
 	var last error
+	// The first probe goes at once: a breaker opened by a hiccup (a loaded
+	// host) closes within a round trip.
+	first := true
 	for {
 		if !n.br.Open() {
 			n.probing.Store(false)
@@ -65,12 +68,15 @@ func (s *RedisTokenServer) prober(n *node, cause error) {
 				return
 			}
 		}
-		select {
-		case <-s.stop:
-			n.probing.Store(false)
-			return
-		case <-t.C:
+		if !first {
+			select {
+			case <-s.stop:
+				n.probing.Store(false)
+				return
+			case <-t.C:
+			}
 		}
+		first = false
 		if last = s.probe(n); last == nil || errors.Is(last, errServedElsewhere) {
 			if last != nil {
 				s.logNode(slog.LevelInfo, "cluster: Redis node's slots moved", n, nil, slog.String("reason", last.Error()))

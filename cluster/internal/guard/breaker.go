@@ -17,12 +17,20 @@ import "sync/atomic"
 // that stays frozen keeps failing the calls sent after them. A refused
 // connection needs no span: Redis is down.
 //
-// A timeout is also not held against the server when some other call to
-// it got its answer after the timed-out one was sent (FailedCall with
-// SucceededAt): the server was answering, so the deadline was missed on
-// our side, by a process starved of CPU (its goroutines woke after their
-// deadlines) or a queue in front of the socket, not by a server that went
-// away. Refused connections, resets and other errors always count.
+// A timeout is not held against the server (FailedCall) when the evidence
+// says the deadline was missed on our side:
+//   - some other call to the server got its answer after the timed-out
+//     one was sent (SucceededAt): the server was answering, and this call
+//     waited in a queue in front of the socket or in a starved process;
+//   - the timeout was seen more than half a span after its deadline: the
+//     goroutine woke late, so this process was starved of CPU (a loaded
+//     host, a GC pause), and an answer may well have been in the socket.
+//     A frozen server seen by a process that runs on time is seen at the
+//     deadline, and counts.
+//
+// Refused connections, resets and other errors always count. So a loaded
+// host costs the calls that time out their fallback, but it does not
+// open the breaker for every call on the server.
 type Breaker struct {
 	threshold int32
 	openFor   int64 // ns
@@ -83,9 +91,10 @@ func (b *Breaker) SucceededAt(now int64) bool {
 
 // FailedCall is Failure for a call sent at sent that failed at now. A
 // timeout is ignored (neither counted nor reported) when another call got
-// its answer at or after sent: the server answered while this one waited.
+// its answer at or after sent, or when it was seen more than 1.5 spans
+// after sent (see Breaker).
 func (b *Breaker) FailedCall(sent, now int64, timedOut bool) bool {
-	if timedOut && b.okAt.Load() >= sent {
+	if timedOut && (b.okAt.Load() >= sent || now-sent > b.span+b.span/2) {
 		return false
 	}
 	return b.Failure(now, timedOut)

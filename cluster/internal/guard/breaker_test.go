@@ -91,7 +91,13 @@ func TestBreakerStarvedTimeouts(t *testing.T) {
 		}
 	}
 	for i := range int64(3) {
-		b.FailedCall(101+i*span, 200+i*span, true) // sent after the last answer
+		// Sent after the last answer, seen 2 spans after: a late wake-up.
+		if b.FailedCall(101+i*span, 101+(i+2)*span, true) || b.Open() {
+			t.Fatal("a timeout seen long after its deadline (a starved process) opened the breaker")
+		}
+	}
+	for i := range int64(3) {
+		b.FailedCall(101+i*span, 101+(i+1)*span, true) // seen at its deadline
 	}
 	if !b.Open() {
 		t.Fatal("3 timeouts over the span with no answer since they were sent did not open the breaker")

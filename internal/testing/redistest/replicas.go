@@ -3,6 +3,7 @@ package redistest
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -18,7 +19,8 @@ import (
 // replica's link to its primary is up.
 func StartClusterWithReplicas(t testing.TB, opts ...Option) *Cluster {
 	t.Helper()
-	cfg := newConfig(opts)
+	// A replica's first sync starts at once, not after diskless sync's 5s.
+	cfg := newConfig(append([]Option{WithConfig("repl-diskless-sync-delay", "0")}, opts...))
 	cfg.bus = true
 	c := startNodes(t, cfg)
 	for range clusterSize {
@@ -83,11 +85,22 @@ func (c *Cluster) replicationLag(ctx context.Context) string {
 		if err != nil {
 			return fmt.Sprintf("node %s: CLUSTER NODES: %v", n.Addr, err)
 		}
-		if got := strings.Count(out, " slave "); got != len(c.Replicas) {
+		if got := countReplicas(out); got != len(c.Replicas) {
 			return fmt.Sprintf("node %s: sees %d replicas, want %d", n.Addr, got, len(c.Replicas))
 		}
 	}
 	return ""
+}
+
+// countReplicas counts the lines of a CLUSTER NODES reply flagged slave.
+func countReplicas(nodes string) int {
+	n := 0
+	for line := range strings.Lines(nodes) {
+		if f := strings.Fields(line); len(f) > 2 && slices.Contains(strings.Split(f[2], ","), "slave") {
+			n++
+		}
+	}
+	return n
 }
 
 // ID returns n's cluster node id (CLUSTER MYID).
