@@ -153,6 +153,142 @@ func TestShardPrimaryKilled(t *testing.T) {
 	s.checkLogs(t, victimAddr)
 }
 
+// TestShardLost: a primary and its replica both killed, full coverage
+// off: the other shards are decided by Redis for >= 99% of their calls for
+// as long as the loss lasts (past the cluster marking the primary failed);
+// the lost keys follow their fallback; when the primary comes back (empty,
+// same id and slots) its keys return to Redis with no restart of ours.
+func TestShardLost(t *testing.T) {
+	c := shardCluster(t)
+	s := newShardSetup(t, c)
+	const victim = 2
+	tr := s.traffic()
+	pace(time.Second)
+	killed := time.Now()
+	c.Replicas[victim].Kill()
+	c.Nodes[victim].Kill()
+	pace(5 * time.Second) // past node timeout (2s) and the FAIL flag
+	restarted := time.Now()
+	c.Nodes[victim].Restart()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	backAt, err := awaitRedis(ctx, s, victim)
+	out, errs := tr.Stop()
+	clustertest.CheckErrors(t, errs)
+	if err != nil {
+		t.Fatalf("lost shard's keys not back on Redis 20s after its primary restarted: %v", err)
+	}
+	k, r := tr.Since(killed), tr.Since(restarted)
+	bR, bT := clustertest.Share(out, 0, k, anyShard)
+	hR, hT := clustertest.Share(out, k, r, shardIsNot(victim))
+	vR, vT := clustertest.Share(out, k+50*time.Millisecond, r, shardIs(victim))
+	t.Logf("before: %d/%d (%.2f%%) by Redis; loss of %v: other shards %d/%d (%.2f%%), lost shard %d/%d by Redis; back on Redis %v after the restart",
+		bR, bT, clustertest.Pct(bR, bT), r-k, hR, hT, clustertest.Pct(hR, hT), vR, vT, backAt.Sub(restarted))
+	judge(t, "other shards during the loss", hR, hT, bR, bT)
+	if vT == 0 || vR != 0 {
+		t.Errorf("lost shard's keys: %d/%d decided by Redis, want all %d by the fallback", vR, vT, vT)
+	}
+	s.checkExact(t)
+}
+
+// awaitRedis polls until a call on every user of shard is decided by
+// Redis, and returns when it was.
+func awaitRedis(ctx context.Context, s *shardSetup, shard int) (time.Time, error) {
+	for {
+		ok := true
+		for _, u := range s.users[shard] {
+			if _, err := s.es[0].Entry(s.rule.Resource, flow.WithUser(u)); err != nil {
+				ok = false
+				break
+			}
+		}
+		if ok {
+			return time.Now(), nil
+		}
+		select {
+		case <-ctx.Done():
+			return time.Time{}, ctx.Err()
+		case <-time.After(20 * time.Millisecond): // polling Redis, not our logic
+		}
+	}
+}
+
+// TestShardManualFailover: CLUSTER FAILOVER on a replica under traffic.
+// Every shard is decided by Redis for >= 99% of the calls of the whole
+// run; the moved primary's keys are on Redis within 1s of the replica
+// taking over; exact after.
+func TestShardManualFailover(t *testing.T) {
+	c := shardCluster(t)
+	s := newShardSetup(t, c)
+	const victim = 0
+	tr := s.traffic()
+	pace(time.Second)
+	started := time.Now()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := c.Replicas[victim].Client().Do(ctx, "CLUSTER", "FAILOVER").Err(); err != nil {
+		tr.Stop()
+		t.Fatal(err)
+	}
+	promoted, err := redistest.AwaitPrimary(ctx, c.Replicas[victim])
+	if err != nil {
+		tr.Stop()
+		t.Fatal(err)
+	}
+	pace(2 * time.Second)
+	out, errs := tr.Stop()
+	clustertest.CheckErrors(t, errs)
+	f, p := tr.Since(started), tr.Since(promoted)
+	bR, bT := clustertest.Share(out, 0, f, anyShard)
+	hR, hT := clustertest.Share(out, f, 1<<62, shardIsNot(victim))
+	vR, vT := clustertest.Share(out, f, 1<<62, shardIs(victim))
+	back := max(0, clustertest.LastFallback(out, shardIs(victim))-p)
+	t.Logf("before: %d/%d (%.2f%%) by Redis; failover took %v; from it on: other shards %d/%d (%.2f%%), moved shard %d/%d (%.2f%%); its last fallback %v after the promotion",
+		bR, bT, clustertest.Pct(bR, bT), p-f, hR, hT, clustertest.Pct(hR, hT), vR, vT, clustertest.Pct(vR, vT), back)
+	judge(t, "other shards through the failover", hR, hT, bR, bT)
+	if back > time.Second {
+		t.Errorf("moved shard's keys fell back until %v after the promotion, want within 1s", back)
+	}
+	s.checkExact(t)
+}
+
+// TestShardReshard: the slots of every user of shard 0 move to shard 2
+// (IMPORTING/MIGRATING, MIGRATE, SETSLOT NODE) under traffic: >= 99% of
+// the calls are decided by Redis (ASK and MOVED are followed) and the
+// limits are exact after.
+func TestShardReshard(t *testing.T) {
+	c := shardCluster(t)
+	s := newShardSetup(t, c)
+	tr := s.traffic()
+	pace(time.Second)
+	started := time.Now()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for _, u := range s.users[0] {
+		slot := redistest.KeySlot(clustertest.UserKey("flowgate:", s.rule.Resource, u, s.rule.ID))
+		if err := c.MoveSlots(ctx, slot, slot, c.Nodes[0], c.Nodes[2]); err != nil {
+			tr.Stop()
+			t.Fatal(err)
+		}
+	}
+	moved := time.Now()
+	pace(time.Second)
+	out, errs := tr.Stop()
+	clustertest.CheckErrors(t, errs)
+	bR, bT := clustertest.Share(out, 0, tr.Since(started), anyShard)
+	aR, aT := clustertest.Share(out, tr.Since(started), 1<<62, anyShard)
+	t.Logf("before: %d/%d (%.2f%%) by Redis; %d slots moved in %v; from the move on: %d/%d (%.2f%%)",
+		bR, bT, clustertest.Pct(bR, bT), len(s.users[0]), moved.Sub(started), aR, aT, clustertest.Pct(aR, aT))
+	judge(t, "every shard through the reshard", aR, aT, bR, bT)
+	s.checkExact(t)
+	for _, u := range s.users[0] {
+		k := clustertest.UserKey("flowgate:", s.rule.Resource, u, s.rule.ID)
+		if n, err := c.Nodes[2].Client().Exists(ctx, k).Result(); err != nil || n != 1 {
+			t.Fatalf("key %s not on its new node after the move: %d, %v", k, n, err)
+		}
+	}
+}
+
 // judge fails t unless at least 99% of total calls were decided by Redis,
 // or, on a host so loaded that calls time out with no fault at all, the
 // share that fell back is at most twice the share that fell back before
