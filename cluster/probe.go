@@ -6,6 +6,8 @@ import (
 	"log/slog"
 	"net"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 )
 
 // Probers and outage logs, one per unhealthy node.
@@ -116,10 +118,11 @@ func (s *RedisTokenServer) probe(n *node) error {
 	} else if err := s.pingServer(ctx); err != nil {
 		return err
 	}
-	for _, sc := range builtScripts() {
-		if !sc.used.Load() {
-			continue
-		}
+	missing, err := s.missingScripts(ctx, n)
+	if err != nil {
+		return err
+	}
+	for _, sc := range missing {
 		if l, err := s.startLoad(n, sc); err != nil {
 			return err
 		} else if <-l.done; l.err != nil {
@@ -127,6 +130,39 @@ func (s *RedisTokenServer) probe(n *node) error {
 		}
 	}
 	return nil
+}
+
+// missingScripts returns the scripts used so far that n lacks (a restart,
+// a flush, a promoted replica), asked in one SCRIPT EXISTS: a node that
+// only missed its deadlines under load keeps its scripts, and its breaker
+// closes after one round trip more.
+func (s *RedisTokenServer) missingScripts(ctx context.Context, n *node) ([]*script, error) {
+	var used []*script
+	var shas []string
+	for _, sc := range builtScripts() {
+		if sc.used.Load() {
+			used = append(used, sc)
+			shas = append(shas, sc.sha)
+		}
+	}
+	if len(used) == 0 {
+		return nil, nil
+	}
+	var rdb redis.Scripter = s.client()
+	if c := n.client.Load(); c != nil {
+		rdb = c
+	}
+	have, err := rdb.ScriptExists(ctx, shas...).Result()
+	if err != nil {
+		return nil, err
+	}
+	var missing []*script
+	for i, sc := range used {
+		if i >= len(have) || !have[i] {
+			missing = append(missing, sc)
+		}
+	}
+	return missing, nil
 }
 
 // moved asks the cluster client for a fresh slot map and reports

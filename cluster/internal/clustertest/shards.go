@@ -1,8 +1,10 @@
 package clustertest
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -128,18 +130,6 @@ func Share(out []Outcome, from, to time.Duration, keep func(shard int) bool) (by
 	return byRedis, total
 }
 
-// LastFallback returns the end of the last call on a shard keep selects
-// that fell back (0 if none).
-func LastFallback(out []Outcome, keep func(shard int) bool) time.Duration {
-	var last time.Duration
-	for _, o := range out {
-		if !o.Redis && keep(o.Shard) && o.At > last {
-			last = o.At
-		}
-	}
-	return last
-}
-
 // Pct is 100*a/b (0 when b is 0).
 func Pct(a, b int) float64 {
 	if b == 0 {
@@ -154,4 +144,120 @@ func CheckErrors(t testing.TB, errs []error) {
 	if len(errs) > 0 {
 		t.Fatalf("%d calls failed with neither a decision nor the fallback, first: %v", len(errs), errs[0])
 	}
+}
+
+// Warm calls every user through every engine until Redis decides each
+// (connections dialled, slot maps and scripts loaded), so that the
+// traffic's first second measures a warm cluster. It fails t after 30s.
+func Warm(t testing.TB, engines []*flow.Engine, res string, users [][]string) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for _, e := range engines {
+		for _, us := range users {
+			for _, u := range us {
+				for {
+					p, err := e.Entry(res, flow.WithUser(u))
+					if err == nil {
+						p.Exit()
+						break
+					}
+					if time.Now().After(deadline) {
+						t.Fatalf("user %s not decided by Redis 30s into the warm-up: %v", u, err)
+					}
+					time.Sleep(10 * time.Millisecond) // polling a cluster that starts up
+				}
+			}
+		}
+	}
+}
+
+// Recovered returns the earliest time from on after which the calls on
+// the shards keep selects fall back no more than the others do (at most
+// 1%, or twice the others' share): when they are back on Redis, told from
+// the scattered timeouts of a loaded host. It returns -1 if never.
+func Recovered(out []Outcome, from time.Duration, keep func(shard int) bool) time.Duration {
+	sorted := slices.Clone(out)
+	slices.SortFunc(sorted, func(a, b Outcome) int { return cmp.Compare(a.At, b.At) })
+	// Suffix counts: calls and fallbacks at or after index i, per side.
+	n := len(sorted)
+	inT, inF, outT, outF := make([]int, n+1), make([]int, n+1), make([]int, n+1), make([]int, n+1)
+	for i := n - 1; i >= 0; i-- {
+		inT[i], inF[i], outT[i], outF[i] = inT[i+1], inF[i+1], outT[i+1], outF[i+1]
+		o := sorted[i]
+		if keep(o.Shard) {
+			inT[i]++
+			if !o.Redis {
+				inF[i]++
+			}
+		} else {
+			outT[i]++
+			if !o.Redis {
+				outF[i]++
+			}
+		}
+	}
+	for i, o := range sorted {
+		if o.At < from || !keep(o.Shard) || !o.Redis {
+			continue
+		}
+		fell := 100 - Pct(inT[i]-inF[i], inT[i])
+		others := 100 - Pct(outT[i]-outF[i], outT[i])
+		if fell <= max(1, 2*others) {
+			return o.At
+		}
+	}
+	return -1
+}
+
+// Base is the calls Redis decided, and all calls, in a stretch with no
+// fault: before it, and after the cluster recovered.
+type Base struct{ ByRedis, Total int }
+
+// fell is the share of a Base that fell back, in percent.
+func (b Base) fell() float64 { return 100 - Pct(b.ByRedis, b.Total) }
+
+// Judge fails t unless at least 99% of total calls were decided by Redis,
+// or, on a host so loaded that calls time out with no fault at all, the
+// share that fell back is at most twice the largest share that fell back
+// in the fault-free stretches bases: the fault must add nothing the
+// load does not.
+func Judge(t testing.TB, what string, byRedis, total int, bases ...Base) {
+	t.Helper()
+	if total == 0 {
+		t.Errorf("%s: no calls to judge", what)
+		return
+	}
+	worst := 0.0
+	for _, b := range bases {
+		worst = max(worst, b.fell())
+	}
+	if fell := 100 - Pct(byRedis, total); fell > max(1, 2*worst) {
+		t.Errorf("%s: %d/%d (%.2f%%) decided by Redis, want >= 99%% (or a fallback share <= twice the %.2f%% of the healthy cluster)",
+			what, byRedis, total, 100-fell, worst)
+	}
+}
+
+// Judgeable reports whether every fault-free stretch had at least 90% of
+// its calls decided by Redis, so that the fault's figures mean something;
+// below it the host is too loaded and the try is run again.
+func Judgeable(t testing.TB, bases ...Base) bool {
+	for _, b := range bases {
+		if b.Total == 0 || b.fell() > 10 {
+			t.Logf("with no fault only %d/%d calls were decided by Redis: the host is too loaded to judge this try", b.ByRedis, b.Total)
+			return false
+		}
+	}
+	return true
+}
+
+// Retry runs try until it can be judged (it returns true), three times at
+// most, then fails t.
+func Retry(t testing.TB, try func() bool) {
+	t.Helper()
+	for range 3 {
+		if try() {
+			return
+		}
+	}
+	t.Fatal("3 tries could not be judged: the host was too loaded each time")
 }

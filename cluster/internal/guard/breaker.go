@@ -92,9 +92,12 @@ func (b *Breaker) SucceededAt(now int64) bool {
 // FailedCall is Failure for a call sent at sent that failed at now. A
 // timeout is ignored (neither counted nor reported) when another call got
 // its answer at or after sent, or when it was seen more than 1.5 spans
-// after sent (see Breaker).
+// after sent (see Breaker), while the breaker is closed; a half-open
+// breaker's failed probe always reopens it.
 func (b *Breaker) FailedCall(sent, now int64, timedOut bool) bool {
-	if timedOut && (b.okAt.Load() >= sent || now-sent > b.span+b.span/2) {
+	// Only while closed: a half-open breaker's probe must settle it one
+	// way or the other, or no call would ever be let through again.
+	if timedOut && b.state.Load() == breakerClosed && (b.okAt.Load() >= sent || now-sent > b.span+b.span/2) {
 		return false
 	}
 	return b.Failure(now, timedOut)

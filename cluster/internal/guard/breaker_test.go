@@ -112,3 +112,23 @@ func TestBreakerStarvedTimeouts(t *testing.T) {
 		t.Fatal("3 refused connections did not open the breaker")
 	}
 }
+
+// TestBreakerHalfOpenProbeTimesOut: a probe that times out reopens the
+// breaker even when the timeout would be ignored while closed (seen late):
+// otherwise the breaker would stay half-open, letting no call through, for
+// ever.
+func TestBreakerHalfOpenProbeTimesOut(t *testing.T) {
+	var b Breaker
+	span := int64(20 * time.Millisecond)
+	b.Init(1, int64(time.Second), span)
+	b.FailedCall(0, 0, false)
+	now := int64(time.Second)
+	if !b.Allow(now) {
+		t.Fatal("no probe after openFor")
+	}
+	late := now + 2*span
+	b.FailedCall(now, late, true)
+	if b.Allow(late) || !b.Allow(late+int64(time.Second)) {
+		t.Fatal("a timed-out probe did not reopen the breaker for openFor")
+	}
+}
