@@ -21,10 +21,10 @@ import (
 // victim's keys, so clients keep both replicas; the victim's keys are
 // back on Redis within 1s of the replica's promotion.
 func TestServeShardPrimaryKilled(t *testing.T) {
-	clustertest.Retry(t, func() bool { return serveShardPrimaryKilled(t) })
+	clustertest.Retry(t, func(last bool) bool { return serveShardPrimaryKilled(t, last) })
 }
 
-func serveShardPrimaryKilled(t *testing.T) bool {
+func serveShardPrimaryKilled(t *testing.T, last bool) bool {
 	c := redistest.StartClusterWithReplicas(t, redistest.WithConfig("cluster-require-full-coverage", "no"))
 	rule := crule("per-user", uniq("serve-shard"), flow.AlgoFixedWindow, 1e9, time.Hour)
 	rule.Level = flow.LevelUser
@@ -61,20 +61,21 @@ func serveShardPrimaryKilled(t *testing.T) bool {
 	}
 	t.Logf("before: %d/%d (%.2f%%) by Redis; outage %v: healthy shards %d/%d (%.2f%%), victim %d/%d by Redis; victim's keys back on Redis %v after promotion; after +1s %d/%d; clients' stats %+v / %+v",
 		bR, bT, clustertest.Pct(bR, bT), p-k, hR, hT, clustertest.Pct(hR, hT), vR, vT, back, aR, aT, clients[0].Stats(), clients[1].Stats())
-	if !clustertest.Judgeable(t, bases...) {
+	if !clustertest.Judgeable(t, last, bases...) {
 		return false
 	}
 	if !partial {
 		t.Errorf("a victim's key during the outage: the replica's FAIL was not marked partial")
 	}
-	clustertest.Judge(t, "healthy shards through the replicas during the outage", hR, hT, bases...)
+	ok := clustertest.Judge(t, last, "healthy shards through the replicas during the outage", hR, hT, bases...)
 	if vT == 0 || vR != 0 {
 		t.Errorf("victim's keys during the outage: %d/%d decided by Redis, want all %d by the fallback", vR, vT, vT)
 	}
 	if back > time.Second {
-		t.Errorf("victim's keys back on Redis %v after the promotion, want within 1s", back)
+		clustertest.Miss(t, last, "victim's keys back on Redis %v after the promotion, want within 1s", back)
+		ok = false
 	}
-	return true
+	return ok
 }
 
 // serveEngines starts two token-service replicas on c, each with its own
