@@ -15,7 +15,7 @@ import (
 
 // TestServeShardPrimaryKilled: kill -9 of a Redis Cluster primary under
 // traffic through two token-service replicas (tokenrpc servers, each with
-// a cluster client built with library defaults and the default timeouts).
+// a cluster client built with library defaults).
 // The replicas answer for the healthy shards (>= 99% of their calls
 // decided by Redis during the outage) and FAIL, marked partial, for the
 // victim's keys, so clients keep both replicas; the victim's keys are
@@ -78,16 +78,22 @@ func serveShardPrimaryKilled(t *testing.T, last bool) bool {
 	return ok
 }
 
+// shardTimeout is the replicas' per-call timeout to Redis (the clients'
+// to the replicas is twice it): 100ms, not the default 20ms, because make
+// test runs this under -race on shared cores, where 20ms is missed with no
+// fault at all.
+const shardTimeout = 100 * time.Millisecond
+
 // serveEngines starts two token-service replicas on c, each with its own
-// cluster client (library defaults) and token server (default timeout),
-// and two engines, each with a client of both replicas, running rule.
+// cluster client (library defaults) and token server, and two engines,
+// each with a client of both replicas, running rule.
 func serveEngines(t *testing.T, c *redistest.Cluster, rule flow.Rule) ([]*flow.Engine, []*TokenServer) {
 	t.Helper()
 	var addrs []string
 	for range 2 {
 		rdb := redis.NewClusterClient(&redis.ClusterOptions{Addrs: c.Addrs})
 		t.Cleanup(func() { rdb.Close() })
-		ts, err := cluster.NewRedisTokenServer(rdb)
+		ts, err := cluster.NewRedisTokenServer(rdb, cluster.WithTimeout(shardTimeout))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -97,7 +103,7 @@ func serveEngines(t *testing.T, c *redistest.Cluster, rule flow.Rule) ([]*flow.E
 	var es []*flow.Engine
 	var clients []*TokenServer
 	for range 2 {
-		rc := newRemote(t, addrs)
+		rc := newRemote(t, addrs, WithTimeout(2*shardTimeout))
 		clients = append(clients, rc)
 		e := flow.NewEngine(flow.WithTokenServer(rc))
 		if err := e.LoadRules([]flow.Rule{rule}); err != nil {

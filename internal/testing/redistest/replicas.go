@@ -3,9 +3,12 @@ package redistest
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -17,8 +20,15 @@ import (
 // ("cluster-require-full-coverage", "no") keeps the other slots served
 // when a primary and its replica are both gone. It returns once every
 // replica's link to its primary is up.
+//
+// One such cluster runs on the machine at a time: the fault tests that use
+// it measure shares of calls and recovery times under traffic, and two of
+// them at once (packages run in parallel) would each measure the other's
+// load. A second caller waits, holding a lock file in the temporary
+// directory, until the first test's cleanup.
 func StartClusterWithReplicas(t testing.TB, opts ...Option) *Cluster {
 	t.Helper()
+	exclusive(t)
 	// A replica's first sync starts at once, not after diskless sync's 5s.
 	cfg := newConfig(append([]Option{WithConfig("repl-diskless-sync-delay", "0")}, opts...))
 	cfg.bus = true
@@ -50,6 +60,43 @@ func StartClusterWithReplicas(t testing.TB, opts ...Option) *Cluster {
 		t.Fatalf("redistest: replicas not in sync within %v: %v\n%s", 2*cfg.startTimeout, err, c.nodesReport())
 	}
 	return c
+}
+
+// The machine-wide lock of StartClusterWithReplicas, shared by the tests
+// of one process (a retried test starts a second cluster before its
+// first one's cleanup).
+var (
+	lockMu   sync.Mutex
+	lockFile *os.File
+	lockRefs int
+)
+
+// exclusive holds the machine-wide lock of StartClusterWithReplicas until
+// t's cleanup.
+func exclusive(t testing.TB) {
+	t.Helper()
+	lockMu.Lock()
+	defer lockMu.Unlock()
+	if lockRefs == 0 {
+		f, err := os.OpenFile(filepath.Join(os.TempDir(), "flowgate-redistest-replicas.lock"), os.O_CREATE|os.O_RDWR, 0o600)
+		if err != nil {
+			t.Fatalf("redistest: lock file: %v", err)
+		}
+		if err := flock(f); err != nil {
+			f.Close()
+			t.Fatalf("redistest: lock %s: %v", f.Name(), err)
+		}
+		lockFile = f
+	}
+	lockRefs++
+	t.Cleanup(func() {
+		lockMu.Lock()
+		defer lockMu.Unlock()
+		if lockRefs--; lockRefs == 0 {
+			lockFile.Close() // closing the file releases the lock
+			lockFile = nil
+		}
+	})
 }
 
 // awaitReplication polls until every replica's link is up and every node
