@@ -55,6 +55,7 @@ func (s *RedisTokenServer) prober(n *node, cause error) {
 	defer t.Stop()
 	lastSummary := began
 	var last error
+	how := "a call got through" // unless a probe closed the breaker
 	// The first probe goes at once: a breaker opened by a hiccup (a loaded
 	// host) closes within a round trip.
 	first := true
@@ -65,7 +66,7 @@ func (s *RedisTokenServer) prober(n *node, cause error) {
 			// found probing set and started no prober: carry on.
 			if !n.br.Open() || !n.probing.CompareAndSwap(false, true) {
 				s.logNode(slog.LevelInfo, "cluster: Redis node answers again, or its slots moved; its keys are decided by Redis", n, nil,
-					slog.Duration("outage", time.Since(began)),
+					slog.Duration("outage", time.Since(began)), slog.String("how", how),
 					slog.Uint64("rejected", n.rejected.Load()-rejected), slog.Uint64("failed", n.failed.Load()-failed))
 				return
 			}
@@ -80,8 +81,9 @@ func (s *RedisTokenServer) prober(n *node, cause error) {
 		}
 		first = false
 		if last = s.probe(n); last == nil || errors.Is(last, errServedElsewhere) {
+			how = "it answers"
 			if last != nil {
-				s.logNode(slog.LevelInfo, "cluster: Redis node's slots moved", n, nil, slog.String("reason", last.Error()))
+				how = last.Error()
 			}
 			n.br.Close()
 			continue
