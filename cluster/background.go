@@ -25,7 +25,7 @@ func (s *RedisTokenServer) beat(ctx context.Context, join bool) (int, error) {
 	if !join {
 		j = "0"
 	}
-	v, err := s.eval(ctx, heartbeatScript(), []any{nil, nil, "1", s.heartbeatKey(), s.cf.id, s.cf.beatTTL.Microseconds(), j})
+	v, err := s.evalKey(ctx, s.heartbeatKey(), heartbeatScript(), []any{nil, nil, "1", s.heartbeatKey(), s.cf.id, s.cf.beatTTL.Microseconds(), j})
 	if err != nil {
 		if join {
 			s.trust.failed()
@@ -111,9 +111,12 @@ func (s *RedisTokenServer) logWarn(msg string, err error) {
 func (s *RedisTokenServer) Close() error {
 	var err error
 	s.closeOnce.Do(func() {
+		s.probersMu.Lock()
+		s.probersClosed = true
+		s.probersMu.Unlock()
 		close(s.stop)
 		<-s.done
-		<-s.proberDone
+		s.probers.Wait()
 		if s.leases != nil {
 			s.leases.sweep(true)
 		}
@@ -177,7 +180,7 @@ func (s *RedisTokenServer) renew(ctx context.Context) error {
 	var errs []error
 	for k, pairs := range byKey {
 		args := append([]any{nil, nil, "1", k, s.cf.concTTL.Microseconds()}, pairs...)
-		v, err := s.eval(ctx, renewScript(), args)
+		v, err := s.evalKey(ctx, k, renewScript(), args)
 		counts, ok := v.([]any)
 		if err != nil || !ok || len(counts) != len(pairs)/2 {
 			if err == nil {

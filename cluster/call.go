@@ -12,15 +12,12 @@ import (
 )
 
 // call runs a decision main (acquire, lease or release) for plan p and
-// key: the breaker first, then one round trip under the per-call timeout.
-// nonce is sent last when p.nonce (see prelude.lua); only, when set, limits the call to
-// those rules. want is the reply length to decode (0: none).
+// key: the breaker of the node holding the keys first, then one round
+// trip under the per-call timeout. nonce is sent last when p.nonce (see
+// prelude.lua); only, when set, limits the call to those rules. want is
+// the reply length to decode (0: none).
 func (s *RedisTokenServer) call(ctx context.Context, main int, p *plan, key string, nonce, tokens any, want int, only []int) (reply, error) {
 	start := s.now()
-	if !s.br.Allow(start) {
-		s.st.BreakerRejected.Add(1)
-		return reply{}, unavailable("breaker", errBreakerOpen)
-	}
 	mask := p.mask
 	if only != nil {
 		mask = p.concMask
@@ -28,10 +25,18 @@ func (s *RedisTokenServer) call(ctx context.Context, main int, p *plan, key stri
 	if main == mainAcquire && p.n == 1 {
 		main, mask = mainAcquire1, 1<<(p.code1-1)
 	}
-	sc := scriptFor(main, mask)
 	ap := s.args(p, key, nonce, tokens, only)
+	first, _ := (*ap)[3].(string) // every plan has a key; they share one slot
+	n := s.nodes.nodeFor(ctx, first)
+	if !n.br.Allow(start) {
+		clear(*ap)
+		s.argPool.Put(ap)
+		s.st.BreakerRejected.Add(1)
+		n.rejected.Add(1)
+		return reply{}, s.nodeDown("breaker", n, errBreakerOpen)
+	}
 	cctx, cancel := s.withTimeout(ctx)
-	v, err := s.eval(cctx, sc, *ap)
+	v, err := s.eval(cctx, n, scriptFor(main, mask), *ap)
 	if cancel != nil {
 		cancel()
 	}
@@ -40,26 +45,9 @@ func (s *RedisTokenServer) call(ctx context.Context, main int, p *plan, key stri
 	end := s.now()
 	s.st.Latency(end - start)
 	if err != nil {
-		s.st.Errors.Add(1)
-		if scriptError(err) {
-			s.succeeded() // Redis answered: it is up
-			return reply{}, err
-		}
-		if errors.Is(err, errScriptLoading) {
-			// NOSCRIPT: Redis answered; the load runs on its own budget.
-			s.succeeded()
-			return reply{}, unavailable("redis", err)
-		}
-		if ctx != nil && ctx.Err() != nil {
-			// The caller gave up (not our timeout): says nothing about Redis.
-			return reply{}, unavailable("redis", err)
-		}
-		if s.br.Failure(end, timedOut(err)) {
-			s.logBreaker("cluster: Redis unavailable; breaker open, calls use their rules' fallback", err)
-		}
-		return reply{}, unavailable("redis", err)
+		return reply{}, s.failed(ctx, n, first, start, end, err)
 	}
-	s.succeeded()
+	n.br.SucceededAt(end)
 	if want == 0 {
 		return reply{}, nil
 	}
@@ -76,11 +64,42 @@ func (s *RedisTokenServer) call(ctx context.Context, main int, p *plan, key stri
 	return r, nil
 }
 
-// succeeded tells the breaker Redis answered, and logs when that closed it.
-func (s *RedisTokenServer) succeeded() {
-	if s.br.Success() {
-		s.logBreakerClosed()
+// failed sorts out a call on n, sent at start, that failed at end: Redis
+// answered (a script error, NOSCRIPT, a cluster redirect it could not
+// follow), the caller gave up, or the node did not answer, which counts
+// against its breaker (see guard.Breaker for which timeouts count).
+func (s *RedisTokenServer) failed(ctx context.Context, n *node, key string, start, end int64, err error) error {
+	s.st.Errors.Add(1)
+	switch {
+	case scriptError(err):
+		n.br.SucceededAt(end) // Redis answered: it is up
+		return err
+	case errors.Is(err, errScriptLoading) || clusterAnswer(err):
+		// NOSCRIPT (the load runs on its own budget) or a slot on the
+		// move: the node answered, the decision falls back.
+		n.br.SucceededAt(end)
+		return s.nodeDown("redis", n, err)
+	case ctx != nil && ctx.Err() != nil:
+		// The caller gave up (not our timeout): says nothing about Redis.
+		return unavailable("redis", err)
 	}
+	n.failed.Add(1)
+	if n.br.FailedCall(start, end, timedOut(err)) {
+		n.sample.Store(&key)
+		s.startProber(n, err)
+	}
+	return s.nodeDown("redis", n, err)
+}
+
+// clusterAnswer reports a Redis Cluster reply about a slot (it is being
+// migrated, not served, or served elsewhere): the node that sent it is up.
+func clusterAnswer(err error) bool {
+	for _, p := range []string{"CLUSTERDOWN", "TRYAGAIN", "MOVED", "ASK"} {
+		if redis.HasErrorPrefix(err, p) {
+			return true
+		}
+	}
+	return false
 }
 
 // withTimeout bounds ctx by the per-call timeout unless its own deadline

@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 	"errors"
+	"slices"
 	"sync/atomic"
 	"time"
 
@@ -84,6 +85,11 @@ func ownClient(rdb redis.UniversalClient, timeout time.Duration) (*conn, error) 
 		}}, nil
 	case *redis.ClusterClient:
 		o := *c.Options()
+		// go-redis keeps Addrs as its list of known nodes and appends the
+		// nodes it discovers to it in place: a slice shared with the
+		// user's client (or with another server built from the same
+		// options) would be written by both.
+		o.Addrs = slices.Clone(o.Addrs)
 		safeOptions(&o.ContextTimeoutEnabled, &o.MaxRetries, &o.DialerRetries, &o.PoolTimeout, timeout)
 		return &conn{rdb: redis.NewClusterClient(&o), owned: true}, nil
 	case *redis.Ring:

@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/flowgate/flowgate/clock"
-	"github.com/flowgate/flowgate/cluster/internal/guard"
 	"github.com/flowgate/flowgate/flow"
 	"github.com/redis/go-redis/v9"
 )
@@ -29,7 +28,7 @@ type RedisTokenServer struct {
 	seq       atomic.Uint64
 	instances atomic.Int64 // the count the local fallback divides by (instanceTrust)
 	live      atomic.Int64 // the count the last heartbeat read: per_instance thresholds
-	br        guard.Breaker
+	nodes     nodeSet      // a breaker per Redis node (nodes.go)
 	st        stats
 	plans     sync.Map // *flow.Rule (first rule of a request) -> *plan
 	nplans    atomic.Int64
@@ -39,12 +38,14 @@ type RedisTokenServer struct {
 	loads     scriptLoads
 	trust     instanceTrust
 
-	bg         context.Context // background calls; cancelled by Close
-	bgCancel   context.CancelFunc
-	stop       chan struct{}
-	done       chan struct{}
-	proberDone chan struct{}
-	closeOnce  sync.Once
+	bg            context.Context // background calls; cancelled by Close
+	bgCancel      context.CancelFunc
+	stop          chan struct{}
+	done          chan struct{}
+	probersMu     sync.Mutex
+	probersClosed bool
+	probers       sync.WaitGroup // one prober per node whose breaker is open
+	closeOnce     sync.Once
 }
 
 var _ flow.TokenServer = (*RedisTokenServer)(nil)
@@ -87,12 +88,12 @@ func NewRedisTokenServer(rdb redis.UniversalClient, opts ...Option) (*RedisToken
 	if err != nil {
 		return nil, err
 	}
-	s := &RedisTokenServer{conn: c, cf: cf, stop: make(chan struct{}), done: make(chan struct{}), proberDone: make(chan struct{})}
+	s := &RedisTokenServer{conn: c, cf: cf, stop: make(chan struct{}), done: make(chan struct{})}
 	s.box.set(c.rdb)
 	s.bg, s.bgCancel = context.WithCancel(context.Background())
 	s.instances.Store(1)
 	s.live.Store(1)
-	s.br.Init(cf.Failures, int64(cf.OpenFor), int64(cf.Timeout))
+	s.nodes.init(c.rdb, cf.Failures, int64(cf.OpenFor), int64(cf.Timeout))
 	s.held.init()
 	if cf.leasing != nil {
 		s.leases = newLeaseTable(s, *cf.leasing)
@@ -103,7 +104,6 @@ func NewRedisTokenServer(rdb redis.UniversalClient, opts ...Option) (*RedisToken
 	}
 	cancel()
 	go s.loop()
-	go s.prober()
 	return s, nil
 }
 

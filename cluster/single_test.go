@@ -33,7 +33,7 @@ func TestSingleRuleScriptMatchesGeneric(t *testing.T) {
 			}
 			decide := func(sc *script, key string, i int) reply {
 				ap := ts.args(p, key, ts.newNonce(), req.Tokens, nil)
-				v, err := ts.eval(ctx, sc, *ap)
+				v, err := ts.evalKey(ctx, (*ap)[3].(string), sc, *ap)
 				if err != nil {
 					t.Fatalf("%s call %d: %v", key, i, err)
 				}

@@ -31,7 +31,7 @@ type Stats struct {
 	// above every bound.
 	Latency     flow.Histogram
 	LatencySum  time.Duration // total time of the calls Latency counts
-	BreakerOpen bool          // calls fail at once now
+	BreakerOpen bool          // the breaker of some Redis node is open: calls on its keys fail at once (see OpenNodes)
 	Instances   int           // the instance count the local fallback divides by (see Instances)
 }
 
@@ -42,13 +42,14 @@ func (s *RedisTokenServer) Stats() Stats {
 		BreakerRejected: s.st.BreakerRejected.Load(), LeaseLocal: s.st.leaseLocal.Load(),
 		LeaseFetches: s.st.leaseFetches.Load(), LeaseReturned: s.st.leaseReturned.Load(),
 		Latency: s.st.Histogram(), LatencySum: s.st.Sum(),
-		BreakerOpen: s.br.Open(), Instances: s.Instances(),
+		BreakerOpen: s.BreakerOpen(), Instances: s.Instances(),
 	}
 	return st
 }
 
-// BreakerOpen reports whether calls are failing fast without trying Redis.
-func (s *RedisTokenServer) BreakerOpen() bool { return s.br.Open() }
+// BreakerOpen reports whether calls are failing fast without trying Redis:
+// on a cluster, the calls on the keys of some node (OpenNodes names it).
+func (s *RedisTokenServer) BreakerOpen() bool { return s.nodes.anyOpen() }
 
 // Latency returns the round-trip histogram (seconds) and the total time of
 // those round trips, as Stats does. With BreakerOpen it is what

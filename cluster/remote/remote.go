@@ -16,9 +16,11 @@ import (
 	"github.com/flowgate/flowgate/cluster/tokenpb"
 	"github.com/flowgate/flowgate/flow"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/connectivity"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
 )
 
 // TokenServer is a flow.TokenServer that asks `flowgate serve`
@@ -80,6 +82,10 @@ type ReplicaError struct {
 	Addr    string         // the replica that answered ("host:port", as given to New)
 	Status  tokenpb.Status // its status: not OK, BLOCKED or SHOULD_WAIT, which are decisions
 	Message string         // the replica's reason, as it sent it (may be empty)
+	// Partial (FAIL only): the replica's backend failed for this request's
+	// keys alone (one Redis Cluster node); it answers for others, so its
+	// breaker stays closed.
+	Partial bool
 }
 
 // Error says which replica answered what, and why:
@@ -125,7 +131,11 @@ func New(addrs []string, opts ...Option) (*TokenServer, error) {
 			continue
 		}
 		r := &replica{addr: a, cc: cc, client: tokenpb.NewTokenServiceClient(cc)}
-		r.br.Init(cf.Failures, int64(cf.OpenFor), 0)
+		// Timeouts count as the Redis server's breaker counts them (see
+		// guard.Breaker): a streak must last the timeout, and a timeout
+		// seen late (this process starved) or while other calls to the
+		// replica were answered is not held against it.
+		r.br.Init(cf.Failures, int64(cf.OpenFor), int64(cf.Timeout))
 		s.replicas = append(s.replicas, r)
 	}
 	if err := errors.Join(errs...); err != nil {
@@ -164,10 +174,10 @@ func (s *TokenServer) Acquire(ctx context.Context, req flow.TokenRequest) (flow.
 		case tokenpb.Status_STATUS_OK, tokenpb.Status_STATUS_SHOULD_WAIT:
 		case tokenpb.Status_STATUS_BLOCKED:
 			if i := out.GetRefused(); i < 0 || int(i) >= len(req.Rules) {
-				return s.answerError(r, st, fmt.Sprintf("refused rule index %d out of range", i))
+				return s.answerError(r, st, fmt.Sprintf("refused rule index %d out of range", i), false)
 			}
 		default:
-			return s.answerError(r, st, out.GetMessage())
+			return s.answerError(r, st, out.GetMessage(), out.GetPartial())
 		}
 		return nil
 	})
@@ -200,7 +210,7 @@ func (s *TokenServer) Release(ctx context.Context, req flow.TokenRequest, res fl
 	call := func(ctx context.Context, r *replica) error {
 		out, err := r.client.Release(ctx, in)
 		if err == nil && out.GetStatus() != tokenpb.Status_STATUS_OK {
-			return s.answerError(r, out.GetStatus(), out.GetMessage())
+			return s.answerError(r, out.GetStatus(), out.GetMessage(), out.GetPartial())
 		}
 		return err
 	}
@@ -217,16 +227,21 @@ func (s *TokenServer) Release(ctx context.Context, req flow.TokenRequest, res fl
 }
 
 // answerError is the error for a replica's non-decision; FAIL (its Redis
-// is down) counts against the replica's breaker, the others count as the
-// replica's success (it answered).
-func (s *TokenServer) answerError(r *replica, st tokenpb.Status, msg string) error {
+// is down) counts against the replica's breaker, unless partial (its
+// backend failed for this request's keys alone: one Redis Cluster node;
+// the replica decides others, and so would every replica); the others
+// count as the replica's success (it answered).
+func (s *TokenServer) answerError(r *replica, st tokenpb.Status, msg string, partial bool) error {
 	s.st.Errors.Add(1)
-	re := &ReplicaError{Addr: r.addr, Status: st, Message: msg}
-	switch st {
-	case tokenpb.Status_STATUS_FAIL:
+	re := &ReplicaError{Addr: r.addr, Status: st, Message: msg, Partial: partial}
+	switch {
+	case st == tokenpb.Status_STATUS_FAIL && partial:
+		r.br.Success()
+		return fmt.Errorf("%w: %w", flow.ErrTokenServerUnavailable, re)
+	case st == tokenpb.Status_STATUS_FAIL:
 		r.br.Failure(s.now(), false)
 		return fmt.Errorf("%w: %w", flow.ErrTokenServerUnavailable, re)
-	case tokenpb.Status_STATUS_TOO_MANY_REQUEST:
+	case st == tokenpb.Status_STATUS_TOO_MANY_REQUEST:
 		r.br.Success()
 		return fmt.Errorf("%w: %w", flow.ErrTokenServerUnavailable, re)
 	}
@@ -254,21 +269,28 @@ func (s *TokenServer) once(ctx context.Context, call func(context.Context, *repl
 	if err != nil {
 		var re *ReplicaError
 		if errors.As(err, &re) {
-			if re.Status == tokenpb.Status_STATUS_FAIL {
+			if re.Status == tokenpb.Status_STATUS_FAIL && !re.Partial {
 				// It answered that it could not decide (its Redis hangs or
-				// is gone): another replica may still reach Redis.
+				// is gone): another replica may still reach Redis. A
+				// partial failure (one shard) would be the same anywhere.
 				s.pref.CompareAndSwap(uint32(i), uint32((i+1)%len(s.replicas)))
 			}
 			return r, err // answered: answerError saw to the breaker
 		}
 		s.st.Errors.Add(1)
-		r.br.Failure(end, false)
+		r.br.FailedCall(start, end, timedOut(err))
 		// Prefer another replica from now on; this call is not replayed.
 		s.pref.CompareAndSwap(uint32(i), uint32((i+1)%len(s.replicas)))
 		return r, fmt.Errorf("cluster: remote %s: %w: %w", r.addr, flow.ErrTokenServerUnavailable, err)
 	}
-	r.br.Success()
+	r.br.SucceededAt(end)
 	return r, nil
+}
+
+// timedOut reports a call that ran out of time (as opposed to a refused
+// or reset connection).
+func timedOut(err error) bool {
+	return errors.Is(err, context.DeadlineExceeded) || status.Code(err) == codes.DeadlineExceeded
 }
 
 // pick returns the replica to call and its index: the first, from the

@@ -426,8 +426,12 @@ type AcquireResponse struct {
 	Refused         int32                  `protobuf:"varint,6,opt,name=refused,proto3" json:"refused,omitempty"` // index into the request's rules; -1 when admitted
 	RefusedRuleId   string                 `protobuf:"bytes,7,opt,name=refused_rule_id,json=refusedRuleId,proto3" json:"refused_rule_id,omitempty"`
 	Message         string                 `protobuf:"bytes,8,opt,name=message,proto3" json:"message,omitempty"` // why, for BAD_REQUEST, NO_RULE_EXISTS, FAIL
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	// FAIL only: the server's backend failed for this request's keys alone
+	// (the Redis Cluster node that holds them) while it answers for others;
+	// clients do not hold it against the server.
+	Partial       bool `protobuf:"varint,9,opt,name=partial,proto3" json:"partial,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *AcquireResponse) Reset() {
@@ -516,6 +520,13 @@ func (x *AcquireResponse) GetMessage() string {
 	return ""
 }
 
+func (x *AcquireResponse) GetPartial() bool {
+	if x != nil {
+		return x.Partial
+	}
+	return false
+}
+
 type ReleaseRequest struct {
 	state   protoimpl.MessageState `protogen:"open.v1"`
 	Request *AcquireRequest        `protobuf:"bytes,1,opt,name=request,proto3" json:"request,omitempty"` // the request that was admitted
@@ -584,6 +595,7 @@ type ReleaseResponse struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Status        Status                 `protobuf:"varint,1,opt,name=status,proto3,enum=flowgate.token.v1.Status" json:"status,omitempty"`
 	Message       string                 `protobuf:"bytes,2,opt,name=message,proto3" json:"message,omitempty"`
+	Partial       bool                   `protobuf:"varint,3,opt,name=partial,proto3" json:"partial,omitempty"` // as in AcquireResponse
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -632,6 +644,13 @@ func (x *ReleaseResponse) GetMessage() string {
 	return ""
 }
 
+func (x *ReleaseResponse) GetPartial() bool {
+	if x != nil {
+		return x.Partial
+	}
+	return false
+}
+
 var File_token_proto protoreflect.FileDescriptor
 
 const file_token_proto_rawDesc = "" +
@@ -664,7 +683,7 @@ const file_token_proto_rawDesc = "" +
 	"\brule_ids\x18\x06 \x03(\tR\aruleIds\x12-\n" +
 	"\x05rules\x18\a \x03(\v2\x17.flowgate.token.v1.RuleR\x05rules\x12\x16\n" +
 	"\x06factor\x18\b \x01(\x01R\x06factor\x12\x14\n" +
-	"\x05param\x18\t \x01(\tR\x05param\"\x9f\x02\n" +
+	"\x05param\x18\t \x01(\tR\x05param\"\xb9\x02\n" +
 	"\x0fAcquireResponse\x121\n" +
 	"\x06status\x18\x01 \x01(\x0e2\x19.flowgate.token.v1.StatusR\x06status\x12\x1c\n" +
 	"\tremaining\x18\x02 \x01(\x01R\tremaining\x12*\n" +
@@ -674,14 +693,16 @@ const file_token_proto_rawDesc = "" +
 	"\x05lease\x18\x05 \x01(\tR\x05lease\x12\x18\n" +
 	"\arefused\x18\x06 \x01(\x05R\arefused\x12&\n" +
 	"\x0frefused_rule_id\x18\a \x01(\tR\rrefusedRuleId\x12\x18\n" +
-	"\amessage\x18\b \x01(\tR\amessage\"{\n" +
+	"\amessage\x18\b \x01(\tR\amessage\x12\x18\n" +
+	"\apartial\x18\t \x01(\bR\apartial\"{\n" +
 	"\x0eReleaseRequest\x12;\n" +
 	"\arequest\x18\x01 \x01(\v2!.flowgate.token.v1.AcquireRequestR\arequest\x12\x14\n" +
 	"\x05lease\x18\x02 \x01(\tR\x05lease\x12\x16\n" +
-	"\x06refund\x18\x03 \x01(\bR\x06refund\"^\n" +
+	"\x06refund\x18\x03 \x01(\bR\x06refund\"x\n" +
 	"\x0fReleaseResponse\x121\n" +
 	"\x06status\x18\x01 \x01(\x0e2\x19.flowgate.token.v1.StatusR\x06status\x12\x18\n" +
-	"\amessage\x18\x02 \x01(\tR\amessage*H\n" +
+	"\amessage\x18\x02 \x01(\tR\amessage\x12\x18\n" +
+	"\apartial\x18\x03 \x01(\bR\apartial*H\n" +
 	"\x05Level\x12\x10\n" +
 	"\fLEVEL_GLOBAL\x10\x00\x12\x0e\n" +
 	"\n" +

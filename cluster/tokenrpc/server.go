@@ -134,8 +134,8 @@ func (s *Server) acquire(ctx context.Context, in *tokenpb.AcquireRequest, now in
 	}
 	res, err := s.ts.Acquire(ctx, req)
 	if err != nil {
-		s.backendError(err)
-		return &tokenpb.AcquireResponse{Status: tokenpb.Status_STATUS_FAIL, Refused: -1, Message: err.Error()}
+		partial := s.backendError(err)
+		return &tokenpb.AcquireResponse{Status: tokenpb.Status_STATUS_FAIL, Refused: -1, Message: err.Error(), Partial: partial}
 	}
 	out := &tokenpb.AcquireResponse{Status: tokenpb.Status_STATUS_OK, Remaining: res.Remaining,
 		RetryAfterNanos: int64(res.RetryAfter), WaitNanos: int64(res.Wait), Lease: res.Lease, Refused: -1}
@@ -170,8 +170,8 @@ func (s *Server) release(ctx context.Context, in *tokenpb.ReleaseRequest) *token
 		// clients sent no refund flag and meant one).
 		req.Refund = in.GetRefund() || in.GetLease() == ""
 		if err := s.ts.Release(ctx, req, flow.TokenResult{Allowed: true, Refused: -1, Lease: in.GetLease()}); err != nil {
-			s.backendError(err)
-			return &tokenpb.ReleaseResponse{Status: tokenpb.Status_STATUS_FAIL, Message: err.Error()}
+			partial := s.backendError(err)
+			return &tokenpb.ReleaseResponse{Status: tokenpb.Status_STATUS_FAIL, Message: err.Error(), Partial: partial}
 		}
 	}
 	return &tokenpb.ReleaseResponse{Status: tokenpb.Status_STATUS_OK}
@@ -224,13 +224,23 @@ func (s *Server) request(in *tokenpb.AcquireRequest) (flow.TokenRequest, tokenpb
 	return flow.TokenRequest{Resource: in.GetResource(), Level: lv, Key: in.GetKey(), Tokens: int(in.GetTokens()), Rules: rules, Factor: f}, 0, nil
 }
 
-func (s *Server) backendError(err error) {
+// backendError counts and logs a failed decision and reports whether the
+// failure is partial: the backend failed for this request's keys alone
+// (cluster.NodeError with Partial: one Redis Cluster node), so the reply
+// says so and clients do not open their breaker on this replica. It is
+// read through an interface, as this package does not import the backend.
+func (s *Server) backendError(err error) (partial bool) {
 	if errors.Is(err, flow.ErrTokenServerUnavailable) {
 		s.st.backendErrors.Add(1)
 	}
-	if s.cf.log != nil {
+	var po interface{ PartialOutage() bool }
+	partial = errors.As(err, &po) && po.PartialOutage()
+	if s.cf.log != nil && !partial {
+		// A partial outage is logged once per node by the backend itself
+		// (one line at the start, a summary every 10s, one at the end).
 		s.cf.log.Warn("tokenrpc: token server", slog.Any("err", err))
 	}
+	return partial
 }
 
 func (s *Server) logInfo(msg string, attrs ...any) {

@@ -2,6 +2,7 @@ package tokenrpc
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -34,7 +35,9 @@ func TestAcquireStatuses(t *testing.T) {
 				return o.Refused == 1 && o.RefusedRuleId == "b" && o.RetryAfterNanos == int64(time.Second)
 			}},
 		{"redis down", flow.TokenResult{}, flow.ErrTokenServerUnavailable, tokenpb.Status_STATUS_FAIL,
-			func(o *tokenpb.AcquireResponse) bool { return strings.Contains(o.Message, "unavailable") }},
+			func(o *tokenpb.AcquireResponse) bool { return strings.Contains(o.Message, "unavailable") && !o.Partial }},
+		{"one shard down", flow.TokenResult{}, fmt.Errorf("%w: %w", flow.ErrTokenServerUnavailable, shardDown{}), tokenpb.Status_STATUS_FAIL,
+			func(o *tokenpb.AcquireResponse) bool { return o.Partial }},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -45,10 +48,17 @@ func TestAcquireStatuses(t *testing.T) {
 			}
 		})
 	}
-	if n := srv.st.backendErrors.Load(); n != 1 {
-		t.Fatalf("backend errors %d, want 1", n)
+	if n := srv.st.backendErrors.Load(); n != 2 {
+		t.Fatalf("backend errors %d, want 2", n)
 	}
 }
+
+// shardDown is a backend failure confined to one Redis Cluster node, as
+// cluster.NodeError with Partial reports it.
+type shardDown struct{}
+
+func (shardDown) Error() string       { return "redis node 127.0.0.1:1 (other nodes answer): EOF" }
+func (shardDown) PartialOutage() bool { return true }
 
 func TestResolveRules(t *testing.T) {
 	ts := &stubTS{res: flow.TokenResult{Allowed: true, Refused: -1}}

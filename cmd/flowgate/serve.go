@@ -26,6 +26,7 @@ import (
 	"github.com/flowgate/flowgate/rules"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/redis/go-redis/v9"
 )
 
 const serveUsage = "serve [flags]      run the cluster token service (gRPC) over Redis; -h lists the flags"
@@ -57,6 +58,9 @@ func serveUntil(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		return exitUsage
 	}
 	log := slog.New(slog.NewTextHandler(stderr, nil))
+	// go-redis's own lines ("failed to dial" per attempt) go through our
+	// logger at Debug: the token server logs each node's outage once.
+	redis.SetLogger(cluster.RedisLogger(log, slog.LevelDebug))
 	if err := serve(ctx, cf, stdout, log); err != nil {
 		fmt.Fprintf(stderr, "flowgate serve: %v\n", err)
 		return exitInvalid

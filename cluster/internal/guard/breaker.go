@@ -16,6 +16,21 @@ import "sync/atomic"
 // here) time out together, and that is one event, not threshold; a Redis
 // that stays frozen keeps failing the calls sent after them. A refused
 // connection needs no span: Redis is down.
+//
+// A timeout is not held against the server (FailedCall) when the evidence
+// says the deadline was missed on our side:
+//   - some other call to the server got its answer after the timed-out
+//     one was sent (SucceededAt): the server was answering, and this call
+//     waited in a queue in front of the socket or in a starved process;
+//   - the timeout was seen more than half a span after its deadline: the
+//     goroutine woke late, so this process was starved of CPU (a loaded
+//     host, a GC pause), and an answer may well have been in the socket.
+//     A frozen server seen by a process that runs on time is seen at the
+//     deadline, and counts.
+//
+// Refused connections, resets and other errors always count. So a loaded
+// host costs the calls that time out their fallback, but it does not
+// open the breaker for every call on the server.
 type Breaker struct {
 	threshold int32
 	openFor   int64 // ns
@@ -24,6 +39,7 @@ type Breaker struct {
 	failures  atomic.Int32
 	streakAt  atomic.Int64 // clock.Nanotime of the streak's first failure
 	openedAt  atomic.Int64 // clock.Nanotime when it last opened
+	okAt      atomic.Int64 // clock.Nanotime of the latest answer SucceededAt saw
 }
 
 const (
@@ -62,6 +78,29 @@ func (b *Breaker) Success() bool {
 		b.failures.Store(0)
 	}
 	return b.state.Load() == breakerHalfOpen && b.state.CompareAndSwap(breakerHalfOpen, breakerClosed)
+}
+
+// SucceededAt is Success for a call whose answer came at now; a timeout
+// of a call sent before now is then not counted (see FailedCall).
+func (b *Breaker) SucceededAt(now int64) bool {
+	if b.okAt.Load() < now {
+		b.okAt.Store(now) // racing stores may keep a slightly older time: harmless
+	}
+	return b.Success()
+}
+
+// FailedCall is Failure for a call sent at sent that failed at now. A
+// timeout is ignored (neither counted nor reported) when another call got
+// its answer at or after sent, or when it was seen more than 1.5 spans
+// after sent (see Breaker), while the breaker is closed; a half-open
+// breaker's failed probe always reopens it.
+func (b *Breaker) FailedCall(sent, now int64, timedOut bool) bool {
+	// Only while closed: a half-open breaker's probe must settle it one
+	// way or the other, or no call would ever be let through again.
+	if timedOut && b.state.Load() == breakerClosed && (b.okAt.Load() >= sent || now-sent > b.span+b.span/2) {
+		return false
+	}
+	return b.Failure(now, timedOut)
 }
 
 // Failure counts a failed call (timedOut: it ran out of time) and reports

@@ -30,6 +30,10 @@ const clusterSize = 3
 type Cluster struct {
 	Addrs []string  // the nodes' "127.0.0.1:port" addresses, in node order
 	Nodes []*Server // node i serves SlotRange(i)
+	// Replicas[i] replicates Nodes[i] (StartClusterWithReplicas only; empty
+	// otherwise). A replica's address is not in Addrs: clients find it
+	// through CLUSTER SLOTS, as a user's would.
+	Replicas []*Server
 
 	mu      sync.Mutex
 	client  *redis.ClusterClient
@@ -116,15 +120,21 @@ func roundedShare(i int) int { return (2*i*Slots + clusterSize) / (2 * clusterSi
 // meet has node i send CLUSTER MEET to every other node. Meeting a node
 // already known is harmless: the handshake finds the same id and is dropped.
 func (c *Cluster) meet(ctx context.Context, i int) error {
-	for j, n := range c.Nodes {
+	all := c.all()
+	for j, n := range all {
 		if j == i {
 			continue
 		}
-		if err := c.Nodes[i].Client().ClusterMeet(ctx, "127.0.0.1", strconv.Itoa(n.Port)).Err(); err != nil {
-			return fmt.Errorf("node %s: CLUSTER MEET %s: %w", c.Nodes[i].Addr, n.Addr, err)
+		if err := all[i].Client().ClusterMeet(ctx, "127.0.0.1", strconv.Itoa(n.Port)).Err(); err != nil {
+			return fmt.Errorf("node %s: CLUSTER MEET %s: %w", all[i].Addr, n.Addr, err)
 		}
 	}
 	return nil
+}
+
+// all returns the primaries, then the replicas.
+func (c *Cluster) all() []*Server {
+	return append(append([]*Server(nil), c.Nodes...), c.Replicas...)
 }
 
 // rejoinAfter is how long a node may know fewer than all nodes before it
@@ -142,7 +152,8 @@ func (c *Cluster) waitReady(ctx context.Context, logf func(format string, args .
 	// wait on, so poll a little faster than that.
 	tick := time.NewTicker(20 * time.Millisecond)
 	defer tick.Stop()
-	lastMeet := make([]time.Time, len(c.Nodes))
+	all := c.all()
+	lastMeet := make([]time.Time, len(all))
 	for i := range lastMeet {
 		lastMeet[i] = time.Now()
 	}
@@ -151,7 +162,7 @@ func (c *Cluster) waitReady(ctx context.Context, logf func(format string, args .
 		// Every node is polled each round, so a lonely node late in the
 		// list gets its re-MEET even while an earlier one is still lagging.
 		first := ""
-		for i, n := range c.Nodes {
+		for i, n := range all {
 			info, err := n.Client().ClusterInfo(ctx).Result()
 			if ctx.Err() != nil {
 				first = lag // cut short: keep the last real disagreement
@@ -162,13 +173,13 @@ func (c *Cluster) waitReady(ctx context.Context, logf func(format string, args .
 				continue
 			}
 			got := parseInfo(info)
-			if got["cluster_known_nodes"] != strconv.Itoa(clusterSize) && time.Since(lastMeet[i]) >= rejoinAfter {
+			if got["cluster_known_nodes"] != strconv.Itoa(len(all)) && time.Since(lastMeet[i]) >= rejoinAfter {
 				logf("redistest: node %s knows %s of %d nodes after %v; it sends MEET again",
-					n.Addr, got["cluster_known_nodes"], clusterSize, time.Since(lastMeet[i]).Round(time.Millisecond))
+					n.Addr, got["cluster_known_nodes"], len(all), time.Since(lastMeet[i]).Round(time.Millisecond))
 				_ = c.meet(ctx, i) // a failure shows up as lag on the next poll
 				lastMeet[i] = time.Now()
 			}
-			if l := infoLag(got); l != "" {
+			if l := infoLag(got, len(all)); l != "" {
 				first = cmp.Or(first, fmt.Sprintf("node %s: %s", n.Addr, l))
 			}
 		}
@@ -189,9 +200,9 @@ func (c *Cluster) waitReady(ctx context.Context, logf func(format string, args .
 
 // infoLag returns "" when CLUSTER INFO shows a whole cluster as this node
 // sees it, else the first field that differs.
-func infoLag(got map[string]string) string {
+func infoLag(got map[string]string, known int) string {
 	for _, kv := range [][2]string{
-		{"cluster_known_nodes", strconv.Itoa(clusterSize)},
+		{"cluster_known_nodes", strconv.Itoa(known)},
 		{"cluster_slots_assigned", strconv.Itoa(Slots)},
 		{"cluster_slots_ok", strconv.Itoa(Slots)},
 		{"cluster_state", "ok"},
@@ -208,7 +219,7 @@ func (c *Cluster) nodesReport() string {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
 	var b strings.Builder
-	for _, n := range c.Nodes {
+	for _, n := range c.all() {
 		out, err := n.Client().ClusterNodes(ctx).Result()
 		if err != nil {
 			out = err.Error()

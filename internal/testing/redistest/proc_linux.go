@@ -2,7 +2,10 @@
 
 package redistest
 
-import "syscall"
+import (
+	"os"
+	"syscall"
+)
 
 // sysProcAttr makes the kernel SIGKILL redis-server when the thread that
 // started it exits. The Go runtime only retires a thread when a goroutine
@@ -16,3 +19,6 @@ const (
 	stopSignal = syscall.SIGSTOP
 	contSignal = syscall.SIGCONT
 )
+
+// flock takes an exclusive lock on f, waiting for it.
+func flock(f *os.File) error { return syscall.Flock(int(f.Fd()), syscall.LOCK_EX) }
