@@ -95,13 +95,19 @@ func TestChaosSoak(t *testing.T) {
 	admin := srv.NewClient(nil)
 	redisLog := &countLogger{}
 	redis.SetLogger(redisLog) // process-wide; the soak's own figure
-	faultN := 0
+	faultN, ran := 0, 0
+	defer func() {
+		if ran == 0 { // a FLOWGATE_SOAK_ONLY that names nothing must not pass
+			t.Errorf("FLOWGATE_SOAK_ONLY=%q selects no run of the soak (names are policy/algorithm, e.g. local/fixed_window)", os.Getenv("FLOWGATE_SOAK_ONLY"))
+		}
+	}()
 	for _, algo := range []flow.Algorithm{flow.AlgoFixedWindow, flow.AlgoTokenBucket} {
 		for _, policy := range []string{"deny", "allow", "local"} {
 			name := fmt.Sprintf("%s/%s", policy, algo)
 			if !soakSelected(name) {
 				continue
 			}
+			ran++
 			f := soakRun(t, srv, admin, algo, policy, d, &faultN)
 			t.Logf("%-19s calls %6d  latency max %7v p99.9 %7v  worst healthy second %3d/%d (of %d)  worst outage second %3d (%d locally; of %d)  worst FLUSHALL second %3d  goroutines %d -> %d  straddling %d  fewest instances %d",
 				name, f.calls, f.maxLat.Round(100*time.Microsecond), f.p999.Round(100*time.Microsecond), f.worstHealthy, soakLimit, f.healthy, f.worstOutage, f.worstOutageLocal, f.outages, f.worstWiped, f.goroutinesBefore, f.goroutinesAfter, f.straddling, f.fewestInstances)
