@@ -104,7 +104,13 @@ func TestServeBoundsNamesAndCaches(t *testing.T) {
 	for i := range distinct {
 		name := fmt.Sprintf("%07d", i) + strings.Repeat("r", tokenrpc.MaxResourceBytes-7)
 		id := strings.Repeat("i", tokenrpc.MaxNameBytes)
-		out, err := client.Acquire(ctx, &tokenpb.AcquireRequest{Resource: name, Tokens: 1, Rules: []*tokenpb.Rule{inlineRule(id, name)}})
+		req := &tokenpb.AcquireRequest{Resource: name, Tokens: 1, Rules: []*tokenpb.Rule{inlineRule(id, name)}}
+		out, err := client.Acquire(ctx, req)
+		// A FAIL is Redis not answering in time (a loaded machine), which
+		// says nothing of the bounds under test: ask again, a few times.
+		for try := 0; try < 3 && err == nil && out.Status == tokenpb.Status_STATUS_FAIL; try++ {
+			out, err = client.Acquire(ctx, req)
+		}
 		if err != nil || out.Status != tokenpb.Status_STATUS_OK {
 			t.Fatalf("resource %d at the bound: %v %v, want OK", i, out, err)
 		}
