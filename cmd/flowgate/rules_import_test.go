@@ -68,6 +68,38 @@ func TestRulesImport(t *testing.T) {
 	}
 }
 
+// TestRulesImportEmpty: nothing to write is exit 1 unless --allow-empty,
+// since an empty document, loaded, removes every limit.
+func TestRulesImportEmpty(t *testing.T) {
+	dir := t.TempDir()
+	empty := writeFile(t, dir, "empty.json", `[]`)
+	chain := writeFile(t, dir, "chain.json", `[{"resource":"GET /y","grade":1,"count":5,"strategy":2,"refResource":"in"}]`)
+	obj := writeFile(t, dir, "obj.json", `{"resource":"GET /y","grade":1,"count":5}`)
+	for _, tc := range []struct {
+		args []string
+		code int
+		msg  string
+	}{
+		{[]string{empty}, exitInvalid, "empty.json: no rules"},
+		{[]string{"--allow-empty", empty}, exitOK, ""},
+		{[]string{"--partial", chain}, exitInvalid, "no rule can be carried over"},
+		{[]string{"--partial", "--allow-empty", chain}, exitOK, ""},
+		{[]string{obj}, exitInvalid, "obj.json: expected an array of rules, found an object"},
+	} {
+		code, out, errs := runCLI(t, "", append([]string{"rules", "import", "--from", "sentinel"}, tc.args...)...)
+		if code != tc.code || !strings.Contains(errs, tc.msg) {
+			t.Errorf("%v: exit %d, stderr %q; want %d and %q", tc.args, code, errs, tc.code, tc.msg)
+		}
+		if code == exitOK {
+			if doc, err := rules.Parse([]byte(out)); err != nil || len(doc.Rules()) != 0 {
+				t.Errorf("%v: output %q (%v), want an empty document", tc.args, out, err)
+			}
+		} else if out != "" {
+			t.Errorf("%v: wrote %q on failure", tc.args, out)
+		}
+	}
+}
+
 func TestParseParamNames(t *testing.T) {
 	got, err := parseParamNames("0=tenant, 1=region")
 	if err != nil || got[0] != "tenant" || got[1] != "region" || len(got) != 2 {

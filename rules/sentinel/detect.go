@@ -103,7 +103,7 @@ func convert(e *element, opts Options, sys *system) (Report, []flow.Rule) {
 	case "go system":
 		rs, n = goSystem(in, sys)
 	default:
-		e.fail("", "cannot tell which %s Sentinel rule this is (fields: %s)", d, strings.Join(in.keys(), ", "))
+		e.fail("", "cannot tell which %s rule this is (fields: %s)", dialectName(d, opts.Dialect), strings.Join(in.keys(), ", "))
 		return rep, nil
 	}
 	if rs == nil {
@@ -119,4 +119,17 @@ func cannot(format string, args ...any) ([]flow.Rule, notes) {
 	var n notes
 	n.add(format, args...)
 	return nil, n
+}
+
+// dialectName names what a rule whose kind was not found was read as: the
+// dialect given, or both when it was told from fields that match neither
+// (detection falls back to sentinel-golang, which is no finding).
+func dialectName(d, force Dialect) string {
+	switch {
+	case force == Auto:
+		return "Sentinel (Java or sentinel-golang)"
+	case d == Java:
+		return "Java Sentinel"
+	}
+	return "sentinel-golang"
 }
