@@ -100,6 +100,21 @@ func TestRulesImportEmpty(t *testing.T) {
 	}
 }
 
+// TestRulesImportRenameHTTP: --rename-http writes flowhttp's route names;
+// without it the report warns.
+func TestRulesImportRenameHTTP(t *testing.T) {
+	f := writeFile(t, t.TempDir(), "web.json", `[{"resource":"GET:/api/orders","grade":1,"count":5}]`)
+	code, out, errs := runCLI(t, "", "rules", "import", "--from", "sentinel", "--rename-http", f)
+	doc, err := rules.Parse([]byte(out))
+	if code != exitOK || err != nil || doc.Rules()[0].Resource != "GET /api/orders" || !strings.Contains(errs, `as "GET /api/orders": exact`) {
+		t.Errorf("--rename-http: exit %d, %v, stderr %q, output:\n%s", code, err, errs, out)
+	}
+	code, _, errs = runCLI(t, "", "rules", "import", "--from", "sentinel", f)
+	if code != exitOK || !strings.Contains(errs, "warning: \"GET:/api/orders\" looks like a Sentinel web resource") {
+		t.Errorf("without it: exit %d, stderr %q", code, errs)
+	}
+}
+
 func TestParseParamNames(t *testing.T) {
 	got, err := parseParamNames("0=tenant, 1=region")
 	if err != nil || got[0] != "tenant" || got[1] != "region" || len(got) != 2 {

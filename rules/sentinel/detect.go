@@ -106,6 +106,7 @@ func convert(e *element, opts Options, sys *system) (Report, []flow.Rule) {
 		e.fail("", "cannot tell which %s rule this is (fields: %s)", dialectName(d, opts.Dialect), strings.Join(in.keys(), ", "))
 		return rep, nil
 	}
+	rename(&rep, rs, opts)
 	if rs == nil {
 		rep.Verdict, rep.Note = Cannot, strings.Join(n, "; ")
 		return rep, nil

@@ -56,6 +56,12 @@ type Options struct {
 	// document. Without it that is an error: loaded, an empty document
 	// removes every limit, which an empty or truncated export should not do.
 	AllowEmpty bool
+	// RenameHTTP turns Sentinel's web resource names, "METHOD:/path" (its
+	// Spring and servlet adapters with the method prefix), into flowhttp's
+	// route names, "METHOD /path", in resource and refResource. Without
+	// it names are kept and each that looks like an HTTP route is warned
+	// about in its report.
+	RenameHTTP bool
 }
 
 // File is one source file: its name (for messages) and contents, a JSON
@@ -95,16 +101,35 @@ type Report struct {
 	Verdict  Verdict
 	Note     string   // what differs (Approx) or why not (Cannot)
 	IDs      []string // the flowgate rules written for it; a system rule's: "adaptive.systemCPU"
+	// Renamed is the flowgate resource when it differs from Resource
+	// (Options.RenameHTTP).
+	Renamed string
+	// Unknown lists the fields of the source element that no Sentinel
+	// rule of its kind has, by path ("rule.foo", "paramFlowItemList[0].x").
+	// They make the verdict at least Approx: Sentinel may give them a
+	// meaning the import did not read.
+	Unknown []string
+	// Warnings are what does not change how the rule decides but may
+	// keep it from applying: a resource named like an HTTP route that
+	// flowhttp would name otherwise.
+	Warnings []string
 }
 
 // String is the report line `flowgate rules import` prints.
 func (r Report) String() string {
-	s := fmt.Sprintf("%s[%d] %s %q: %s", r.File, r.Index, r.Kind, r.Resource, r.Verdict)
+	s := fmt.Sprintf("%s[%d] %s %q", r.File, r.Index, r.Kind, r.Resource)
+	if r.Renamed != "" {
+		s += fmt.Sprintf(" as %q", r.Renamed)
+	}
+	s += ": " + r.Verdict.String()
 	if len(r.IDs) > 0 {
 		s += " -> " + strings.Join(r.IDs, ", ")
 	}
 	if r.Note != "" {
 		s += ": " + r.Note
+	}
+	for _, w := range r.Warnings {
+		s += "; warning: " + w
 	}
 	return s
 }

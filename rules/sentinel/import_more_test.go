@@ -97,3 +97,44 @@ func TestImportStableIDs(t *testing.T) {
 		t.Errorf("source ids: %q", got)
 	}
 }
+
+// TestImportRenameHTTP: with RenameHTTP, "METHOD:/path" becomes flowhttp's
+// "METHOD /path" (refResource too); every route-like name left is warned.
+func TestImportRenameHTTP(t *testing.T) {
+	data := `[{"resource":"GET:/api/orders","grade":1,"count":5},
+		{"resource":"POST:/pay","grade":1,"count":5,"strategy":1,"refResource":"GET:/api/orders"},
+		{"resource":"/plain","grade":1,"count":5},{"resource":"orders","grade":1,"count":5},
+		{"resource":"FETCH:/x","grade":1,"count":5}]`
+	res := mustImport(t, data, Options{RenameHTTP: true})
+	rs := res.Document.Rules()
+	if rs[0].Resource != "GET /api/orders" || rs[1].Resource != "POST /pay" || rs[1].RefResource != "GET /api/orders" {
+		t.Errorf("renamed: %q, %q ref %q", rs[0].Resource, rs[1].Resource, rs[1].RefResource)
+	}
+	if rs[2].Resource != "/plain" || rs[3].Resource != "orders" || rs[4].Resource != "FETCH:/x" {
+		t.Errorf("kept: %q %q %q", rs[2].Resource, rs[3].Resource, rs[4].Resource)
+	}
+	if rep := res.Reports[0]; rep.Renamed != "GET /api/orders" || len(rep.Warnings) != 0 ||
+		!strings.Contains(rep.String(), `"GET:/api/orders" as "GET /api/orders": exact`) {
+		t.Errorf("report: %s", rep)
+	}
+	if rep := res.Reports[2]; len(rep.Warnings) != 1 || !strings.Contains(rep.Warnings[0], "HTTP path") {
+		t.Errorf("a path without a method: %s", rep)
+	}
+	if rep := res.Reports[3]; len(rep.Warnings) != 0 || rep.Renamed != "" {
+		t.Errorf("a plain name: %s", rep)
+	}
+	// Without the option names are kept and each route-like one warned.
+	res = mustImport(t, data, Options{})
+	if r := res.Document.Rules()[0]; r.Resource != "GET:/api/orders" {
+		t.Errorf("kept without the option: %q", r.Resource)
+	}
+	// [1]: its resource and its refResource.
+	for i, n := range []int{1, 2, 1, 0, 0} {
+		if got := len(res.Reports[i].Warnings); got != n {
+			t.Errorf("[%d] %d warnings, want %d: %s", i, got, n, res.Reports[i])
+		}
+	}
+	if w := res.Reports[0].Warnings; len(w) == 0 || !strings.Contains(w[0], `flowhttp names that route "GET /api/orders" (--rename-http renames it)`) {
+		t.Errorf("warning: %q", w)
+	}
+}
