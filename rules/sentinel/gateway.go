@@ -48,7 +48,7 @@ func gatewayFlow(e *element, rep *Report) ([]flow.Rule, notes) {
 		return []flow.Rule{r}, n
 	}
 	if e.boolean("clusterMode") {
-		return javaClusterParam(e, r)
+		return javaClusterParam(e, r, "intervalSec", "interval", "intervalUnit", "burst", "controlBehavior", "maxQueueingTimeoutMs")
 	}
 	dur := gatewayInterval(e)
 	if dur < 1 {

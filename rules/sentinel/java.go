@@ -186,7 +186,7 @@ func javaParamFlow(e *element, opts Options) ([]flow.Rule, notes) {
 		return []flow.Rule{r}, n
 	}
 	if e.boolean("clusterMode") {
-		return javaClusterParam(e, r)
+		return javaClusterParam(e, r, "durationInSec", "burstCount", "controlBehavior", "maxQueueingTimeMs")
 	}
 	dur := e.whole("durationInSec", 1, 1, math.MaxInt32)
 	throttling := e.whole("controlBehavior", 0, 0, 2) == 2
@@ -203,12 +203,14 @@ func javaParamFlow(e *element, opts Options) ([]flow.Rule, notes) {
 // server counts each value's calls per second (Java's ClusterParamFlowChecker
 // on its ClusterParamMetric), which flowgate's token server does for a
 // param-level sliding_window rule with a cluster block.
-func javaClusterParam(e *element, r flow.Rule) ([]flow.Rule, notes) {
+// unusedKeys are the fields the token server does not use (they differ
+// between ParamFlowRule and GatewayFlowRule).
+func javaClusterParam(e *element, r flow.Rule, unusedKeys ...string) ([]flow.Rule, notes) {
 	var n notes
 	r.Algorithm, r.Window, r.Buckets, r.Cluster = flow.AlgoSlidingWindow, time.Second, 2, javaCluster(e)
 	n.add("cluster: decided per value by flowgate's Redis token server (threshold %s), not a Sentinel token server; %s", r.Cluster.Threshold, windowNote)
 	var unused []string
-	for _, k := range []string{"durationInSec", "burstCount", "controlBehavior", "maxQueueingTimeMs"} {
+	for _, k := range unusedKeys {
 		if e.has(k) {
 			unused = append(unused, k)
 		}
