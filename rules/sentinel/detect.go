@@ -89,7 +89,7 @@ func convert(e *element, opts Options, sys *system) (Report, []flow.Rule) {
 	}
 	rs, n, ok := mapRule(in, rep.Kind, opts, sys, &rep)
 	if !ok {
-		e.fail("", "cannot tell which %s rule this is (fields: %s)", dialectName(d, opts.Dialect), strings.Join(in.keys(), ", "))
+		e.fail("", "cannot tell which %s rule this is (fields: %s)", dialectName(d, opts.Dialect, e.hint), strings.Join(in.keys(), ", "))
 		return rep, nil
 	}
 	if d == Java && in.boolean("regex") {
@@ -149,10 +149,14 @@ func cannot(format string, args ...any) ([]flow.Rule, notes) {
 }
 
 // dialectName names what a rule whose kind was not found was read as: the
-// dialect given, or both when it was told from fields that match neither
+// dialect given, else that of the file's rules before it, else both
 // (detection falls back to sentinel-golang, which is no finding).
-func dialectName(d, force Dialect) string {
+func dialectName(d, force, hint Dialect) string {
 	switch {
+	case force == Auto && hint == Java:
+		return "Java Sentinel (as the file's rules before it)"
+	case force == Auto && hint == Golang:
+		return "sentinel-golang (as the file's rules before it)"
 	case force == Auto:
 		return "Sentinel (Java or sentinel-golang)"
 	case d == Java:

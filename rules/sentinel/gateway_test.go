@@ -103,8 +103,14 @@ func TestImportRegexResource(t *testing.T) {
 // TestImportUnknownKindDialect: a rule matching no kind of either dialect
 // names neither as its finding; a Java file's unknown kind is not "go".
 func TestImportUnknownKindDialect(t *testing.T) {
-	_, err := Import([]File{{Name: "j.json", Data: []byte(`[{"resource":"r","grade":1,"count":1},{"name":"x"}]`)}}, Options{})
-	if err == nil || strings.Contains(err.Error(), "go ") || !strings.Contains(err.Error(), "j.json: [1]: cannot tell which Sentinel (Java or sentinel-golang) rule") {
-		t.Errorf("got %v", err)
+	for _, tc := range []struct{ data, want string }{
+		{`[{"resource":"r","grade":1,"count":1},{"name":"x"}]`, "j.json: [1]: cannot tell which Java Sentinel (as the file's rules before it) rule this is (fields: name)"},
+		{`[{"resource":"r","threshold":1},{"name":"x"}]`, "j.json: [1]: cannot tell which sentinel-golang (as the file's rules before it) rule"},
+		{`[{"name":"x"}]`, "j.json: [0]: cannot tell which Sentinel (Java or sentinel-golang) rule"},
+	} {
+		_, err := Import([]File{{Name: "j.json", Data: []byte(tc.data)}}, Options{})
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: got %v, want %q", tc.data, err, tc.want)
+		}
 	}
 }

@@ -235,6 +235,7 @@ func readFile(f File, errs *problems, each func(*element)) {
 	if !ok {
 		return
 	}
+	var h fileHint
 	for i, it := range items {
 		if errs.over {
 			return
@@ -245,9 +246,39 @@ func readFile(f File, errs *problems, each func(*element)) {
 			continue
 		}
 		if strictJSON(f.Name, i, it, errs) {
+			e.hint = h.dialect()
 			each(e)
+			h.add(e)
 		}
 	}
+}
+
+// fileHint follows the dialect of the rules read so far in a file: it
+// names the dialect of a later rule whose kind is not found, since a file
+// holds one kind.
+type fileHint struct {
+	found Dialect
+	mixed bool
+}
+
+func (h *fileHint) add(e *element) {
+	quiet := &element{file: e.file, index: e.index, raw: e.raw, errs: &problems{}} // e's problems are reported
+	d, kind := kindOf(unwrap(quiet), Auto)
+	switch {
+	case kind == "":
+	case h.found == Auto:
+		h.found = d
+	case h.found != d:
+		h.mixed = true
+	}
+}
+
+// dialect is the one dialect found so far, or Auto.
+func (h *fileHint) dialect() Dialect {
+	if h.mixed {
+		return Auto
+	}
+	return h.found
 }
 
 // fileArray reads a file's array of rules. An object is accepted only as
