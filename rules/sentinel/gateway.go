@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"strings"
+	"time"
 
 	"github.com/flowgate/flowgate/flow"
 )
@@ -51,8 +52,11 @@ func gatewayFlow(e *element, rep *Report) ([]flow.Rule, notes) {
 		return javaClusterParam(e, r, "intervalSec", "interval", "intervalUnit", "burst", "controlBehavior", "maxQueueingTimeoutMs")
 	}
 	dur := gatewayInterval(e)
-	if dur < 1 {
+	switch {
+	case dur < 1:
 		return cannot("intervalSec %d: Sentinel's parameter rules need a window of at least 1s", dur)
+	case dur > int64(math.MaxInt64/time.Second):
+		return cannot("interval of %ds: longer than a Go duration holds (about 292 years)", dur)
 	}
 	behavior := e.whole("controlBehavior", 0, 0, 2)
 	throttling := behavior == 2

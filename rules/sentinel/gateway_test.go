@@ -50,6 +50,17 @@ func TestImportGatewayFlow(t *testing.T) {
 	}
 }
 
+// TestImportGatewayInterval: a window of 0 or one beyond a Go duration is
+// refused, not wrapped around.
+func TestImportGatewayInterval(t *testing.T) {
+	res := mustImport(t, `[{"resource":"a","count":1,"intervalSec":0},{"resource":"a","count":1,"interval":2147483647,"intervalUnit":3}]`, Options{})
+	for i, why := range []string{"at least 1s", "longer than a Go duration"} {
+		if rep := res.Reports[i]; rep.Verdict != Cannot || !strings.Contains(rep.Note, why) {
+			t.Errorf("[%d]: %s, want cannot naming %q", i, rep, why)
+		}
+	}
+}
+
 // TestImportGatewayAPI: an ApiDefinition is refused with what to do.
 func TestImportGatewayAPI(t *testing.T) {
 	res := mustImport(t, `[{"apiName":"orders_api","predicateItems":[{"pattern":"/orders/**","matchStrategy":1},
