@@ -96,7 +96,7 @@ func convert(e *element, opts Options, sys *system) (Report, []flow.Rule) {
 		rs, n = cannot("regex: the resource is a regular expression (Sentinel matches every resource it matches); flowgate names resources exactly")
 	}
 	rename(&rep, rs, opts)
-	if rep.Unknown = unknownFields(e, in, rep.Kind); len(rep.Unknown) > 0 && rs != nil {
+	if rep.Unknown = unknownFields(e, in, rep.Kind); len(rep.Unknown) > 0 {
 		n.add("%s", unknownNote(rep.Unknown))
 	}
 	if rs == nil {
