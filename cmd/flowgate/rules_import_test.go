@@ -68,6 +68,53 @@ func TestRulesImport(t *testing.T) {
 	}
 }
 
+// TestRulesImportEmpty: nothing to write is exit 1 unless --allow-empty,
+// since an empty document, loaded, removes every limit.
+func TestRulesImportEmpty(t *testing.T) {
+	dir := t.TempDir()
+	empty := writeFile(t, dir, "empty.json", `[]`)
+	chain := writeFile(t, dir, "chain.json", `[{"resource":"GET /y","grade":1,"count":5,"strategy":2,"refResource":"in"}]`)
+	obj := writeFile(t, dir, "obj.json", `{"resource":"GET /y","grade":1,"count":5}`)
+	for _, tc := range []struct {
+		args []string
+		code int
+		msg  string
+	}{
+		{[]string{empty}, exitInvalid, "empty.json: no rules"},
+		{[]string{"--allow-empty", empty}, exitOK, ""},
+		{[]string{"--partial", chain}, exitInvalid, "no rule can be carried over"},
+		{[]string{"--partial", "--allow-empty", chain}, exitOK, ""},
+		{[]string{obj}, exitInvalid, "obj.json: expected an array of rules, found an object"},
+	} {
+		code, out, errs := runCLI(t, "", append([]string{"rules", "import", "--from", "sentinel"}, tc.args...)...)
+		if code != tc.code || !strings.Contains(errs, tc.msg) {
+			t.Errorf("%v: exit %d, stderr %q; want %d and %q", tc.args, code, errs, tc.code, tc.msg)
+		}
+		if code == exitOK {
+			if doc, err := rules.Parse([]byte(out)); err != nil || len(doc.Rules()) != 0 {
+				t.Errorf("%v: output %q (%v), want an empty document", tc.args, out, err)
+			}
+		} else if out != "" {
+			t.Errorf("%v: wrote %q on failure", tc.args, out)
+		}
+	}
+}
+
+// TestRulesImportRenameHTTP: --rename-http writes flowhttp's route names;
+// without it the report warns.
+func TestRulesImportRenameHTTP(t *testing.T) {
+	f := writeFile(t, t.TempDir(), "web.json", `[{"resource":"GET:/api/orders","grade":1,"count":5}]`)
+	code, out, errs := runCLI(t, "", "rules", "import", "--from", "sentinel", "--rename-http", f)
+	doc, err := rules.Parse([]byte(out))
+	if code != exitOK || err != nil || doc.Rules()[0].Resource != "GET /api/orders" || !strings.Contains(errs, `as "GET /api/orders": exact`) {
+		t.Errorf("--rename-http: exit %d, %v, stderr %q, output:\n%s", code, err, errs, out)
+	}
+	code, _, errs = runCLI(t, "", "rules", "import", "--from", "sentinel", f)
+	if code != exitOK || !strings.Contains(errs, "warning: \"GET:/api/orders\" looks like a Sentinel web resource") {
+		t.Errorf("without it: exit %d, stderr %q", code, errs)
+	}
+}
+
 func TestParseParamNames(t *testing.T) {
 	got, err := parseParamNames("0=tenant, 1=region")
 	if err != nil || got[0] != "tenant" || got[1] != "region" || len(got) != 2 {

@@ -9,7 +9,8 @@ import (
 // Fields that only one dialect uses: Java's rules count with "count" and
 // "grade", sentinel-golang's with "threshold" and typed enums.
 var javaMarkers = []string{"count", "grade", "limitApp", "paramIdx", "paramFlowItemList", "timeWindow",
-	"slowRatioThreshold", "clusterMode", "highestSystemLoad", "highestCpuUsage", "avgRt", "maxThread", "qps"}
+	"slowRatioThreshold", "clusterMode", "highestSystemLoad", "highestCpuUsage", "avgRt", "maxThread", "qps",
+	"apiName", "predicateItems", "resourceMode", "intervalSec", "intervalUnit", "burst", "maxQueueingTimeoutMs", "paramItem"}
 
 func hasAny(e *element, keys ...string) bool {
 	for _, k := range keys {
@@ -42,6 +43,10 @@ func kindOf(e *element, force Dialect) (Dialect, string) {
 	}
 	if d == Java {
 		switch {
+		case hasAny(e, "apiName", "predicateItems"):
+			return d, "gateway-api"
+		case hasAny(e, "resourceMode", "intervalSec", "interval", "intervalUnit", "burst", "maxQueueingTimeoutMs", "paramItem"):
+			return d, "gateway-flow"
 		case hasAny(e, "paramIdx", "paramFlowItemList"):
 			return d, "param-flow"
 		case hasAny(e, "highestSystemLoad", "highestCpuUsage", "avgRt", "maxThread", "qps") && !e.has("resource"):
@@ -79,9 +84,33 @@ func convert(e *element, opts Options, sys *system) (Report, []flow.Rule) {
 	in := unwrap(e)
 	d, kind := kindOf(in, opts.Dialect)
 	rep := Report{File: e.file, Index: e.index, Kind: d.String() + " " + kind, Resource: in.str("resource")}
-	var rs []flow.Rule
-	var n notes
-	switch d.String() + " " + kind {
+	if kind == "gateway-api" {
+		rep.Resource = in.str("apiName")
+	}
+	rs, n, ok := mapRule(in, rep.Kind, opts, sys, &rep)
+	if !ok {
+		e.fail("", "cannot tell which %s rule this is (fields: %s)", dialectName(d, opts.Dialect, e.hint), strings.Join(in.keys(), ", "))
+		return rep, nil
+	}
+	if d == Java && in.boolean("regex") {
+		rs, n = cannot("regex: the resource is a regular expression (Sentinel matches every resource it matches); flowgate names resources exactly")
+	}
+	rename(&rep, rs, opts)
+	if rep.Unknown = unknownFields(e, in, rep.Kind); len(rep.Unknown) > 0 {
+		n.add("%s", unknownNote(rep.Unknown))
+	}
+	if rs == nil {
+		rep.Verdict, rep.Note = Cannot, strings.Join(n, "; ")
+		return rep, nil
+	}
+	rep.Verdict, rep.Note = n.verdict()
+	return rep, rs
+}
+
+// mapRule maps one source rule of kind ("java flow"...); ok is false for
+// no kind the import knows.
+func mapRule(in *element, kind string, opts Options, sys *system, rep *Report) (rs []flow.Rule, n notes, ok bool) {
+	switch kind {
 	case "java flow":
 		rs, n = javaFlow(in, opts)
 	case "java degrade":
@@ -102,16 +131,14 @@ func convert(e *element, opts Options, sys *system) (Report, []flow.Rule) {
 		rs, n = goIsolation(in)
 	case "go system":
 		rs, n = goSystem(in, sys)
+	case "java gateway-flow":
+		rs, n = gatewayFlow(in, rep)
+	case "java gateway-api":
+		rs, n = gatewayAPI(in)
 	default:
-		e.fail("", "cannot tell which %s Sentinel rule this is (fields: %s)", d, strings.Join(in.keys(), ", "))
-		return rep, nil
+		return nil, nil, false
 	}
-	if rs == nil {
-		rep.Verdict, rep.Note = Cannot, strings.Join(n, "; ")
-		return rep, nil
-	}
-	rep.Verdict, rep.Note = n.verdict()
-	return rep, rs
+	return rs, n, true
 }
 
 // cannot is what a mapping returns for a rule with no counterpart.
@@ -119,4 +146,21 @@ func cannot(format string, args ...any) ([]flow.Rule, notes) {
 	var n notes
 	n.add(format, args...)
 	return nil, n
+}
+
+// dialectName names what a rule whose kind was not found was read as: the
+// dialect given, else that of the file's rules before it, else both
+// (detection falls back to sentinel-golang, which is no finding).
+func dialectName(d, force, hint Dialect) string {
+	switch {
+	case force == Auto && hint == Java:
+		return "Java Sentinel (as the file's rules before it)"
+	case force == Auto && hint == Golang:
+		return "sentinel-golang (as the file's rules before it)"
+	case force == Auto:
+		return "Sentinel (Java or sentinel-golang)"
+	case d == Java:
+		return "Java Sentinel"
+	}
+	return "sentinel-golang"
 }

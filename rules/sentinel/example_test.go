@@ -24,8 +24,8 @@ func ExampleImport() {
 		fmt.Println(r.ID, r.Algorithm, r.Limit, r.MaxWait)
 	}
 	// Output:
-	// isolation.json[0] go isolation "abc": exact -> sentinel-isolation-1
-	// flow.json[0] java flow "POST /pay": exact -> sentinel-flow-1
-	// sentinel-isolation-1 concurrency 12 0s
-	// sentinel-flow-1 leaky_bucket 5 500ms
+	// isolation.json[0] go isolation "abc": exact -> sentinel-isolation/abc
+	// flow.json[0] java flow "POST /pay": exact -> sentinel-flow/POST /pay
+	// sentinel-isolation/abc concurrency 12 0s
+	// sentinel-flow/POST /pay leaky_bucket 5 500ms
 }

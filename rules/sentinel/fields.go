@@ -40,6 +40,7 @@ type element struct {
 	prefix string // "rule." inside a dashboard entity's wrapper, "clusterConfig." ...
 	raw    map[string]json.RawMessage
 	errs   *problems
+	hint   Dialect // the dialect of the file's rules before it (fileHint)
 }
 
 func (e *element) fail(field, format string, args ...any) {

@@ -23,6 +23,9 @@ func FuzzImport(f *testing.F) {
 	f.Add([]byte("- resource: r\n  metricType: 1\n  paramKey: k\n  threshold: 3\n  burstCount: 2\n  specificItems: {1: 9}\n"))
 	f.Add([]byte("- resource: r\n  threshold: 100\n  tokenCalculateStrategy: 1\n  controlBehavior: 1\n  warmUpPeriodSec: 1\n  maxQueueingTimeMs: 0\n"))
 	f.Add([]byte(`[{"metricType":4,"triggerCount":85,"strategy":1}]`))
+	f.Add([]byte(`[{"resource":"GET:/r","count":5,"interval":3,"intervalUnit":2,"burst":2,"paramItem":{"parseStrategy":2,"fieldName":"h"}}]`))
+	f.Add([]byte(`{"success":true,"data":[{"apiName":"a","predicateItems":[{"pattern":"/x"}]}]}`))
+	f.Add([]byte(`[{"resource":"r","paramIdx":0,"count":3,"clusterMode":true,"clusterConfig":{"thresholdType":1,"x":1}}]`))
 	f.Add([]byte("[{\"resource\": \"a\", \"threshold\": 1, \"resource\": \"\xff\"}]"))
 	f.Fuzz(func(t *testing.T, data []byte) { fuzzOne(t, "f", data) })
 }

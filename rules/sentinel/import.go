@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/flowgate/flowgate/flow"
@@ -51,6 +52,16 @@ type Options struct {
 	// sentinel-golang's paramIndex point at, for flowgate's WithParam.
 	// An index missing here is named "arg<index>".
 	ParamNames map[int]string
+	// AllowEmpty lets input holding no rule at all import to an empty
+	// document. Without it that is an error: loaded, an empty document
+	// removes every limit, which an empty or truncated export should not do.
+	AllowEmpty bool
+	// RenameHTTP turns Sentinel's web resource names, "METHOD:/path" (its
+	// Spring and servlet adapters with the method prefix), into flowhttp's
+	// route names, "METHOD /path", in resource and refResource. Without
+	// it names are kept and each that looks like an HTTP route is warned
+	// about in its report.
+	RenameHTTP bool
 }
 
 // File is one source file: its name (for messages) and contents, a JSON
@@ -90,16 +101,35 @@ type Report struct {
 	Verdict  Verdict
 	Note     string   // what differs (Approx) or why not (Cannot)
 	IDs      []string // the flowgate rules written for it; a system rule's: "adaptive.systemCPU"
+	// Renamed is the flowgate resource when it differs from Resource
+	// (Options.RenameHTTP).
+	Renamed string
+	// Unknown lists the fields of the source element that no Sentinel
+	// rule of its kind has, by path ("rule.foo", "paramFlowItemList[0].x").
+	// They make the verdict at least Approx: Sentinel may give them a
+	// meaning the import did not read.
+	Unknown []string
+	// Warnings are what does not change how the rule decides but may
+	// keep it from applying: a resource named like an HTTP route that
+	// flowhttp would name otherwise.
+	Warnings []string
 }
 
 // String is the report line `flowgate rules import` prints.
 func (r Report) String() string {
-	s := fmt.Sprintf("%s[%d] %s %q: %s", r.File, r.Index, r.Kind, r.Resource, r.Verdict)
+	s := fmt.Sprintf("%s[%d] %s %q", r.File, r.Index, r.Kind, r.Resource)
+	if r.Renamed != "" {
+		s += fmt.Sprintf(" as %q", r.Renamed)
+	}
+	s += ": " + r.Verdict.String()
 	if len(r.IDs) > 0 {
 		s += " -> " + strings.Join(r.IDs, ", ")
 	}
 	if r.Note != "" {
 		s += ": " + r.Note
+	}
+	for _, w := range r.Warnings {
+		s += "; warning: " + w
 	}
 	return s
 }
@@ -130,7 +160,7 @@ func (r *Result) Cannot() int {
 func Import(files []File, opts Options) (*Result, error) {
 	errs := &problems{}
 	res := &Result{}
-	ids := idMaker{used: map[string]bool{}, n: map[string]int{}}
+	ids := idMaker{used: map[string]bool{}, seen: map[string]int{}}
 	var out []flow.Rule
 	var sys system
 	for _, f := range files {
@@ -139,9 +169,10 @@ func Import(files []File, opts Options) (*Result, error) {
 			if len(errs.list) > 0 { // convert reads fields; a bad one lands in errs
 				return
 			}
+			base := ids.base(rep) // counted for refused rules too, so that ids stay put
 			if rep.Verdict != Cannot {
 				for i := range rs {
-					rs[i].ID = ids.make(rs[i].ID, rep.Kind)
+					rs[i].ID = ids.make(rs[i].ID, base)
 					if err := checkOne(rs[i]); err != nil {
 						rep.Verdict, rep.Note, rs, rep.IDs = Cannot, "flowgate refuses the mapped rule: "+err.Error(), nil, nil
 						break
@@ -158,6 +189,10 @@ func Import(files []File, opts Options) (*Result, error) {
 	}
 	if err := errs.err(); err != nil {
 		return nil, err
+	}
+	if len(res.Reports) == 0 && !opts.AllowEmpty {
+		return nil, &FieldError{File: fileNames(files), Index: -1, Msg: "no rules: an empty document, loaded, " +
+			"removes every limit; check the export (Options.AllowEmpty, --allow-empty, imports it anyway)"}
 	}
 	data, err := marshalDoc(out, sys)
 	if err != nil {
@@ -196,11 +231,11 @@ func readFile(f File, errs *problems, each func(*element)) {
 		}
 		data = j
 	}
-	var items []json.RawMessage
-	if err := json.Unmarshal(data, &items); err != nil {
-		errs.add(&FieldError{File: f.Name, Index: -1, Msg: "not a JSON array of rules: " + jsonMsg(err)})
+	items, ok := fileArray(f.Name, data, errs)
+	if !ok {
 		return
 	}
+	var h fileHint
 	for i, it := range items {
 		if errs.over {
 			return
@@ -211,9 +246,76 @@ func readFile(f File, errs *problems, each func(*element)) {
 			continue
 		}
 		if strictJSON(f.Name, i, it, errs) {
+			e.hint = h.dialect()
 			each(e)
+			h.add(e)
 		}
 	}
+}
+
+// fileHint follows the dialect of the rules read so far in a file: it
+// names the dialect of a later rule whose kind is not found, since a file
+// holds one kind.
+type fileHint struct {
+	found Dialect
+	mixed bool
+}
+
+func (h *fileHint) add(e *element) {
+	quiet := &element{file: e.file, index: e.index, raw: e.raw, errs: &problems{}} // e's problems are reported
+	d, kind := kindOf(unwrap(quiet), Auto)
+	switch {
+	case kind == "":
+	case h.found == Auto:
+		h.found = d
+	case h.found != d:
+		h.mixed = true
+	}
+}
+
+// dialect is the one dialect found so far, or Auto.
+func (h *fileHint) dialect() Dialect {
+	if h.mixed {
+		return Auto
+	}
+	return h.found
+}
+
+// fileArray reads a file's array of rules. An object is accepted only as
+// the Sentinel dashboard's API reply, {"success", "code", "msg", "data"}
+// with the array in data; any other top-level value is refused by name.
+func fileArray(name string, data []byte, errs *problems) ([]json.RawMessage, bool) {
+	fail := func(msg string) ([]json.RawMessage, bool) {
+		errs.add(&FieldError{File: name, Index: -1, Msg: msg})
+		return nil, false
+	}
+	if !json.Valid(data) {
+		var v any
+		return fail("not valid JSON: " + jsonMsg(json.Unmarshal(data, &v)))
+	}
+	switch data[0] {
+	case '[':
+	case '{':
+		var obj map[string]json.RawMessage
+		_ = json.Unmarshal(data, &obj)
+		for k := range obj {
+			if k != "success" && k != "code" && k != "msg" && k != "data" {
+				return fail(fmt.Sprintf("expected an array of rules, found an object (with %q; a single rule? put it in [ ])", k))
+			}
+		}
+		inner := bytes.TrimSpace(obj["data"])
+		if len(inner) == 0 || inner[0] != '[' {
+			return fail("expected an array of rules, found an object whose data is not an array")
+		}
+		data = inner
+	default:
+		return fail("expected an array of rules, found " + short(data))
+	}
+	var items []json.RawMessage
+	if err := json.Unmarshal(data, &items); err != nil {
+		return fail("not a JSON array of rules: " + jsonMsg(err))
+	}
+	return items, true
 }
 
 func jsonMsg(err error) string {
@@ -242,28 +344,47 @@ func checkOne(r flow.Rule) error {
 	return errors.New(strings.Join(msgs, "; "))
 }
 
-// idMaker gives each written rule a unique id: the source's id when it has
-// one, else kind-N.
+// idMaker gives each written rule a unique id that depends only on its
+// source element: the source's id when it has one (sentinel-golang's),
+// else "sentinel-<kind>/<resource>", with "#k" for the k-th (k ≥ 2)
+// element of the same kind and resource across the files in order.
+// Refused elements are counted too, so fixing one renames no other rule
+// and keeps their state across a reload.
 type idMaker struct {
 	used map[string]bool
-	n    map[string]int // last number given per base
+	seen map[string]int // elements per kind and resource
 }
 
-func (m *idMaker) make(want, kind string) string {
+// base is the derived id of the element rep reports on; call it once per
+// source element.
+func (m *idMaker) base(rep Report) string {
+	kind := strings.ReplaceAll(strings.TrimPrefix(strings.TrimPrefix(rep.Kind, "java "), "go "), " ", "-")
+	b := "sentinel-" + kind + "/" + rep.Resource
+	m.seen[b]++
+	if k := m.seen[b]; k > 1 {
+		b += "#" + strconv.Itoa(k)
+	}
+	return b
+}
+
+func (m *idMaker) make(want, base string) string {
 	if want != "" && !m.used[want] {
 		m.used[want] = true
 		return want
 	}
-	base := want
-	if base == "" {
-		base = "sentinel-" + strings.ReplaceAll(strings.TrimPrefix(strings.TrimPrefix(kind, "java "), "go "), " ", "-")
+	id := base
+	for n := 2; m.used[id]; n++ { // a source id took it, or one element wrote two rules
+		id = base + "~" + strconv.Itoa(n)
 	}
-	for {
-		m.n[base]++
-		id := fmt.Sprintf("%s-%d", base, m.n[base])
-		if !m.used[id] {
-			m.used[id] = true
-			return id
-		}
+	m.used[id] = true
+	return id
+}
+
+// fileNames names the input files in a message about all of them.
+func fileNames(files []File) string {
+	names := make([]string, len(files))
+	for i, f := range files {
+		names[i] = f.Name
 	}
+	return strings.Join(names, ", ")
 }

@@ -225,20 +225,23 @@ func TestImportForcedDialect(t *testing.T) {
 	if err != nil || res.Reports[0].Kind != "go flow" {
 		t.Fatalf("auto: got %v, %v; want a go flow rule", res, err)
 	}
-	if _, err := Import([]File{f}, Options{Dialect: Java}); err == nil || !strings.Contains(err.Error(), "f.json: [0]: cannot tell which java Sentinel rule") {
+	if _, err := Import([]File{f}, Options{Dialect: Java}); err == nil || !strings.Contains(err.Error(), "f.json: [0]: cannot tell which Java Sentinel rule") {
 		t.Errorf("forced java: got %v", err)
 	}
 }
 
 func TestImportMalformed(t *testing.T) {
 	for _, tc := range []struct{ data, want string }{
-		{`{"resource":"r"}`, "bad.json: not a JSON array of rules"},
+		{`{"resource":"r"}`, `bad.json: expected an array of rules, found an object (with "resource"; a single rule? put it in [ ])`},
+		{`{"success":true,"data":{}}`, "bad.json: expected an array of rules, found an object whose data is not an array"},
+		{`"x"`, `bad.json: expected an array of rules, found "x"`},
+		{`[{"resource":`, "bad.json: not valid JSON"},
 		{`[1]`, "bad.json: [0]: must be an object, got 1"},
 		{`[{"resource":"r","count":"ten"}]`, `bad.json: [0].count: must be a number, got "ten"`},
 		{`[{"resource":"r","grade":1.5,"count":1}]`, "bad.json: [0].grade: must be a whole number, got 1.5"},
 		{`[{"resource":"r","threshold":1},{"resource":"r","controlBehavior":7,"threshold":1}]`, "bad.json: [1].controlBehavior: 7: out of range [0, 1]"},
 		{`[{"rule":{"resource":"r","paramIdx":0,"count":1,"paramFlowItemList":[{"object":{},"count":1}]}}]`, "bad.json: [0].rule.paramFlowItemList[0].object: must be a string, number or boolean"},
-		{`[{"foo":1}]`, "bad.json: [0]: cannot tell which go Sentinel rule this is (fields: foo)"},
+		{`[{"foo":1}]`, "bad.json: [0]: cannot tell which Sentinel (Java or sentinel-golang) rule this is (fields: foo)"},
 	} {
 		_, err := Import([]File{{Name: "bad.json", Data: []byte(tc.data)}}, Options{})
 		if err == nil || !strings.Contains(err.Error(), tc.want) {

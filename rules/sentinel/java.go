@@ -165,9 +165,6 @@ func javaParamFlow(e *element, opts Options) ([]flow.Rule, notes) {
 	if app, ok := limitAppOK(e); !ok {
 		return cannot("limitApp %q limits the calls of one origin only; flowgate has no per-origin-only limit", app)
 	}
-	if e.boolean("clusterMode") {
-		return cannot("cluster mode for parameter rules has no counterpart (flowgate's cluster block applies to whole resources)")
-	}
 	grade := e.whole("grade", 1, 0, 1)
 	count := e.num("count", 0)
 	r := flow.Rule{ID: idOf(e), Resource: e.str("resource"), Level: flow.LevelParam,
@@ -183,8 +180,13 @@ func javaParamFlow(e *element, opts Options) ([]flow.Rule, notes) {
 		r.Items[v] = it.num("count", 0)
 	}
 	if grade == 0 {
+		// Java's ParamFlowChecker asks the token server for QPS rules
+		// only: a thread-count rule is decided locally in cluster mode too.
 		r.Algorithm = flow.AlgoConcurrency
 		return []flow.Rule{r}, n
+	}
+	if e.boolean("clusterMode") {
+		return javaClusterParam(e, r, "durationInSec", "burstCount", "controlBehavior", "maxQueueingTimeMs")
 	}
 	dur := e.whole("durationInSec", 1, 1, math.MaxInt32)
 	throttling := e.whole("controlBehavior", 0, 0, 2) == 2
@@ -193,6 +195,28 @@ func javaParamFlow(e *element, opts Options) ([]flow.Rule, notes) {
 		n.add("Java rounds each value's spacing to the nearest millisecond; sentinel_hotspot floors it, as sentinel-golang does")
 	} else {
 		n.add("sentinel_hotspot is sentinel-golang's port of Java's per-value bucket, measured against sentinel-golang only")
+	}
+	return []flow.Rule{r}, n
+}
+
+// javaClusterParam maps a cluster-mode QPS parameter rule: the token
+// server counts each value's calls per second (Java's ClusterParamFlowChecker
+// on its ClusterParamMetric), which flowgate's token server does for a
+// param-level sliding_window rule with a cluster block.
+// unusedKeys are the fields the token server does not use (they differ
+// between ParamFlowRule and GatewayFlowRule).
+func javaClusterParam(e *element, r flow.Rule, unusedKeys ...string) ([]flow.Rule, notes) {
+	var n notes
+	r.Algorithm, r.Window, r.Buckets, r.Cluster = flow.AlgoSlidingWindow, time.Second, 2, javaCluster(e)
+	n.add("cluster: decided per value by flowgate's Redis token server (threshold %s), not a Sentinel token server; %s", r.Cluster.Threshold, windowNote)
+	var unused []string
+	for _, k := range unusedKeys {
+		if e.has(k) {
+			unused = append(unused, k)
+		}
+	}
+	if len(unused) > 0 {
+		n.add("%s not used: Sentinel's token server counts each value per second, as flowgate's does", strings.Join(unused, ", "))
 	}
 	return []flow.Rule{r}, n
 }
