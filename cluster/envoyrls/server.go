@@ -3,7 +3,6 @@ package envoyrls
 import (
 	"context"
 	"crypto/subtle"
-	"errors"
 	"net"
 	"strings"
 
@@ -15,6 +14,8 @@ import (
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/reflection"
 	"google.golang.org/grpc/status"
+
+	"github.com/flowgate/flowgate/internal/grpcserve"
 )
 
 // Server serves a Service over gRPC, with the standard health service
@@ -60,32 +61,11 @@ func bearer(token string) grpc.UnaryServerInterceptor {
 
 // Serve accepts connections on lis until Shutdown or Stop, then returns
 // nil; any other error is the listener's.
-func (s *Server) Serve(lis net.Listener) error {
-	err := s.grpc.Serve(lis)
-	if errors.Is(err, grpc.ErrServerStopped) {
-		return nil
-	}
-	return err
-}
+func (s *Server) Serve(lis net.Listener) error { return grpcserve.Serve(s.grpc, lis) }
 
 // Shutdown reports NOT_SERVING to health checks and lets the calls in
 // flight finish; when ctx ends first it closes every connection.
-func (s *Server) Shutdown(ctx context.Context) error {
-	s.health.Shutdown()
-	done := make(chan struct{})
-	go func() {
-		s.grpc.GracefulStop()
-		close(done)
-	}()
-	select {
-	case <-done:
-		return nil
-	case <-ctx.Done():
-		s.grpc.Stop()
-		<-done
-		return ctx.Err()
-	}
-}
+func (s *Server) Shutdown(ctx context.Context) error { return grpcserve.Drain(ctx, s.grpc, s.health) }
 
 // Stop closes every connection and the listener at once.
 func (s *Server) Stop() {

@@ -12,6 +12,7 @@ import (
 	"github.com/flowgate/flowgate/cluster/internal/wire"
 	"github.com/flowgate/flowgate/cluster/tokenpb"
 	"github.com/flowgate/flowgate/flow"
+	"github.com/flowgate/flowgate/internal/grpcserve"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/health"
@@ -68,32 +69,18 @@ func NewServer(ts flow.TokenServer, rulesByID func(id string) (*flow.Rule, bool)
 // nil. Any other error is the listener's.
 func (s *Server) Serve(lis net.Listener) error {
 	s.logInfo("tokenrpc: serving", slog.String("addr", lis.Addr().String()), slog.Bool("tls", s.cf.tls != nil), slog.Bool("auth", s.cf.token != ""))
-	err := s.grpc.Serve(lis)
-	if errors.Is(err, grpc.ErrServerStopped) {
-		return nil
-	}
-	return err
+	return grpcserve.Serve(s.grpc, lis)
 }
 
 // Shutdown stops accepting calls, reports NOT_SERVING to health checks,
 // and waits for the calls in flight to finish; if ctx ends first, it
 // closes every connection at once and returns ctx's error.
 func (s *Server) Shutdown(ctx context.Context) error {
-	s.health.Shutdown()
-	done := make(chan struct{})
-	go func() {
-		s.grpc.GracefulStop()
-		close(done)
-	}()
-	select {
-	case <-done:
+	err := grpcserve.Drain(ctx, s.grpc, s.health)
+	if err == nil {
 		s.logInfo("tokenrpc: stopped, calls drained")
-		return nil
-	case <-ctx.Done():
-		s.grpc.Stop()
-		<-done
-		return ctx.Err()
 	}
+	return err
 }
 
 // Stop closes every connection and listener at once, as a crash would
