@@ -96,6 +96,7 @@ const (
 	optFallback
 	optPriority
 	optParam
+	optRetry
 )
 
 // WithContext gives the context that bounds a MaxWait wait (and is passed to

@@ -55,6 +55,7 @@ type compiledRule struct {
 	top       atomic.Pointer[topKeys] // refused keys, from the first refusal (keys.go)
 	refused   atomic.Uint64           // calls this rule refused (rule_blocks.go)
 	cost      costStats               // settlements at Exit (cost.go)
+	out       outboundStats           // a retry_budget's attempts (outbound.go)
 	// items are a keyed rule's per-value exceptions, each a rule of its
 	// own with one limiter (param.go); nil when it has none.
 	items map[string]*compiledRule
@@ -290,6 +291,12 @@ func (e *Engine) newCompiled(r Rule, factor float64, now int64) (*compiledRule, 
 	case AlgoCircuitBreaker:
 		cr.reason = ReasonBreakerOpen
 		cr.cluster = false // validation refuses a Cluster spec on a breaker
+	case AlgoClientThrottle, AlgoRetryBudget:
+		cr.reason = ReasonThrottled
+		if r.Algorithm == AlgoRetryBudget {
+			cr.reason = ReasonRetryBudget
+		}
+		cr.cluster = false // validation refuses a Cluster spec on them
 	case AlgoAllow, AlgoDeny:
 		return newListRule(cr)
 	}
