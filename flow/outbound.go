@@ -29,6 +29,10 @@ var ErrOverloaded = errors.New("flow: backend overloaded")
 // it), where a first attempt deposits into the budget instead.
 func WithRetry() EntryOption { return EntryOption{kind: optRetry} }
 
+// withSeed seeds the engine's client throttles, so that a test's run
+// repeats exactly.
+func withSeed(seed uint64) Option { return func(cf *config) { cf.seed = seed } }
+
 // outboundStats are a retry_budget rule's counts since it was loaded.
 type outboundStats struct {
 	firsts  atomic.Uint64 // first attempts (deposits)

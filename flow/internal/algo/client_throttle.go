@@ -158,5 +158,12 @@ func (t *Throttle) Remaining(now int64) float64 {
 	return 1 - RejectProbability(r, a, t.k)
 }
 
+// Reseed restarts the throttle's random draws from seed (tests).
+func (t *Throttle) Reseed(seed uint64) {
+	t.mu.Lock()
+	t.rng = seed
+	t.mu.Unlock()
+}
+
 // SetLimit does nothing: a throttle has no limit.
 func (t *Throttle) SetLimit(int64, float64) {}
