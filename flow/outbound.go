@@ -125,11 +125,14 @@ type OutboundStats struct {
 	// it was loaded, Balance the retries it would allow now (global rules).
 	FirstAttempts, Retries uint64
 	Balance                float64
+	// Refused counts the calls the rule refused since it was loaded: a
+	// throttle's local refusals, a budget's refused retries.
+	Refused uint64
 }
 
 // outboundStats reads cr, an outbound rule, at now.
 func (cr *compiledRule) outboundStats(now int64) OutboundStats {
-	s := OutboundStats{FirstAttempts: cr.out.firsts.Load(), Retries: cr.out.retries.Load()}
+	s := OutboundStats{FirstAttempts: cr.out.firsts.Load(), Retries: cr.out.retries.Load(), Refused: cr.refused.Load()}
 	switch g := cr.global.(type) {
 	case *algo.Throttle:
 		s.Requests, s.Accepts = g.Counts(now)
