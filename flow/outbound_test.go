@@ -102,3 +102,25 @@ func entryOK(e *Engine, opts ...EntryOption) bool {
 	p.Exit()
 	return err == nil
 }
+
+// TestShadowThrottleLearnsAccepts: a shadow throttle refuses nothing and
+// is told every answer, the ones it would have refused included, so its
+// refusal probability falls back to 0 once the backend accepts again.
+func TestShadowThrottleLearnsAccepts(t *testing.T) {
+	e, _ := newTestEngine(t, Rule{ID: "thr", Resource: "GET api", Algorithm: AlgoClientThrottle, Shadow: true})
+	for range 100 {
+		p, err := e.Entry("GET api")
+		if err != nil {
+			t.Fatalf("a shadow throttle refused: %v", err)
+		}
+		p.Exit(WithError(ErrOverloaded))
+	}
+	for range 200 {
+		p, _ := e.Entry("GET api")
+		p.Exit()
+	}
+	st := e.Snapshot().Rules[0].Outbound
+	if st.Requests != 300 || st.Accepts != 200 || st.RefuseProbability != 0 {
+		t.Fatalf("shadow throttle %+v, want 300 requests, 200 accepts, probability 0", st)
+	}
+}
