@@ -56,6 +56,8 @@ func specOf(r *Rule) algo.Spec {
 			Tolerance:    r.Tolerance,
 			Smoothing:    r.Smoothing,
 		},
+		Throttle: algo.ThrottleSpec{K: r.K},
+		Budget:   algo.BudgetSpec{Ratio: r.Ratio, MinPerSecond: r.MinPerSecond, TTL: r.TTL},
 	}
 }
 
@@ -102,6 +104,10 @@ func kindOf(a Algorithm) (algo.Kind, bool) {
 		return algo.SentinelWarmUp, true
 	case AlgoSentinelHotspot:
 		return algo.SentinelHotspot, true
+	case AlgoClientThrottle:
+		return algo.ClientThrottle, true
+	case AlgoRetryBudget:
+		return algo.RetryBudget, true
 	}
 	return 0, false
 }

@@ -31,6 +31,8 @@ const (
 	localCheck                        // a limit decided here: permits, given back on refusal
 	clusterCheck                      // a level's cluster rules, asked in one token server request
 	clusterRuleCheck                  // one cluster rule asked alone (it or its level has items, or it is a param rule)
+	throttleCheck                     // a client_throttle: told the backend's answer at Exit
+	budgetCheck                       // a retry_budget: a first attempt deposits, a retry withdraws
 )
 
 // check is one step of a resource's admission. Entry runs a resource's
@@ -39,6 +41,7 @@ const (
 //	allow and deny lists, by level (ip, user, param, global)
 //	related resources (RefResource)
 //	circuit breakers, keyed before global
+//	client throttles, then retry budgets (outbound.go)
 //	then for each level, ip, user, param, global (the most specific
 //	first, so a flood from one client is refused before it touches the
 //	shared quota): its local limits as loaded, then its enforcing cluster
@@ -70,6 +73,10 @@ func (k *check) run(st *entryState) bool {
 		return st.ref(k.cr)
 	case breakerCheck:
 		return st.breaker(k.cr)
+	case throttleCheck:
+		return st.throttle(k.cr)
+	case budgetCheck:
+		return st.budget(k.cr)
 	case clusterCheck:
 		key := st.a.levelKey(k.level)
 		if key == "" && k.level.keyed() {
@@ -151,6 +158,8 @@ type resourcePlan struct {
 	lists, refs    []*compiledRule
 	keyedBreakers  []*compiledRule // user, ip and param breakers
 	globalBreakers []*compiledRule
+	throttles      []*compiledRule
+	budgets        []*compiledRule
 	levels         [4]levelRules // in checkOrder
 }
 
@@ -199,6 +208,10 @@ func (p *resourcePlan) add(cr *compiledRule) {
 		p.keyedBreakers = append(p.keyedBreakers, cr)
 	case r.Algorithm == AlgoCircuitBreaker:
 		p.globalBreakers = append(p.globalBreakers, cr)
+	case r.Algorithm == AlgoClientThrottle:
+		p.throttles = append(p.throttles, cr)
+	case r.Algorithm == AlgoRetryBudget:
+		p.budgets = append(p.budgets, cr)
 	case cr.list != nil:
 		p.lists = append(p.lists, cr)
 	case r.RefResource != "":
@@ -232,6 +245,12 @@ func (p *resourcePlan) checks() []check {
 	}
 	for _, cr := range append(p.keyedBreakers[:len(p.keyedBreakers):len(p.keyedBreakers)], p.globalBreakers...) {
 		ks = append(ks, check{kind: breakerCheck, cr: cr})
+	}
+	for _, cr := range p.throttles {
+		ks = append(ks, check{kind: throttleCheck, cr: cr})
+	}
+	for _, cr := range p.budgets {
+		ks = append(ks, check{kind: budgetCheck, cr: cr})
 	}
 	for i := range p.levels {
 		lr := &p.levels[i]

@@ -55,6 +55,8 @@
 //	sliding_log     exact: never > Limit in any Window  Limit timestamps of memory per key
 //	concurrency     slow backends, pools               in-flight cap; Exit releases
 //	adaptive_concurrency  unknown or changing capacity  in-flight cap found from Exit's RTTs
+//	client_throttle  calls this program makes          Google SRE throttling: refuses as the backend stops accepting
+//	retry_budget     retries this program makes        retries (WithRetry) only as a share of first attempts
 //
 // MaxWait > 0 lets a call of a rate algorithm wait, on the engine's clock and
 // bounded by WithContext's context, for its turn instead of being refused.

@@ -179,6 +179,10 @@ func (e *Engine) Snapshot() Snapshot {
 		if r.Algorithm == AlgoCircuitBreaker {
 			s.Breakers = append(s.Breakers, cr.breakerStats(now))
 		}
+		if outbound.has(r.Algorithm) {
+			o := cr.outboundStats(now)
+			s.Rules[len(s.Rules)-1].Outbound = &o
+		}
 		if as, ok := adaptiveStatsOf(cr.global); ok {
 			s.Rules[len(s.Rules)-1].AdaptiveConcurrency = &as
 			s.Rules[len(s.Rules)-1].EffectiveLimit = float64(as.Limit)

@@ -48,6 +48,7 @@ type entryArgs struct {
 	params  [4]paramArg
 	nParams int
 	more    []paramArg
+	retry   bool // WithRetry: a retry_budget takes a retry for the call
 }
 
 // parse fills a (zero) from the options of one call.
@@ -69,6 +70,8 @@ func (a *entryArgs) parse(ctx context.Context, opts []EntryOption) {
 			}
 		case optPriority:
 			a.prio = Priority(o.n)
+		case optRetry:
+			a.retry = true
 		case optParam:
 			if a.nParams < len(a.params) {
 				a.params[a.nParams] = paramArg{o.name, o.s}
@@ -313,6 +316,8 @@ func (e *Engine) undo(st *entryState) {
 		c.brk[i] = breakerUse{}
 	}
 	c.brk = c.brk[:0]
+	clear(c.thr) // refunded above with the rest of taken
+	c.thr = c.thr[:0]
 	for i := range c.grants {
 		g := &c.grants[i]
 		// A refund: the call never ran, so its rate tokens come back too.

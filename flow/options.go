@@ -12,6 +12,9 @@ import (
 type Option func(*config)
 
 type config struct {
+	// seed, when not 0, seeds every client_throttle's random draws (tests
+	// that must repeat a run; see withSeed); 0: each draws its own seed.
+	seed         uint64
 	clk          clock.Clock
 	ts           TokenServer
 	log          *slog.Logger
@@ -96,6 +99,7 @@ const (
 	optFallback
 	optPriority
 	optParam
+	optRetry
 )
 
 // WithContext gives the context that bounds a MaxWait wait (and is passed to

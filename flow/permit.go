@@ -62,6 +62,7 @@ type call struct {
 	held   []algo.Holder  // concurrency caps to release
 	grants []clusterGrant // token server grants to release, or give back on refusal
 	brk    []breakerUse   // circuit breakers to tell the outcome
+	thr    []throttleUse  // client throttles to tell the backend's answer
 }
 
 // takenLim is a local limiter a call took permits from.
@@ -137,6 +138,9 @@ func (p Permit) Exit(opts ...ExitOption) {
 	}
 	if len(c.brk) > 0 {
 		c.exitBreakers(failed)
+	}
+	if len(c.thr) > 0 {
+		c.exitThrottles(opts)
 	}
 	if len(c.held) > 0 || len(c.grants) > 0 {
 		c.release(measured, now)

@@ -64,6 +64,13 @@ const (
 	// millisecond throttling (internal/algo/sentinel_hotspot.go); hotspot rules imported
 	// from Sentinel use it.
 	AlgoSentinelHotspot
+	// AlgoClientThrottle guards calls a program makes: Google SRE adaptive
+	// throttling, refusing locally as the backend stops accepting (see K;
+	// outbound.go).
+	AlgoClientThrottle
+	// AlgoRetryBudget lets retries (calls entered WithRetry) through only
+	// while they stay a share of first attempts (see Ratio; outbound.go).
+	AlgoRetryBudget
 	numAlgorithms
 )
 
@@ -72,6 +79,7 @@ var algorithmNames = [numAlgorithms]string{
 	"circuit_breaker",
 	"adaptive_concurrency", "allow", "deny",
 	"sentinel_window", "sentinel_warm_up", "sentinel_hotspot",
+	"client_throttle", "retry_budget",
 }
 
 // String returns the algorithm's JSON name.
@@ -211,6 +219,17 @@ type Rule struct {
 	// Reserve holds back parts of a concurrency or adaptive_concurrency
 	// limit for higher priorities. Default (nil) DefaultReserve.
 	Reserve *Reserve
+
+	// K is how many requests per one the backend accepted an
+	// AlgoClientThrottle lets out before it starts refusing locally, over
+	// Window (default 2m). Default 2 (Google SRE's choice); at least 1.
+	K float64
+	// Ratio, MinPerSecond and TTL are an AlgoRetryBudget's: each first
+	// attempt earns Ratio retries (default 0.2), MinPerSecond retries a
+	// second are always allowed (default 10), and what a first attempt
+	// earned lapses after TTL (default 10s).
+	Ratio, MinPerSecond float64
+	TTL                 time.Duration
 }
 
 // ClusterSpec makes a rule cluster-wide.

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"strings"
+	"time"
 	"unicode/utf8"
 )
 
@@ -17,8 +18,14 @@ var (
 	warmAlgos   = algos(AlgoWarmUp, AlgoSentinelWarmUp)
 	breakerOnly = algos(AlgoCircuitBreaker)
 	adaptOnly   = algos(AlgoAdaptiveConcurrency)
+	// outbound are the guards of calls a program makes (outbound.go): no
+	// limit, and decided on this instance alone.
+	outbound    = algos(AlgoClientThrottle, AlgoRetryBudget)
+	notOutbound = notFor{outbound, "not for %v rules"}
+	throttle    = algos(AlgoClientThrottle)
+	budget      = algos(AlgoRetryBudget)
 	// limited are the algorithms that count against a limit.
-	limited = allAlgos &^ lists &^ algos(AlgoCircuitBreaker, AlgoAdaptiveConcurrency)
+	limited = allAlgos &^ lists &^ outbound &^ algos(AlgoCircuitBreaker, AlgoAdaptiveConcurrency)
 	// settles are the algorithms that settle a call's actual cost at Exit
 	// (algo.Settler): the others ignore WithActualCost.
 	settles = algos(AlgoTokenBucket, AlgoWarmUp, AlgoLeakyBucket, AlgoFixedWindow, AlgoSlidingWindow)
@@ -31,9 +38,10 @@ var ruleFields = []RuleField{
 	{Name: "resource", Kind: KindString, ptr: func(r *Rule) any { return &r.Resource }, algos: allAlgos, levels: allLevels,
 		required: true, always: true, check: checkResource},
 	{Name: "refResource", Kind: KindString, ptr: func(r *Rule) any { return &r.RefResource },
-		algos: allAlgos &^ lists &^ algos(AlgoCircuitBreaker, AlgoConcurrency), levels: 1 << LevelGlobal,
-		not: []notFor{notForLists, {algos(AlgoCircuitBreaker, AlgoConcurrency), "only for rate rules, not %v"}}, check: checkRefResource},
-	{Name: "level", Kind: KindEnum, ptr: func(r *Rule) any { return &r.Level }, algos: allAlgos, levels: allLevels, always: true},
+		algos: allAlgos &^ lists &^ outbound &^ algos(AlgoCircuitBreaker, AlgoConcurrency), levels: 1 << LevelGlobal,
+		not: []notFor{notForLists, {algos(AlgoCircuitBreaker, AlgoConcurrency) | outbound, "only for rate rules, not %v"}}, check: checkRefResource},
+	{Name: "level", Kind: KindEnum, ptr: func(r *Rule) any { return &r.Level }, algos: allAlgos, levels: allLevels, always: true,
+		check: checkOutboundLevel},
 	{Name: "param", Kind: KindString, ptr: func(r *Rule) any { return &r.Param }, algos: allAlgos, levels: 1 << LevelParam,
 		check: checkParam},
 	{Name: "algorithm", Kind: KindEnum, ptr: func(r *Rule) any { return &r.Algorithm }, algos: allAlgos, levels: allLevels,
@@ -44,14 +52,16 @@ var ruleFields = []RuleField{
 	{Name: "limit", Kind: KindAmount, ptr: func(r *Rule) any { return &r.Limit }, algos: limited, levels: allLevels,
 		not: []notFor{notForLists,
 			{algos(AlgoCircuitBreaker), "not for circuit_breaker rules (a breaker has threshold, not limit)"},
-			{adaptOnly, "does not apply to adaptive_concurrency (it finds its own; see initialLimit)"}},
+			{adaptOnly, "does not apply to adaptive_concurrency (it finds its own; see initialLimit)"},
+			{outbound, "not for %v rules (they have no limit)"}},
 		required: true, check: func(r *Rule, bad badFunc) { badIf(bad, "limit", r.limitProblem(r.Limit)) }},
-	{Name: "items", Kind: KindMap, ptr: func(r *Rule) any { return &r.Items }, algos: allAlgos &^ lists &^ breakerOnly,
-		levels: keyLevels, not: []notFor{notForLists, notForCB}, check: func(r *Rule, bad badFunc) { r.itemProblems(bad) }},
-	{Name: "window", Kind: KindDuration, ptr: func(r *Rule) any { return &r.Window }, algos: allAlgos &^ lists &^ adaptOnly,
-		levels: allLevels, not: []notFor{notForLists, {adaptOnly, "does not apply to adaptive_concurrency"}},
+	{Name: "items", Kind: KindMap, ptr: func(r *Rule) any { return &r.Items }, algos: allAlgos &^ lists &^ breakerOnly &^ outbound,
+		levels: keyLevels, not: []notFor{notForLists, notForCB, notOutbound}, check: func(r *Rule, bad badFunc) { r.itemProblems(bad) }},
+	{Name: "window", Kind: KindDuration, ptr: func(r *Rule) any { return &r.Window }, algos: allAlgos &^ lists &^ adaptOnly &^ budget,
+		levels: allLevels, not: []notFor{notForLists, {adaptOnly, "does not apply to adaptive_concurrency"},
+			{budget, "not for retry_budget rules (see ttl)"}},
 		implied: []notFor{{algos(AlgoConcurrency), "not supported for concurrency rules (limit is the most calls in flight)"}},
-		def:     DefaultWindow, check: checkWindow},
+		def:     DefaultWindow, fill: fillWindow, check: checkWindow},
 	{Name: "burst", Kind: KindAmount, ptr: func(r *Rule) any { return &r.Burst }, algos: algos(AlgoTokenBucket, AlgoSentinelHotspot),
 		levels: allLevels, fill: fillBurst, check: checkBurst},
 	{Name: "warmup", Kind: KindDuration, ptr: func(r *Rule) any { return &r.Warmup }, algos: warmAlgos, levels: allLevels,
@@ -61,15 +71,15 @@ var ruleFields = []RuleField{
 	{Name: "buckets", Kind: KindInt, ptr: func(r *Rule) any { return &r.Buckets }, algos: algos(AlgoSlidingWindow, AlgoCircuitBreaker),
 		levels: allLevels, def: DefaultBuckets, bounds: &bounds{lo: 1, hi: maxBuckets}, check: checkBreakerBuckets},
 	{Name: "maxWait", Kind: KindDuration, ptr: func(r *Rule) any { return &r.MaxWait },
-		algos: allAlgos &^ lists &^ breakerOnly &^ neverQueues.algos, levels: allLevels,
-		not: []notFor{notForLists, notForCB, neverQueues}, unless: maxWaitUnless, always: true, check: checkMaxWait},
+		algos: allAlgos &^ lists &^ breakerOnly &^ outbound &^ neverQueues.algos, levels: allLevels,
+		not: []notFor{notForLists, notForCB, neverQueues, {outbound, "not for %v rules (they never queue)"}}, unless: maxWaitUnless, always: true, check: checkMaxWait},
 	{Name: "maxKeys", Kind: KindInt, ptr: func(r *Rule) any { return &r.MaxKeys }, algos: allAlgos &^ lists, levels: keyLevels,
 		not: []notFor{notForLists}, def: DefaultMaxKeys, hi: MaxKeysLimit, check: checkMaxKeys},
 	{Name: "idleTTL", Kind: KindDuration, ptr: func(r *Rule) any { return &r.IdleTTL }, algos: allAlgos &^ lists, levels: keyLevels,
 		not: []notFor{notForLists}, def: DefaultIdleTTL, check: checkIdleTTL},
 	// adaptive_concurrency takes adaptive only as false (Format writes it).
 	{Name: "adaptive", Kind: KindBool, ptr: func(r *Rule) any { return &r.Adaptive },
-		algos: allAlgos &^ lists &^ breakerOnly, levels: allLevels, not: []notFor{notForLists, notForCB},
+		algos: allAlgos &^ lists &^ breakerOnly &^ outbound, levels: allLevels, not: []notFor{notForLists, notForCB, notOutbound},
 		always: true, check: checkAdaptive},
 	{Name: "cluster", Kind: KindObject, ptr: func(r *Rule) any { return &r.Cluster }, algos: allAlgos &^ notClustered, levels: allLevels,
 		not: clusterNot, unless: clusterUnless, complete: fillCluster, check: checkCluster},
@@ -108,13 +118,21 @@ var ruleFields = []RuleField{
 	{Name: "maxDebt", Kind: KindAmount, ptr: func(r *Rule) any { return &r.MaxDebt }, algos: settles, levels: allLevels,
 		not:   []notFor{{allAlgos &^ settles, "not for %v rules (only token_bucket, warm_up, leaky_bucket, fixed_window and sliding_window settle a call's actual cost)"}},
 		check: checkMaxDebt},
+	{Name: "k", Kind: KindNumber, ptr: func(r *Rule) any { return &r.K }, algos: throttle, levels: allLevels,
+		def: DefaultThrottleK, bounds: &bounds{lo: 1, hi: 1000}},
+	{Name: "ratio", Kind: KindNumber, ptr: func(r *Rule) any { return &r.Ratio }, algos: budget, levels: allLevels,
+		def: DefaultRetryRatio, bounds: &bounds{lo: 0, hi: 1000, loOpen: true}},
+	{Name: "minPerSecond", Kind: KindNumber, ptr: func(r *Rule) any { return &r.MinPerSecond }, algos: budget, levels: allLevels,
+		def: DefaultRetryMinPerSecond, bounds: &bounds{lo: 0, hi: 1e6, loOpen: true}},
+	{Name: "ttl", Kind: KindDuration, ptr: func(r *Rule) any { return &r.TTL }, algos: budget, levels: allLevels,
+		def: DefaultRetryTTL, check: checkTTL},
 	{Name: "shadow", Kind: KindBool, ptr: func(r *Rule) any { return &r.Shadow }, algos: allAlgos, levels: allLevels},
 }
 
 // The algorithms a cluster spec is refused on, and why: each keeps state
 // the token server does not have, or decides on this instance alone.
 var (
-	notClustered = lists | breakerOnly | adaptOnly | algos(AlgoSentinelWindow, AlgoSentinelWarmUp, AlgoSentinelHotspot)
+	notClustered = lists | breakerOnly | adaptOnly | outbound | algos(AlgoSentinelWindow, AlgoSentinelWarmUp, AlgoSentinelHotspot)
 	clusterNot   = []notFor{
 		{lists, "not for allow and deny rules: lists are decided by each instance"},
 		{breakerOnly, "not for circuit_breaker rules: breakers are per instance"},
@@ -122,6 +140,7 @@ var (
 		{algos(AlgoSentinelWindow), "not supported for sentinel_window (the token server counts sliding_window)"},
 		{algos(AlgoSentinelWarmUp), "not supported for sentinel_warm_up (the token server keeps no Sentinel warm-up state; Sentinel's own cluster flow checker has no warm-up either)"},
 		{algos(AlgoSentinelHotspot), "not supported for sentinel_hotspot (the token server keeps no Sentinel hotspot state)"},
+		{outbound, "not supported for %v (it guards this instance's own outgoing calls)"},
 	}
 )
 
@@ -195,6 +214,35 @@ func checkParam(r *Rule, bad badFunc) {
 		bad("param", "required for param level rules (the name given to flow.WithParam)")
 	case len(r.Param) > MaxParamName || !utf8.ValidString(r.Param) || strings.TrimSpace(r.Param) != r.Param:
 		bad("param", "must be valid UTF-8, at most %d bytes, without surrounding space, not %q", MaxParamName, r.Param)
+	}
+}
+
+// checkOutboundLevel keeps the guards of outgoing calls global: one per
+// resource (a host, a method), whose state is too large to keep per key.
+func checkOutboundLevel(r *Rule, bad badFunc) {
+	if outbound.has(r.Algorithm) && r.Level != LevelGlobal {
+		bad("level", "%v rules are global only, not %v (give each host or method its own resource)", r.Algorithm, r.Level)
+	}
+}
+
+// checkTTL keeps a retry_budget's ttl in [10ms, 1h]: shorter, its slots
+// would be finer than the clock's use here; longer, a burst of traffic
+// would fund retries for an hour.
+func checkTTL(r *Rule, bad badFunc) {
+	if r.TTL != 0 && (r.TTL < 10*time.Millisecond || r.TTL > time.Hour) {
+		bad("ttl", "%v must be within [10ms, 1h]", r.TTL)
+	}
+}
+
+// fillWindow is a client_throttle's 2m window (Google SRE's), or
+// DefaultWindow for the rest.
+func fillWindow(r *Rule) {
+	switch {
+	case r.Window != 0:
+	case r.Algorithm == AlgoClientThrottle:
+		r.Window = DefaultThrottleWindow
+	default:
+		r.Window = DefaultWindow
 	}
 }
 

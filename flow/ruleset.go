@@ -24,7 +24,8 @@ type ruleSet struct {
 // compiledRule is one rule with its limiter state. It survives a reload that
 // leaves the rule unchanged, so clients keep their state.
 type compiledRule struct {
-	rule    Rule // defaults applied
+	rule    Rule   // defaults applied
+	seed    uint64 // the engine's seed for client throttles (withSeed); 0: none
 	clk     clock.Clock
 	keyed   bool
 	cluster bool   // decided by a token server (one is configured)
@@ -55,6 +56,7 @@ type compiledRule struct {
 	top       atomic.Pointer[topKeys] // refused keys, from the first refusal (keys.go)
 	refused   atomic.Uint64           // calls this rule refused (rule_blocks.go)
 	cost      costStats               // settlements at Exit (cost.go)
+	out       outboundStats           // a retry_budget's attempts (outbound.go)
 	// items are a keyed rule's per-value exceptions, each a rule of its
 	// own with one limiter (param.go); nil when it has none.
 	items map[string]*compiledRule
@@ -118,6 +120,9 @@ func (cr *compiledRule) initKey(en *keyEntry, now int64) error {
 // buildLimiter is newLimiter without a prototype at limit.
 func (cr *compiledRule) buildLimiter(limit float64, now int64) (limiter, error) {
 	lim, err := newLimiter(&cr.rule, limit, cr.clk, now)
+	if t, ok := lim.(*algo.Throttle); ok && cr.seed != 0 {
+		t.Reseed(cr.seed)
+	}
 	if tb, ok := lim.(*algo.Bucket); ok && cr.keyed {
 		// This bucket becomes the rule's prototype; the key gets a clone.
 		// Racing builders each store theirs: any one will do.
@@ -282,6 +287,7 @@ func takeReusable(reuse map[string][]*compiledRule, r *Rule) *compiledRule {
 func (e *Engine) newCompiled(r Rule, factor float64, now int64) (*compiledRule, error) {
 	cr := &compiledRule{
 		rule:    r,
+		seed:    e.cf.seed,
 		clk:     e.cf.clk,
 		keyed:   r.Level.keyed(),
 		cluster: r.Cluster != nil && e.cf.ts != nil,
@@ -296,6 +302,12 @@ func (e *Engine) newCompiled(r Rule, factor float64, now int64) (*compiledRule, 
 	case AlgoCircuitBreaker:
 		cr.reason = ReasonBreakerOpen
 		cr.cluster = false // validation refuses a Cluster spec on a breaker
+	case AlgoClientThrottle, AlgoRetryBudget:
+		cr.reason = ReasonThrottled
+		if r.Algorithm == AlgoRetryBudget {
+			cr.reason = ReasonRetryBudget
+		}
+		cr.cluster = false // validation refuses a Cluster spec on them
 	case AlgoAllow, AlgoDeny:
 		return newListRule(cr)
 	}

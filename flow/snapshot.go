@@ -93,4 +93,7 @@ type RuleStats struct {
 	// shadow, since it was loaded with this configuration (flipping Shadow
 	// on reload keeps the count; see Rule.Shadow). The calls went on.
 	ShadowBlocked uint64
+	// Outbound is a client_throttle's or retry_budget's state (its
+	// refusals are BlockedByRule's); nil for other algorithms.
+	Outbound *OutboundStats
 }

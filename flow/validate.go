@@ -12,11 +12,20 @@ import (
 
 // Defaults filled by Rule.WithDefaults.
 const (
-	DefaultWindow     = time.Second
-	DefaultColdFactor = 3.0
-	DefaultBuckets    = 10
-	DefaultMaxKeys    = 100000
-	DefaultIdleTTL    = 10 * time.Minute
+	DefaultWindow = time.Second
+	// DefaultThrottleWindow is a client_throttle's window (Google SRE's two minutes).
+	DefaultThrottleWindow = 2 * time.Minute
+	// DefaultThrottleK is a client_throttle's K.
+	DefaultThrottleK = 2.0
+	// DefaultRetryRatio, DefaultRetryMinPerSecond and DefaultRetryTTL are a
+	// retry_budget's (Finagle's and tower's).
+	DefaultRetryRatio        = 0.2
+	DefaultRetryMinPerSecond = 10.0
+	DefaultRetryTTL          = 10 * time.Second
+	DefaultColdFactor        = 3.0
+	DefaultBuckets           = 10
+	DefaultMaxKeys           = 100000
+	DefaultIdleTTL           = 10 * time.Minute
 	// MaxKeysLimit bounds MaxKeys: 268 435 455, tens of GiB of keys for
 	// one rule, far past any client count a process can serve; a larger
 	// value is taken for a mistake.

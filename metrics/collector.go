@@ -43,13 +43,16 @@ type descs struct {
 	reloadOK, reloadTime, alertsFiring                     *prometheus.Desc
 	breakerState, breakerMoves, shadowBlocked              *prometheus.Desc
 	listRefusals, cost, costRatio, costOwed                *prometheus.Desc
+	outAttempts, outRefused, throttleProb                  *prometheus.Desc
 }
 
 func newDescs() descs {
 	ruleLabels := []string{"resource", "level", "rule"}
 	bState, bMoves := breakerDescs()
 	cost, costRatio, costOwed := costDescs()
+	outAttempts, outRefused, throttleProb := outboundDescs()
 	return descs{
+		outAttempts: outAttempts, outRefused: outRefused, throttleProb: throttleProb,
 		cost: cost, costRatio: costRatio, costOwed: costOwed,
 		breakerState: bState, breakerMoves: bMoves, shadowBlocked: shadowDesc(), listRefusals: listRefusalsDesc(),
 		requests: prometheus.NewDesc(NameRequests,
@@ -114,6 +117,7 @@ func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 		d.requests, d.errors, d.inFlight, d.ruleLimit, d.ruleWindow, d.ruleKeys, d.ruleInfo,
 		d.factor, d.systemMax, d.clusterRequests, d.clusterFallbacks, d.breakerState, d.breakerMoves, d.adaptiveLimit, d.adaptiveRTT,
 		d.shadowBlocked, d.listRefusals, d.cost, d.costRatio, d.costOwed,
+		d.outAttempts, d.outRefused, d.throttleProb,
 	} {
 		ch <- x
 	}
@@ -158,6 +162,7 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	c.collectBreakers(ch, &s)
 	c.collectShadow(ch, &s)
 	c.collectCost(ch, &s)
+	c.collectOutbound(ch, &s)
 	c.collectLists(ch, &s)
 	ch <- constMetric(d.factor, prometheus.GaugeValue, s.AdaptiveFactor)
 	ch <- constMetric(d.systemMax, prometheus.GaugeValue, float64(s.SystemLimit))

@@ -112,6 +112,8 @@ func (o *otelObserver) createInstruments(m metric.Meter) ([]metric.Observable, e
 	mk.keep(err, o.lists)
 	o.cost, o.costOwed, err = registerOTelCost(m)
 	mk.keep(err, o.cost, o.costOwed)
+	oi, err := o.outbound.register(m)
+	mk.keep(err, oi...)
 	if o.cfg.cpu != nil {
 		o.cpu = mk.floatGauge(OTelCPU, "1", "CPU utilisation of the CPU this process may use, as last sampled.")
 	}
@@ -181,6 +183,7 @@ type otelObserver struct {
 	adaptiveRTT                              metric.Float64ObservableGauge
 	reloadTime                               metric.Float64ObservableGauge
 	breakers                                 otelBreakers
+	outbound                                 otelOutbound
 	shadow, lists, cost                      metric.Int64ObservableCounter
 	costOwed                                 metric.Float64ObservableGauge
 }
@@ -201,6 +204,7 @@ func (o *otelObserver) observe(_ context.Context, ob metric.Observer) error {
 	observeShadow(ob, o.shadow, &s)
 	observeLists(ob, o.lists, &s)
 	observeCost(ob, o.cost, o.costOwed, &s)
+	o.outbound.observe(ob, &s)
 	ob.ObserveFloat64(o.factor, s.AdaptiveFactor)
 	ob.ObserveInt64(o.systemMax, s.SystemLimit)
 	for _, k := range labelKeys(clusterResults, s.Cluster.Requests) {

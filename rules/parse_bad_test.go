@@ -109,7 +109,7 @@ var badDocs = []struct {
 		[]problem{{`rules[0] (id "a"): burst`, "must be a finite number >= 0"}}},
 	// unknown names and fields
 	{"unknown algorithm", `{"rules": [{"id": "a", "resource": "r", "algorithm": "gcra", "limit": 1}]}`,
-		[]problem{{`rules[0] (id "a"): algorithm`, `unknown "gcra" (valid: token_bucket, warm_up, leaky_bucket, fixed_window, sliding_window, sliding_log, concurrency, circuit_breaker, adaptive_concurrency, allow, deny, sentinel_window, sentinel_warm_up, sentinel_hotspot)`}}},
+		[]problem{{`rules[0] (id "a"): algorithm`, `unknown "gcra" (valid: token_bucket, warm_up, leaky_bucket, fixed_window, sliding_window, sliding_log, concurrency, circuit_breaker, adaptive_concurrency, allow, deny, sentinel_window, sentinel_warm_up, sentinel_hotspot, client_throttle, retry_budget)`}}},
 	{"adaptive with limit and window", `{"rules": [{"id": "a", "resource": "r", "algorithm": "adaptive_concurrency", "limit": 5, "window": "1s"}]}`,
 		[]problem{{`rules[0] (id "a"): limit`, `does not apply to adaptive_concurrency`}, {`rules[0] (id "a"): window`, `does not apply to adaptive_concurrency`}}},
 	{"adaptive fields elsewhere", `{"rules": [{"id": "a", "resource": "r", "algorithm": "token_bucket", "limit": 5, "initialLimit": 3, "tolerance": 2, "reserve": {"critical": 0.1}}]}`,

@@ -2,10 +2,12 @@ package flowgrpc
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"sync"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
 	"github.com/flowgate/flowgate/flow"
@@ -13,7 +15,9 @@ import (
 
 // UnaryClientInterceptor guards outbound unary calls with eng (flow.Default()
 // when nil): a refused call fails locally with ResourceExhausted and is never
-// sent.
+// sent. An answer of UNAVAILABLE or RESOURCE_EXHAUSTED exits the permit with
+// an error matching flow.ErrOverloaded, which client_throttle rules count as
+// not accepted.
 func UnaryClientInterceptor(eng *flow.Engine, opts ...Option) grpc.UnaryClientInterceptor {
 	ic := newInterceptor(eng, opts)
 	return func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, callOpts ...grpc.CallOption) error {
@@ -29,9 +33,23 @@ func UnaryClientInterceptor(eng *flow.Engine, opts ...Option) grpc.UnaryClientIn
 		}()
 		err = invoker(ctx, method, req, reply, cc, callOpts...)
 		returned = true
+		if overloaded(err) {
+			p.Exit(flow.WithError(fmt.Errorf("%w: %w", flow.ErrOverloaded, err)))
+			return err
+		}
 		ic.exit(p, err)
 		return err
 	}
+}
+
+// overloaded reports a backend's refusal for overload, UNAVAILABLE or
+// RESOURCE_EXHAUSTED: client_throttle rules count it as not accepted.
+func overloaded(err error) bool {
+	switch status.Code(err) {
+	case codes.Unavailable, codes.ResourceExhausted:
+		return true
+	}
+	return false
 }
 
 // StreamClientInterceptor guards outbound streams with eng (flow.Default()

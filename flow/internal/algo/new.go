@@ -26,12 +26,15 @@ const (
 	SentinelWindow                  // Alibaba Sentinel's QPS window (sentinel_window.go)
 	SentinelWarmUp                  // Alibaba Sentinel's warm-up (sentinel_warm_up.go)
 	SentinelHotspot                 // sentinel-golang's per-value hotspot limiter (sentinel_hotspot.go)
+	ClientThrottle                  // Google SRE adaptive throttling of outgoing calls (client_throttle.go)
+	RetryBudget                     // Finagle's retry budget (retry_budget.go)
 	numKinds
 )
 
 var kindNames = [numKinds]string{
 	"token_bucket", "warm_up", "leaky_bucket", "fixed_window", "sliding_window", "sliding_log", "concurrency",
 	"circuit_breaker", "adaptive_concurrency", "sentinel_window", "sentinel_warm_up", "sentinel_hotspot",
+	"client_throttle", "retry_budget",
 }
 
 // String returns the algorithm's rule-document name, e.g. "token_bucket".
@@ -72,6 +75,10 @@ type Spec struct {
 	Breaker BreakerSpec
 	// Adaptive is an adaptive_concurrency's settings.
 	Adaptive AdaptiveSpec
+	// Throttle is a client_throttle's settings (its window is Window).
+	Throttle ThrottleSpec
+	// Budget is a retry_budget's settings.
+	Budget BudgetSpec
 }
 
 // New builds the limiter spec describes, for one key. limit is the
@@ -105,6 +112,18 @@ func New(spec Spec, limit float64, clk clock.Clock, now int64) (Limiter, error) 
 	}
 	if s.Kind == AdaptiveConcurrency {
 		return newAdaptiveConcurrency(s.Adaptive), nil
+	}
+	if s.Kind == ClientThrottle { // no limit: K and the backend's answers decide
+		if s.Window <= 0 {
+			return nil, fmt.Errorf("window %v must be > 0", s.Window)
+		}
+		return newThrottle(s.Window, s.Throttle, now), nil
+	}
+	if s.Kind == RetryBudget {
+		if s.Budget.TTL <= 0 || !(s.Budget.Ratio >= 0) || !(s.Budget.MinPerSecond >= 0) {
+			return nil, fmt.Errorf("retry budget %+v: ttl must be > 0, ratio and minPerSecond >= 0", s.Budget)
+		}
+		return newBudget(s.Budget, now), nil
 	}
 	if !(limit > 0) || math.IsInf(limit, 1) {
 		return nil, fmt.Errorf("effective limit %v must be finite and > 0", limit)
