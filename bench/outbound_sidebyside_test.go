@@ -57,7 +57,9 @@ func (g flowGuard) enter(retry bool) (func(bool), bool) {
 	}, true
 }
 
-type failsafeGuard struct{ t adaptivethrottler.AdaptiveThrottler[any] }
+type failsafeGuard struct {
+	t adaptivethrottler.AdaptiveThrottler[any]
+}
 
 func (g failsafeGuard) enter(bool) (func(bool), bool) {
 	if !g.t.TryAcquirePermit() {
