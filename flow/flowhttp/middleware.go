@@ -111,6 +111,13 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}()
 	h.next.ServeHTTP(sw, r)
 	returned = true
+	h.exit(p, sw)
+}
+
+// exit ends the permit of a request whose handler returned: a 5xx (see
+// WithErrorStatus) recorded as an error, the actual cost settled when
+// WithCost is on and the handler reported one.
+func (h *handler) exit(p flow.Permit, sw *statusWriter) {
 	if sw.status == 0 {
 		sw.status = http.StatusOK // what net/http sends for a handler that wrote nothing
 	}
