@@ -17,7 +17,7 @@ GO=${GO:-go}
 BASE=${BASE:-HEAD~1}
 ROUNDS=${ROUNDS:-5}
 BENCHTIME=${BENCHTIME:-500ms}
-BENCH=${BENCH:-'^(BenchmarkPeersPass|BenchmarkPeersPassParallel|BenchmarkPeersBlock|BenchmarkGrowthLevels|BenchmarkGrowthUsers)$'}
+BENCH=${BENCH:-'^(BenchmarkPeersPass|BenchmarkPeersPassParallel|BenchmarkPeersBlock|BenchmarkGrowthLevels|BenchmarkGrowthUsers|BenchmarkFloorParts)$'}
 
 root=$(cd "$(dirname "$0")/.." && pwd)
 tmp=$(mktemp -d)
