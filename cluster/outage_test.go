@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"fmt"
 	"strconv"
 	"strings"
 	"sync"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/flowgate/flowgate/clock"
 	"github.com/flowgate/flowgate/flow"
+	"github.com/flowgate/flowgate/internal/testing/judge"
 	"github.com/flowgate/flowgate/internal/testing/redistest"
 	"github.com/redis/go-redis/v9"
 )
@@ -77,31 +79,43 @@ func TestRecoveryAfterRestartsAndPauses(t *testing.T) {
 	var worst [2]time.Duration
 	for i := range 20 {
 		kind := i % 2 // 0 restart, 1 pause
-		before := decided(ts)
-		if kind == 0 {
-			srv.Kill()
-		} else {
-			srv.Pause()
-		}
-		// The outage lasts until the breaker has opened (the calls saw it).
-		for start := time.Now(); !ts.BreakerOpen() && time.Since(start) < 2*time.Second; {
-			time.Sleep(time.Millisecond)
-		}
-		if kind == 0 {
-			srv.Restart()
-		} else {
-			time.Sleep(300 * time.Millisecond) // a pause of some length
-			srv.Resume()
-		}
-		back := time.Now()
-		d := untilDecided(ts, back, bound+time.Second)
-		worst[kind] = max(worst[kind], d)
-		if d >= bound {
-			t.Errorf("fault %d (%s): decisions from Redis again after %v, want < %v (stats %+v, decided %d before)",
-				i, []string{"restart", "pause"}[kind], d, bound, ts.Stats(), before)
-		}
+		what := fmt.Sprintf("fault %d (%s): decisions from Redis again", i, []string{"restart", "pause"}[kind])
+		// A recovery the process's own lateness explains (a loaded
+		// machine) is tried again; see judge.
+		judge.Retry(t, 3, func(int) error {
+			d, late := faultAndRecover(ts, srv, kind, bound)
+			worst[kind] = max(worst[kind], d)
+			if err := judge.Verdict(what, d, bound, late); err != nil {
+				return fmt.Errorf("%w (stats %+v)", err, ts.Stats())
+			}
+			return nil
+		})
 	}
 	t.Logf("recovery, worst of 10 each: restart %v, pause %v", worst[0], worst[1])
+}
+
+// faultAndRecover kills (kind 0) or pauses (kind 1) Redis until the
+// breaker has opened, brings it back, and returns how long until Redis
+// decided a call again, with how late the process woke meanwhile.
+func faultAndRecover(ts *RedisTokenServer, srv *redistest.Server, kind int, bound time.Duration) (d, late time.Duration) {
+	if kind == 0 {
+		srv.Kill()
+	} else {
+		srv.Pause()
+	}
+	// The outage lasts until the breaker has opened (the calls saw it).
+	for start := time.Now(); !ts.BreakerOpen() && time.Since(start) < 2*time.Second; {
+		time.Sleep(time.Millisecond)
+	}
+	if kind == 0 {
+		srv.Restart()
+	} else {
+		time.Sleep(300 * time.Millisecond) // a pause of some length
+		srv.Resume()
+	}
+	m := judge.Start(time.Millisecond)
+	d = untilDecided(ts, time.Now(), bound+time.Second)
+	return d, m.Stop()
 }
 
 // TestScriptFlushNoStorm: SCRIPT FLUSH under 32 callers on 4 instances
