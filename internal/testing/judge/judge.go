@@ -24,9 +24,18 @@ var ErrUnjudged = errors.New("judge: too busy to judge")
 // Meter measures scheduling lateness: a goroutine sleeps step at a time
 // and records how much later than asked it woke. Start it before the part
 // of a try that is timed, Stop it after.
+//
+// It keeps two figures. Worst is the longest single delay: what one stall
+// of the process (a stopped process, a long GC pause) cost a step of the
+// code under test. Lost adds up every delay beyond one step: a process
+// that gets a CPU only now and then (load 30 on two cores) wakes a few
+// milliseconds late at every step, never very late at once, and Lost
+// says how much of the interval it could not run, which delays a
+// recovery made of many steps by about as much. Stop reports the larger.
 type Meter struct {
 	step  time.Duration
 	worst atomic.Int64
+	lost  atomic.Int64
 	stop  chan struct{}
 	done  chan struct{}
 }
@@ -52,8 +61,12 @@ func (m *Meter) run() {
 		case <-t.C:
 			// time.Now, not the value received: the runtime sends the
 			// instant the timer was due, which hides the lateness.
-			if late := int64(time.Since(asked)); late > m.worst.Load() {
+			late := int64(time.Since(asked))
+			if late > m.worst.Load() {
 				m.worst.Store(late)
+			}
+			if beyond := late - int64(m.step); beyond > 0 {
+				m.lost.Add(beyond)
 			}
 			t.Reset(m.step)
 		}
@@ -63,8 +76,15 @@ func (m *Meter) run() {
 // Worst is the largest lateness seen so far.
 func (m *Meter) Worst() time.Duration { return time.Duration(m.worst.Load()) }
 
+// Lost is the sum of every delay beyond one step so far.
+func (m *Meter) Lost() time.Duration { return time.Duration(m.lost.Load()) }
+
+// Lateness is the larger of Worst and Lost: how much of a measured
+// interval the process's own scheduling explains.
+func (m *Meter) Lateness() time.Duration { return max(m.Worst(), m.Lost()) }
+
 // Stop stops the meter (its goroutine has ended when Stop returns) and
-// returns Worst. It may be called more than once.
+// returns Lateness. It may be called more than once.
 func (m *Meter) Stop() time.Duration {
 	select {
 	case <-m.stop:
@@ -72,7 +92,7 @@ func (m *Meter) Stop() time.Duration {
 		close(m.stop)
 	}
 	<-m.done
-	return m.Worst()
+	return m.Lateness()
 }
 
 // Verdict judges a measured duration d against bound, given the lateness

@@ -28,3 +28,23 @@ func TestMeterSeesAStoppedProcess(t *testing.T) {
 		t.Errorf("second Stop: %v, want %v", again, worst)
 	}
 }
+
+// TestMeterAddsUpManyShortStalls: five stops of 30ms each (a process that
+// gets a CPU only now and then) add up in Lost, which Stop reports, while
+// Worst sees only one of them.
+func TestMeterAddsUpManyShortStalls(t *testing.T) {
+	m := Start(time.Millisecond)
+	pid := strconv.Itoa(os.Getpid())
+	script := ""
+	for range 5 {
+		script += "kill -STOP " + pid + "; sleep 0.03; kill -CONT " + pid + "; sleep 0.02; "
+	}
+	if out, err := exec.Command("sh", "-c", script).CombinedOutput(); err != nil {
+		t.Fatalf("stop and continue: %v: %s", err, out)
+	}
+	time.Sleep(10 * time.Millisecond)
+	got := m.Stop()
+	if lost := m.Lost(); got != lost || lost < 100*time.Millisecond {
+		t.Errorf("after five 30ms stops: Stop %v, Lost %v (Worst %v); want Stop = Lost >= 100ms", got, lost, m.Worst())
+	}
+}
