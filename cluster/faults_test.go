@@ -11,6 +11,7 @@ import (
 
 	"github.com/flowgate/flowgate/clock"
 	"github.com/flowgate/flowgate/flow"
+	"github.com/flowgate/flowgate/internal/testing/judge"
 	"github.com/flowgate/flowgate/internal/testing/redistest"
 	"github.com/redis/go-redis/v9"
 )
@@ -39,6 +40,15 @@ func policyRules() []flow.Rule {
 // every call returns within the timeout, the breaker opens, nothing panics
 // and no goroutines pile up.
 func TestRedisKilledEachPolicy(t *testing.T) {
+	// A try whose slowest call the process's own lateness explains is run
+	// again on a fresh Redis (see judge).
+	judge.Retry(t, 3, func(int) error { return redisKilledEachPolicy(t) })
+}
+
+// redisKilledEachPolicy is one try of TestRedisKilledEachPolicy: the
+// policies' outcomes are checked at once; the slowest call's bound is
+// returned for judging.
+func redisKilledEachPolicy(t *testing.T) error {
 	srv := redistest.Start(t)
 	brClock := clock.NewFake(t0)
 	ts := newServer(t, faultClient(srv), WithClock(brClock), WithTimeout(20*time.Millisecond))
@@ -90,12 +100,14 @@ func TestRedisKilledEachPolicy(t *testing.T) {
 			}
 		}()
 	}
+	m := judge.Start(time.Millisecond)
 	for calls.Load() < 100 { // mid-run
 		runtime.Gosched()
 	}
 	srv.Kill()
 	killed.Store(true)
 	wg.Wait()
+	late := m.Stop()
 
 	n := after["allow"]["pass"]
 	if n == 0 || len(after["allow"]) != 1 {
@@ -111,9 +123,7 @@ func TestRedisKilledEachPolicy(t *testing.T) {
 	// The slack is for a goroutine descheduled on loaded cores under -race;
 	// a call the timeout did not bound would take the client's 1s dial or
 	// 2s read timeout.
-	if slowest > ts.cf.Timeout+300*time.Millisecond {
-		t.Errorf("slowest call took %v, want under the %v timeout (+slack)", slowest, ts.cf.Timeout)
-	}
+	slow := judge.Verdict("slowest call", slowest, ts.cf.Timeout+300*time.Millisecond, late)
 	st := ts.Stats()
 	if !st.BreakerOpen || st.BreakerRejected == 0 || st.Errors < 5 {
 		t.Errorf("stats %+v: want the breaker open after 5 failures, later calls rejected by it", st)
@@ -125,6 +135,7 @@ func TestRedisKilledEachPolicy(t *testing.T) {
 	if now := runtime.NumGoroutine(); now > before+2 {
 		t.Errorf("goroutines %d after the outage, %d before: piling up", now, before)
 	}
+	return slow
 }
 
 // noteFailures is a token server that marks, through the call's context,

@@ -3,12 +3,14 @@ package cluster
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/flowgate/flowgate/flow"
+	"github.com/flowgate/flowgate/internal/testing/judge"
 	"github.com/flowgate/flowgate/internal/testing/redistest"
 	"github.com/redis/go-redis/v9"
 )
@@ -155,9 +157,18 @@ func leakyQueueing(t *testing.T, b backend) {
 // 10/s and MaxWait, back-to-back calls wait 0 (the stored permit), 0 (it
 // pays nothing itself, the next one pays), then 100ms more each.
 func bucketQueueing(t *testing.T, b backend) {
+	judge.Retry(t, 3, func(int) error { return bucketQueueingTry(t, b) })
+}
+
+// bucketQueueingTry is one try of bucketQueueing on a fresh key. The waits
+// are Redis's, on real time: each is shorter than its slot by the time the
+// calls before it took. A try that took long enough for that to matter
+// (a loaded machine) and missed is returned as unjudged.
+func bucketQueueingTry(t *testing.T, b backend) error {
 	r := crule("r", uniq("tb-q"), flow.AlgoTokenBucket, 10, time.Second)
 	r.Burst, r.MaxWait = 1, time.Second
 	es, _, _ := engines(t, b, 2, r)
+	start := time.Now()
 	var waits []time.Duration
 	for i := range 5 {
 		p, err := es[i%2].Entry(r.Resource)
@@ -167,19 +178,26 @@ func bucketQueueing(t *testing.T, b backend) {
 		waits = append(waits, p.Waited())
 		p.Exit()
 	}
-	// The calls take a little real time, which the later waits lose.
 	want := []time.Duration{0, 0, 100 * time.Millisecond, 200 * time.Millisecond, 300 * time.Millisecond}
+	var err error
 	for i, w := range want {
 		if d := w - waits[i]; d < 0 || d > 20*time.Millisecond {
-			t.Fatalf("waits %v, want about %v", waits, want)
+			err = fmt.Errorf("waits %v, want about %v", waits, want)
 		}
 	}
-	if _, err := es[0].Entry(r.Resource, flow.WithTokens(8)); err != nil {
-		t.Fatalf("Guava grants a large request when only 400ms are owed: %v", err)
+	if err == nil {
+		if _, e := es[0].Entry(r.Resource, flow.WithTokens(8)); e != nil {
+			err = fmt.Errorf("Guava grants a large request when only 400ms are owed: %v", e)
+		} else if _, e := es[1].Entry(r.Resource); !errors.Is(e, flow.ErrBlocked) {
+			err = fmt.Errorf("after 8 more permits the next slot is over a second away: got %v, want blocked", e)
+		}
 	}
-	if _, err := es[1].Entry(r.Resource); !errors.Is(err, flow.ErrBlocked) {
-		t.Fatalf("after 8 more permits the next slot is over a second away: got %v, want blocked", err)
+	// 20ms is the slack the waits allow for the calls' own time; a try
+	// that took longer says nothing.
+	if el := time.Since(start); err != nil && el > 20*time.Millisecond {
+		return fmt.Errorf("%w (the try took %v: %w)", err, el, judge.ErrUnjudged)
 	}
+	return err
 }
 
 // cancelledWait: a call whose wait for its leaky-bucket slot is cancelled
