@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/flowgate/flowgate/flow"
+	"github.com/flowgate/flowgate/internal/testing/judge"
 	"github.com/flowgate/flowgate/internal/testing/redistest"
 	"github.com/redis/go-redis/v9"
 )
@@ -43,10 +44,9 @@ func realEngine(t *testing.T, ts flow.TokenServer, rules ...flow.Rule) *flow.Eng
 }
 
 // TestDefaultClientRedisKilled: with go-redis's default client and Redis
-// killed, 400 decisions on two engines (deny and allow) take under 1s in
-// total, each following its policy. go-redis alone would dial 5 times,
-// 100ms apart, per call (11.8s measured before the server built its own
-// client).
+// killed, 400 decisions on two engines (deny and allow) take under 10ms in
+// total (100ms under -race), each following its policy. go-redis alone
+// would dial 5 times, 100ms apart, per call.
 func TestDefaultClientRedisKilled(t *testing.T) {
 	srv := redistest.Start(t)
 	var engines []*flow.Engine
@@ -75,8 +75,32 @@ func TestDefaultClientRedisKilled(t *testing.T) {
 		before[i] = servers[i].Stats().Passed + servers[i].Stats().Blocked
 	}
 	srv.Kill()
+	// About twice the figure docs/cluster.md states; the race detector
+	// slows the process several times over, and the bound with it.
+	bound := 10 * time.Millisecond
+	if raceEnabled {
+		bound = 100 * time.Millisecond
+	}
+	judge.Retry(t, 3, func(int) error {
+		m := judge.Start(time.Millisecond)
+		total, slowest := killedDecisions(t, engines)
+		late := m.Stop()
+		t.Logf("Redis killed, default clients: 400 decisions in %v, slowest %v (the process woke up to %v late)", total, slowest, late)
+		return judge.Verdict("400 decisions with Redis killed", total, bound, late)
+	})
+	for i, ts := range servers {
+		if got := ts.Stats().Passed + ts.Stats().Blocked; got != before[i] {
+			t.Errorf("%s: stats %+v: %d decided by Redis, want only the %d before the kill", res(i), ts.Stats(), got, before[i])
+		}
+	}
+}
+
+// killedDecisions makes 400 decisions alternately on the deny and the
+// allow engine with Redis dead, each following its policy, and returns
+// their total and slowest time.
+func killedDecisions(t *testing.T, engines []*flow.Engine) (total, slowest time.Duration) {
+	t.Helper()
 	start := time.Now()
-	var slowest time.Duration
 	for n := range 400 {
 		i := n % 2
 		e := engines[i]
@@ -93,16 +117,7 @@ func TestDefaultClientRedisKilled(t *testing.T) {
 			p.Exit()
 		}
 	}
-	total := time.Since(start)
-	t.Logf("Redis killed, default clients: 400 decisions in %v, slowest %v", total, slowest)
-	if total >= time.Second {
-		t.Errorf("400 decisions took %v, want < 1s", total)
-	}
-	for i, ts := range servers {
-		if got := ts.Stats().Passed + ts.Stats().Blocked; got != before[i] {
-			t.Errorf("%s: stats %+v: %d decided by Redis, want only the %d before the kill", res(i), ts.Stats(), got, before[i])
-		}
-	}
+	return time.Since(start), slowest
 }
 
 // TestClientKindsBoundedWhenPaused: a frozen Redis (SIGSTOP: connections
