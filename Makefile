@@ -41,7 +41,7 @@ test: deps
 
 ## test-norace: the checks the race detector distorts, without it: every zero-allocation check, the
 ## adaptive_concurrency band for C = 50 and 500, and the cluster's bounds on real time (Redis killed,
-## recovery within 1 s, the 4 s chaos soak's latency and per-second bounds) on a real redis-server.
+## recovery within 1 s) on a real redis-server.
 ## Prints each test that ran; a skipped test, or none, fails it (scripts/test-norace.sh).
 test-norace: deps
 	@GOWORK=off GO=$(GO) sh scripts/test-norace.sh
@@ -67,7 +67,7 @@ compat:
 
 ## soak: the cluster chaos soak, 60 s per policy x algorithm on one Redis (6 min), then a Redis
 ## Cluster run (6 nodes; kill -9 of a master, CLUSTER FAILOVER, a lost shard) of 30 s per algorithm,
-## with their figures (make test runs a 4 s version of the first, with -race and again without; these run without).
+## with their figures (make test runs a 4 s version of the first, race-enabled; these are not).
 soak: deps
 	FLOWGATE_REQUIRE_REDIS=1 FLOWGATE_SOAK=$${FLOWGATE_SOAK:-60s} FLOWGATE_SOAK_CLUSTER=$${FLOWGATE_SOAK_CLUSTER:-30s} \
 		$(CORE) test -count=1 -timeout 30m -run '^TestChaosSoak(Cluster)?$$' -v ./cluster/
