@@ -29,8 +29,8 @@ run() {
 	if ! $GO test -count=1 -timeout 10m -v -run "$re" "$@" >"$out" 2>&1; then
 		status=1
 	fi
-	grep -E '^(--- |    --- (FAIL|SKIP)|FAIL|ok |panic)' "$out" | grep -v '^--- PASS' || true
 	grep -E '^--- PASS' "$out" | sed 's/^--- PASS: /   pass /'
+	grep -E '^(--- |    --- (FAIL|SKIP)|FAIL|ok |panic)' "$out" | grep -v '^--- PASS' || true
 	if grep -qE -- '--- SKIP|no tests to run' "$out"; then
 		echo "$name: a test was skipped or none ran; under make test a check must run" >&2
 		status=1
