@@ -71,13 +71,13 @@ func TestLeasingAccuracy(t *testing.T) {
 			}
 		}
 		// A busy machine stalls this process now and then: the windows
-		// around a stall are left out, and a cell is run again (up to 3
+		// around a stall are left out, and a cell is run again (up to 5
 		// times) when too few windows are left or it missed the band, so
 		// one bad moment of a shared machine does not fail the test while
 		// a leasing fault, which misses every time, does.
 		var misses []string
 		measured := false
-		for try := 0; try < 3; try++ {
+		for try := 0; try < 5; try++ {
 			unavailable.Store(0)
 			tr := accuracy.Run(accuracy.Load{Rate: c.load * limit, Duration: 4 * time.Second, Shape: c.shape}, inst)
 			m := accuracy.Measure(tr, accuracy.Windows{Length: time.Second, Skip: time.Second}, limit, min(c.load, 1)*limit)
@@ -101,8 +101,8 @@ func TestLeasingAccuracy(t *testing.T) {
 			t.Errorf("load %.1fx %v: %s", c.load, c.shape, m)
 		}
 	}
-	if len(unmeasured) > 0 { // after the other cells' verdicts: a failure stays a failure
-		t.Skipf("%v: the machine stalled this process, its workers or Redis in every try: too loaded to measure", unmeasured)
+	if len(unmeasured) > 0 { // not measured is not passed: make test must not pass by not checking
+		t.Errorf("%v: the machine stalled this process, its workers or Redis in each of 5 tries: no try could be judged", unmeasured)
 	}
 }
 

@@ -45,10 +45,9 @@ func realEngine(t *testing.T, ts flow.TokenServer, rules ...flow.Rule) *flow.Eng
 }
 
 // TestDefaultClientRedisKilled: with go-redis's default client and Redis
-// killed, 400 decisions on two engines (deny and allow) take under 1s in
-// total, each following its policy. go-redis alone would dial 5 times,
-// 100ms apart, per call (11.8s measured before the server built its own
-// client).
+// killed, 400 decisions on two engines (deny and allow) take under 10ms in
+// total (100ms under -race), each following its policy. go-redis alone
+// would dial 5 times, 100ms apart, per call.
 func TestDefaultClientRedisKilled(t *testing.T) {
 	srv := redistest.Start(t)
 	var engines []*flow.Engine
@@ -77,8 +76,37 @@ func TestDefaultClientRedisKilled(t *testing.T) {
 		before[i] = servers[i].Stats().Passed + servers[i].Stats().Blocked
 	}
 	srv.Kill()
+	// About twice the figure docs/cluster.md states; the race detector
+	// slows the process several times over, and the bound with it.
+	bound := 10 * time.Millisecond
+	if raceEnabled {
+		bound = 100 * time.Millisecond
+	}
+	// The try is judged on the CPU the process had: wall time beyond the
+	// CPU time it used was spent waiting (a dead Redis refuses a dial at
+	// once, so on a busy machine that is waiting for a CPU). A try whose
+	// CPU time alone passes the bound fails; one that only its waits took
+	// past it is tried again, up to 10 times (a try takes milliseconds).
+	judge.Retry(t, 10, func(int) error {
+		cpu0 := cpuTime(t)
+		total, slowest := killedDecisions(t, engines)
+		cpu := cpuTime(t) - cpu0
+		t.Logf("Redis killed, default clients: 400 decisions in %v (the process used %v of CPU), slowest %v", total, cpu, slowest)
+		return judge.Verdict("400 decisions with Redis killed", total, bound, max(total-cpu, 0))
+	})
+	for i, ts := range servers {
+		if got := ts.Stats().Passed + ts.Stats().Blocked; got != before[i] {
+			t.Errorf("%s: stats %+v: %d decided by Redis, want only the %d before the kill", res(i), ts.Stats(), got, before[i])
+		}
+	}
+}
+
+// killedDecisions makes 400 decisions alternately on the deny and the
+// allow engine with Redis dead, each following its policy, and returns
+// their total and slowest time.
+func killedDecisions(t *testing.T, engines []*flow.Engine) (total, slowest time.Duration) {
+	t.Helper()
 	start := time.Now()
-	var slowest time.Duration
 	for n := range 400 {
 		i := n % 2
 		e := engines[i]
@@ -95,16 +123,7 @@ func TestDefaultClientRedisKilled(t *testing.T) {
 			p.Exit()
 		}
 	}
-	total := time.Since(start)
-	t.Logf("Redis killed, default clients: 400 decisions in %v, slowest %v", total, slowest)
-	if total >= time.Second {
-		t.Errorf("400 decisions took %v, want < 1s", total)
-	}
-	for i, ts := range servers {
-		if got := ts.Stats().Passed + ts.Stats().Blocked; got != before[i] {
-			t.Errorf("%s: stats %+v: %d decided by Redis, want only the %d before the kill", res(i), ts.Stats(), got, before[i])
-		}
-	}
+	return time.Since(start), slowest
 }
 
 // TestClientKindsBoundedWhenPaused: a frozen Redis (SIGSTOP: connections

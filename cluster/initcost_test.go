@@ -9,17 +9,18 @@ import (
 	"testing"
 )
 
-// TestImportCost: importing the package costs little at start-up, because
-// scripts are assembled on first use, not at package load. It builds two
-// programs that differ only in importing cluster, reads runtime.MemStats
-// at the start of each one's main, and prints the difference.
+// TestImportCost: importing the package costs little at start-up, under
+// 80 KB allocated at init, because scripts are assembled on first use, not
+// at package load. It builds two programs that differ only in importing
+// cluster, reads runtime.MemStats at the start of each one's main, and
+// prints the difference.
 func TestImportCost(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds two programs")
 	}
 	goBin, err := exec.LookPath("go")
 	if err != nil {
-		t.Skip("no go command to build the programs with")
+		t.Fatal("no go command to build the programs with")
 	}
 	type figures struct{ total, heap, mallocs uint64 }
 	var withBin string
@@ -59,7 +60,9 @@ func TestImportCost(t *testing.T) {
 			t.Logf("GODEBUG=inittrace=1: %s", line)
 		}
 	}
-	if alloc >= 1e6 {
-		t.Errorf("importing cluster allocates %d bytes at init, want under 1 MB", alloc)
+	// About twice the 33–39 KB the README states: assembling the Lua
+	// variants at package load again would cost megabytes.
+	if alloc >= 80e3 {
+		t.Errorf("importing cluster allocates %d bytes at init, want under 80 KB", alloc)
 	}
 }

@@ -42,8 +42,10 @@ func roundTrips(ts []*RedisTokenServer) (trips, local uint64) {
 }
 
 // TestLeasingOverAdmissionBound: with leases, a sliding log of 1000 per
-// window admits at most 1000 + instances x MaxBatch in the window, in far
-// fewer round trips than decisions; unspent permits go back on Close,
+// window admits at most 1000 in one window (Redis counts each leased
+// permit when its batch is taken) and at least 1000 - instances x
+// MaxBatch (what may be left unspent), in far fewer round trips than
+// decisions; unspent permits go back on Close,
 // after which Redis holds exactly what was admitted. The window is long so
 // the run fits in one however loaded the cores (TestLeasingBoundOverTime
 // has windows roll during its run).
@@ -57,9 +59,8 @@ func TestLeasingOverAdmissionBound(t *testing.T) {
 	if el := time.Since(start); el > window/2 {
 		t.Fatalf("run took %v: not inside one window", el)
 	}
-	const bound = 1000 + 4*leaseBatch
-	if passed > bound || passed < 1000-4*leaseBatch {
-		t.Fatalf("passed %d (refused %d), want within 1000 ± 4 x %d", passed, refused, leaseBatch)
+	if passed > 1000 || passed < 1000-4*leaseBatch {
+		t.Fatalf("passed %d (refused %d), want 1000 - 4 x %d .. 1000", passed, refused, leaseBatch)
 	}
 	trips, local := roundTrips(ts)
 	if decisions := uint64(passed + refused); trips*5 > decisions {
@@ -217,7 +218,8 @@ func TestLeasingFixedWindowReturnStaysInItsWindow(t *testing.T) {
 		why = reason
 		t.Logf("try not judged: %s", reason)
 	}
-	t.Skipf("3 tries could not be judged (%s): the machine is too slow for this test", why)
+	// Not judged is not passed: make test must not pass by not checking.
+	t.Fatalf("none of 3 tries could be judged (last: %s)", why)
 }
 
 // leaseReturnTry leases a batch in one fixed window, then counts what the

@@ -62,7 +62,9 @@ func untilDecided(ts *RedisTokenServer, since time.Time, limit time.Duration) ti
 
 // TestRecoveryAfterRestartsAndPauses: with callers in a tight loop and a
 // client from go-redis defaults, decisions come from Redis again within 1s
-// of Redis being reachable, after each of 10 restarts and 10 pauses.
+// of Redis being reachable, after each of 10 restarts and 10 pauses. A
+// recovery that misses the bound by no more than the process was held up
+// meanwhile (judge) is tried again, up to 3 times, and then fails.
 func TestRecoveryAfterRestartsAndPauses(t *testing.T) {
 	srv := redistest.Start(t)
 	ts := realServer(t, redis.NewClient(&redis.Options{Addr: srv.Addr}))
@@ -71,7 +73,8 @@ func TestRecoveryAfterRestartsAndPauses(t *testing.T) {
 	stop := tightLoop(e, r.Resource, 4)
 	defer stop()
 	// 1s is the promise; under the race detector, on two shared cores,
-	// the process runs several times slower, and the bound with it.
+	// the process runs several times slower, and the bound with it (make
+	// test runs this test again without it).
 	bound := time.Second
 	if raceEnabled {
 		bound = 3 * time.Second
@@ -79,13 +82,11 @@ func TestRecoveryAfterRestartsAndPauses(t *testing.T) {
 	var worst [2]time.Duration
 	for i := range 20 {
 		kind := i % 2 // 0 restart, 1 pause
-		what := fmt.Sprintf("fault %d (%s): decisions from Redis again", i, []string{"restart", "pause"}[kind])
-		// A recovery the process's own lateness explains (a loaded
-		// machine) is tried again; see judge.
+		what := fmt.Sprintf("fault %d (%s)", i, []string{"restart", "pause"}[kind])
 		judge.Retry(t, 3, func(int) error {
-			d, late := faultAndRecover(ts, srv, kind, bound)
+			d, late := recoverFrom(srv, ts, kind, bound)
 			worst[kind] = max(worst[kind], d)
-			if err := judge.Verdict(what, d, bound, late); err != nil {
+			if err := judge.Verdict(what+": decisions from Redis again", d, bound, late); err != nil {
 				return fmt.Errorf("%w (stats %+v)", err, ts.Stats())
 			}
 			return nil
@@ -94,10 +95,10 @@ func TestRecoveryAfterRestartsAndPauses(t *testing.T) {
 	t.Logf("recovery, worst of 10 each: restart %v, pause %v", worst[0], worst[1])
 }
 
-// faultAndRecover kills (kind 0) or pauses (kind 1) Redis until the
-// breaker has opened, brings it back, and returns how long until Redis
-// decided a call again, with how late the process woke meanwhile.
-func faultAndRecover(ts *RedisTokenServer, srv *redistest.Server, kind int, bound time.Duration) (d, late time.Duration) {
+// recoverFrom kills (kind 0) or pauses (kind 1) Redis until the breaker
+// has opened, brings it back, and returns how long until Redis decided a
+// call again and how late the process woke meanwhile.
+func recoverFrom(srv *redistest.Server, ts *RedisTokenServer, kind int, bound time.Duration) (d, late time.Duration) {
 	if kind == 0 {
 		srv.Kill()
 	} else {

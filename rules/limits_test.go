@@ -70,8 +70,10 @@ func TestParseRefusesHugeInvalidDocumentsCheaply(t *testing.T) {
 			for try := range 3 {
 				d, alloc, err := parseCost(doc)
 				checkCapped(t, err)
-				if alloc >= uint64(len(doc)) {
-					t.Fatalf("refusing %d bytes allocated %d bytes, want less than the document", len(doc), alloc)
+				// docs/operations.md: 300–365 KB whatever the size; held
+				// to about twice that.
+				if alloc >= 720<<10 {
+					t.Fatalf("refusing %d bytes allocated %d bytes, want under 720 KiB", len(doc), alloc)
 				}
 				took = d
 				if took <= 25*valid {
