@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"runtime"
 	"strconv"
@@ -154,7 +155,11 @@ func soakClusterRun(t *testing.T, cl *redistest.Cluster, shards []shard, algo fl
 	for range soakEngines {
 		rdb := redis.NewClusterClient(&redis.ClusterOptions{Addrs: cl.Addrs})
 		t.Cleanup(func() { rdb.Close() })
-		ts, err := NewRedisTokenServer(rdb, WithPrefix(prefix))
+		opts := []Option{WithPrefix(prefix)}
+		if os.Getenv("FLOWGATE_SOAK_TRACE") != "" { // each node outage, with its cause
+			opts = append(opts, WithLogger(slog.New(slog.NewTextHandler(os.Stderr, nil))))
+		}
+		ts, err := NewRedisTokenServer(rdb, opts...)
 		if err != nil {
 			t.Fatal(err)
 		}
