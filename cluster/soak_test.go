@@ -260,6 +260,8 @@ func soakRun(t *testing.T, srv *redistest.Server, admin *redis.Client, algo flow
 		f.fewestInstances = min(f.fewestInstances, c.lowest(begin.UnixNano()))
 	}
 	soakTrace(t.Logf, fmt.Sprintf("%s/%s", policy, algo), 2*soakLimit, calls, faults, seen)
+	soakRefunds(t.Logf, fmt.Sprintf("%s/%s", policy, algo), soakLimit, calls, faults)
+	soakLocalCauses(t.Logf, fmt.Sprintf("%s/%s", policy, algo), calls, faults)
 	return f
 }
 

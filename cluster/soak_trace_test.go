@@ -207,11 +207,11 @@ func soakTrace(logf func(string, ...any), name string, bound int, calls []soakCa
 // answer), each classified by what the calls' answers show:
 //   - "window": the call started in one second and Redis answered in the
 //     next, so Redis's fresh window read as a lost count;
-//   - "reordered": the engine had taken in answers Redis gave after this
-//     one (lower Remaining) before this one: without those, its tally is
-//     within Redis's count;
-//   - "lost": neither, Redis's count was below what it had admitted to
-//     this engine in the window.
+//   - "reordered": the engine's tally then exceeded Redis's count before
+//     the call, but the grants it had taken in before the call asked did
+//     not: the rest came from answers Redis gave after this one;
+//   - "lost": Redis's count was below what it had admitted to this engine
+//     in the window before the call asked.
 func soakRefunds(logf func(string, ...any), name string, limit int, calls []soakCall, faults []soakFault) {
 	if os.Getenv("FLOWGATE_SOAK_TRACE") == "" {
 		return
@@ -222,12 +222,12 @@ func soakRefunds(logf func(string, ...any), name string, limit int, calls []soak
 		if !b.ans.refunded {
 			continue
 		}
-		own, later := 0, 0 // this engine's grants taken in before b's, in b's second; of them given after b
+		own, asked := 0, 0 // this engine's grants in b's second taken in before b's answer; before b asked
 		for _, c := range calls {
 			if c.engine == b.engine && c.ans.allowed && !c.ans.refunded && c.start/1e9 == b.start/1e9 && c.ans.got < b.ans.got {
 				own++
-				if c.ans.rem < b.ans.rem {
-					later++
+				if c.ans.got < b.ans.sent {
+					asked++
 				}
 			}
 		}
@@ -236,7 +236,7 @@ func soakRefunds(logf func(string, ...any), name string, limit int, calls []soak
 		switch {
 		case b.start/1e9 != b.ans.got/1e9:
 			kind = "window"
-		case own-later <= before:
+		case asked <= before:
 			kind = "reordered"
 		}
 		where := "no fault"
@@ -247,9 +247,9 @@ func soakRefunds(logf func(string, ...any), name string, limit int, calls []soak
 		}
 		byKind[where+": "+kind]++
 		if shown++; shown <= 30 {
-			logf("%s refund engine %d: started %s, asked +%v, answered +%v, Redis count before it %d; engine's tally then %d, %d of them given after it (%s, during %s)",
+			logf("%s refund engine %d: started %s, asked +%v, answered +%v, Redis count before it %d; engine's tally then %d, %d of them before it asked (%s, during %s)",
 				name, b.engine, time.Unix(0, b.start).Format("15:04:05.000000"), time.Duration(b.ans.sent-b.start), time.Duration(b.ans.got-b.start),
-				before, own, later, kind, where)
+				before, own, asked, kind, where)
 		}
 	}
 	logf("%s refunds as lost counts, by fault and kind: %v", name, byKind)
