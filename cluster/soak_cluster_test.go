@@ -20,7 +20,7 @@ import (
 )
 
 // The Redis Cluster soak (make soak; FLOWGATE_SOAK_CLUSTER=duration per
-// algorithm, off by default): the chaos soak's 4 instances x 8 callers on
+// algorithm, at least one fault of each kind; off by default): the chaos soak's 4 instances x 8 callers on
 // one global rule (100/s, fallback local), each instance's token server on
 // a redis.NewClusterClient built from the nodes' addresses alone, over six
 // nodes (3 masters, each with a replica; node timeout 2s, full coverage
@@ -57,8 +57,8 @@ func TestChaosSoakCluster(t *testing.T) {
 	redis.SetLogger(&countLogger{}) // process-wide: go-redis's dial lines are the soak's noise
 	for _, algo := range []flow.Algorithm{flow.AlgoFixedWindow, flow.AlgoTokenBucket} {
 		name := "cluster local/" + algo.String()
-		judge.Retry(t, 3, func(int) error {
-			f := soakClusterRun(t, cl, shards, algo, d)
+		judge.Retry(t, soakClusterTries, func(attempt int) error {
+			f := soakClusterRun(t, cl, shards, algo, d, attempt == soakClusterTries-1)
 			soakClusterCheck(t, name, algo, f)
 			return f.healthy
 		})
@@ -91,6 +91,10 @@ func soakClusterCheck(t *testing.T, name string, algo flow.Algorithm, f clusterF
 	}
 }
 
+// soakClusterTries bounds the runs of one algorithm the host was too loaded
+// to judge (see healthyShare).
+const soakClusterTries = 3
+
 // clusterFigures are the cluster run's soakFigures, and the judgement of
 // the lost shards (see healthyShare).
 type clusterFigures struct {
@@ -104,8 +108,9 @@ type clusterFigures struct {
 // of them are decided by Redis or, on a host so loaded that calls time out
 // with no fault at all, the share that fell back is at most twice the
 // larger of the calm seconds' before and after the fault. A calm second
-// with over 10% fallen back cannot be judged: judge.ErrUnjudged.
-func healthyShare(calls []soakCall, faults []soakFault) (figures string, err error) {
+// with over 10% fallen back cannot be judged (judge.ErrUnjudged) but on
+// the last try, which is judged all the same (as clustertest.Judgeable).
+func healthyShare(calls []soakCall, faults []soakFault, last bool) (figures string, err error) {
 	share := func(from, to int64) (byRedis, total int) {
 		for _, c := range calls {
 			if c.start >= from && c.start < to {
@@ -130,9 +135,9 @@ func healthyShare(calls []soakCall, faults []soakFault) (figures string, err err
 		calm := max(fell(bR, bT), fell(aR, aT))
 		out = append(out, fmt.Sprintf("%d/%d (%.2f%%) by Redis, calm seconds %d/%d and %d/%d", r, n, clustertest.Pct(r, n), bR, bT, aR, aT))
 		switch {
-		case n > 0 && fell(r, n) <= max(1, 2*calm):
-		case bT == 0 || aT == 0 || calm > 10:
+		case !last && (bT == 0 || aT == 0 || calm > 10):
 			err = fmt.Errorf("lost shard: %s: the host is too loaded to judge: %w", out[len(out)-1], judge.ErrUnjudged)
+		case n > 0 && fell(r, n) <= max(1, 2*calm):
 		default:
 			return strings.Join(out, "; "), fmt.Errorf("lost shard, the rule's key on a healthy shard: %s, want >= 99%% (or a fallback share <= twice the calm seconds')", out[len(out)-1])
 		}
@@ -143,7 +148,7 @@ func healthyShare(calls []soakCall, faults []soakFault) (figures string, err err
 	return strings.Join(out, "; "), err
 }
 
-func soakClusterRun(t *testing.T, cl *redistest.Cluster, shards []shard, algo flow.Algorithm, d time.Duration) clusterFigures {
+func soakClusterRun(t *testing.T, cl *redistest.Cluster, shards []shard, algo flow.Algorithm, d time.Duration, last bool) clusterFigures {
 	f := clusterFigures{soakFigures: soakFigures{recovery: map[string][]time.Duration{}, goroutinesBefore: runtime.NumGoroutine()}}
 	r := flow.Rule{ID: "soak", Resource: uniq("csoak"), Algorithm: algo, Limit: soakLimit, Window: time.Second,
 		Cluster: &flow.ClusterSpec{Threshold: "global", Fallback: "local"}}
@@ -179,7 +184,7 @@ func soakClusterRun(t *testing.T, cl *redistest.Cluster, shards []shard, algo fl
 	begin := time.Now()
 	var faults []soakFault
 	kinds := []string{"kill -9 master", "CLUSTER FAILOVER", "lost shard"}
-	for i := 0; i == 0 || time.Since(begin) < d; i++ {
+	for i := 0; i < len(kinds) || time.Since(begin) < d; i++ { // every kind at least once
 		time.Sleep(2 * time.Second)
 		kind := kinds[i%len(kinds)]
 		faults = append(faults, clusterFault(t, shards, home, kind))
@@ -199,7 +204,7 @@ func soakClusterRun(t *testing.T, cl *redistest.Cluster, shards []shard, algo fl
 		f.fewestInstances = min(f.fewestInstances, c.lowest(begin.UnixNano()))
 	}
 	worstByFault(&f.soakFigures, calls, faults)
-	f.healthyFigures, f.healthy = healthyShare(calls, faults)
+	f.healthyFigures, f.healthy = healthyShare(calls, faults, last)
 	soakTrace(t.Logf, "cluster local/"+algo.String(), 2*soakLimit, calls, faults, seen)
 	soakRefunds(t.Logf, "cluster local/"+algo.String(), soakLimit, calls, faults)
 	soakLocalCauses(t.Logf, "cluster local/"+algo.String(), calls, faults)
