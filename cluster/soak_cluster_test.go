@@ -95,6 +95,10 @@ func soakClusterCheck(t *testing.T, name string, algo flow.Algorithm, f clusterF
 // to judge (see healthyShare).
 const soakClusterTries = 3
 
+// soakCallTimeout is the token server's per-call timeout in the soak (its
+// default).
+const soakCallTimeout = 20 * time.Millisecond
+
 // clusterFigures are the cluster run's soakFigures, and the judgement of
 // the lost shards (see healthyShare).
 type clusterFigures struct {
@@ -107,10 +111,13 @@ type clusterFigures struct {
 // after its end: the rule's key lives on a healthy shard, so at least 99%
 // of them are decided by Redis or, on a host so loaded that calls time out
 // with no fault at all, the share that fell back is at most twice the
-// larger of the calm seconds' before and after the fault. A calm second
-// with over 10% fallen back cannot be judged (judge.ErrUnjudged) but on
-// the last try, which is judged all the same (as clustertest.Judgeable).
-func healthyShare(calls []soakCall, faults []soakFault, last bool) (figures string, err error) {
+// larger of the calm seconds' before and after the fault. A try cannot be
+// judged (judge.ErrUnjudged) but on the last, which is judged all the same
+// (as clustertest.Judgeable), when a calm second fell back on over 10%, or
+// when it misses while the control goroutine was held up for at least the
+// per-call timeout during the fault: the timeouts may be the machine's
+// (judge's rule).
+func healthyShare(calls []soakCall, faults []soakFault, control []stallSample, last bool) (figures string, err error) {
 	share := func(from, to int64) (byRedis, total int) {
 		for _, c := range calls {
 			if c.start >= from && c.start < to {
@@ -133,11 +140,20 @@ func healthyShare(calls []soakCall, faults []soakFault, last bool) (figures stri
 		bR, bT := share(at-int64(time.Second), at)
 		aR, aT := share(back, back+int64(time.Second))
 		calm := max(fell(bR, bT), fell(aR, aT))
-		out = append(out, fmt.Sprintf("%d/%d (%.2f%%) by Redis, calm seconds %d/%d and %d/%d", r, n, clustertest.Pct(r, n), bR, bT, aR, aT))
+		held := time.Duration(0) // the control goroutine's longest late wake-up during the fault
+		for _, st := range control {
+			if st.end >= at && st.start <= back {
+				held = max(held, st.late)
+			}
+		}
+		out = append(out, fmt.Sprintf("%d/%d (%.2f%%) by Redis, calm seconds %d/%d and %d/%d, process held up to %v",
+			r, n, clustertest.Pct(r, n), bR, bT, aR, aT, held.Round(time.Millisecond)))
 		switch {
 		case !last && (bT == 0 || aT == 0 || calm > 10):
 			err = fmt.Errorf("lost shard: %s: the host is too loaded to judge: %w", out[len(out)-1], judge.ErrUnjudged)
 		case n > 0 && fell(r, n) <= max(1, 2*calm):
+		case !last && held >= soakCallTimeout:
+			err = fmt.Errorf("lost shard: %s: held up past the per-call timeout: %w", out[len(out)-1], judge.ErrUnjudged)
 		default:
 			return strings.Join(out, "; "), fmt.Errorf("lost shard, the rule's key on a healthy shard: %s, want >= 99%% (or a fallback share <= twice the calm seconds')", out[len(out)-1])
 		}
@@ -204,7 +220,7 @@ func soakClusterRun(t *testing.T, cl *redistest.Cluster, shards []shard, algo fl
 		f.fewestInstances = min(f.fewestInstances, c.lowest(begin.UnixNano()))
 	}
 	worstByFault(&f.soakFigures, calls, faults)
-	f.healthyFigures, f.healthy = healthyShare(calls, faults, last)
+	f.healthyFigures, f.healthy = healthyShare(calls, faults, control, last)
 	soakTrace(t.Logf, "cluster local/"+algo.String(), 2*soakLimit, calls, faults, seen)
 	soakRefunds(t.Logf, "cluster local/"+algo.String(), soakLimit, calls, faults)
 	soakLocalCauses(t.Logf, "cluster local/"+algo.String(), calls, faults)
