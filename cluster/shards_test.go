@@ -11,6 +11,7 @@ import (
 	"github.com/flowgate/flowgate/cluster/internal/clustertest"
 	"github.com/flowgate/flowgate/flow"
 	"github.com/flowgate/flowgate/internal/testing/redistest"
+	"github.com/flowgate/flowgate/metrics"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -25,6 +26,9 @@ import (
 // in its shard, keys come back at promotion) does not depend on it; the
 // breaker's handling of timeouts is tested in guard.
 const shardTimeout = 100 * time.Millisecond
+
+// The per-node breakers are exported as flowgate_cluster_node_open.
+var _ metrics.NodeSource = (*RedisTokenServer)(nil)
 
 // shardCluster starts the 6-node cluster. Full coverage is off: with
 // Redis's default (yes) every node refuses every key (CLUSTERDOWN) from

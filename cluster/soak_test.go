@@ -39,6 +39,7 @@ type soakCall struct {
 	took      time.Duration
 	admitted  bool
 	fromRedis bool
+	ans       answer // the token server's answer, if it was asked
 }
 
 type soakFault struct {
@@ -259,6 +260,8 @@ func soakRun(t *testing.T, srv *redistest.Server, admin *redis.Client, algo flow
 		f.fewestInstances = min(f.fewestInstances, c.lowest(begin.UnixNano()))
 	}
 	soakTrace(t.Logf, fmt.Sprintf("%s/%s", policy, algo), 2*soakLimit, calls, faults, seen)
+	soakRefunds(t.Logf, fmt.Sprintf("%s/%s", policy, algo), soakLimit, calls, faults)
+	soakLocalCauses(t.Logf, fmt.Sprintf("%s/%s", policy, algo), calls, faults)
 	return f
 }
 
@@ -289,12 +292,15 @@ func soakLoad(t *testing.T, engines []*flow.Engine, resource string) func() ([]s
 					// a call the engine kept local never reaches it.
 					failed := new(bool)
 					*failed = true
-					cctx := context.WithValue(ctx, failedKey{}, failed)
+					ans := new(answer)
+					cctx := context.WithValue(context.WithValue(ctx, failedKey{}, failed), answerKey{}, ans)
 					start := time.Now()
 					my.Store(start.UnixNano())
 					p, err := e.Entry(resource, flow.WithContext(cctx))
 					my.Store(0)
-					c := soakCall{engine: ei, start: start.UnixNano(), took: time.Since(start), admitted: err == nil, fromRedis: !*failed}
+					// A grant the engine gave back (Refund) was decided locally.
+					c := soakCall{engine: ei, start: start.UnixNano(), took: time.Since(start), admitted: err == nil,
+						fromRedis: !*failed && !ans.refunded, ans: *ans}
 					if err == nil {
 						p.Exit()
 					} else if !errors.Is(err, flow.ErrBlocked) {

@@ -1,12 +1,15 @@
 package cluster
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"slices"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/flowgate/flowgate/flow"
 )
 
 // The soak's trace (FLOWGATE_SOAK_TRACE=1): for every outage second over
@@ -19,6 +22,45 @@ import (
 type soakServer struct {
 	noteFailures
 	seen *countLog
+}
+
+// answerKey carries a call's *answer through its context, for soakServer
+// to fill in.
+type answerKey struct{}
+
+// answer is what the token server told one call: when it was asked and
+// answered (unix ns), whether it admitted, the Remaining, and whether the
+// engine then gave the grant back (Release with Refund: in the soak's one
+// rule only the lost-count check of flow does that, deciding the call
+// locally instead).
+type answer struct {
+	sent, got int64
+	answered  bool
+	allowed   bool
+	rem       float64
+	refunded  bool
+	err       string // the failed call's error, shortened
+}
+
+func (s soakServer) Acquire(ctx context.Context, req flow.TokenRequest) (flow.TokenResult, error) {
+	a, _ := ctx.Value(answerKey{}).(*answer)
+	if a == nil {
+		return s.noteFailures.Acquire(ctx, req)
+	}
+	a.sent = time.Now().UnixNano()
+	res, err := s.noteFailures.Acquire(ctx, req)
+	a.got, a.answered, a.allowed, a.rem = time.Now().UnixNano(), err == nil, err == nil && res.Allowed, res.Remaining
+	if err != nil {
+		a.err = shortErr(err)
+	}
+	return res, err
+}
+
+func (s soakServer) Release(ctx context.Context, req flow.TokenRequest, res flow.TokenResult) error {
+	if a, _ := ctx.Value(answerKey{}).(*answer); a != nil && req.Refund {
+		a.refunded = true
+	}
+	return s.noteFailures.Release(ctx, req, res)
 }
 
 func (s soakServer) Instances() int {
@@ -158,5 +200,102 @@ func soakTrace(logf func(string, ...any), name string, bound int, calls []soakCa
 			}
 		}
 		logf("%s   admitted (ms, Redis/Local, engine): %s", name, strings.Join(line, " "))
+	}
+}
+
+// soakRefunds traces the grants the engines gave back as lost counts (see
+// answer), each classified by what the calls' answers show:
+//   - "window": the call started in one second and Redis answered in the
+//     next, so Redis's fresh window read as a lost count;
+//   - "reordered": the engine's tally then exceeded Redis's count before
+//     the call, but the grants it had taken in before the call asked did
+//     not: the rest came from answers Redis gave after this one;
+//   - "lost": Redis's count was below what it had admitted to this engine
+//     in the window before the call asked.
+func soakRefunds(logf func(string, ...any), name string, limit int, calls []soakCall, faults []soakFault) {
+	if os.Getenv("FLOWGATE_SOAK_TRACE") == "" {
+		return
+	}
+	byKind := map[string]int{}
+	shown := 0
+	for _, b := range calls {
+		if !b.ans.refunded {
+			continue
+		}
+		own, asked := 0, 0 // this engine's grants in b's second taken in before b's answer; before b asked
+		for _, c := range calls {
+			if c.engine == b.engine && c.ans.allowed && !c.ans.refunded && c.start/1e9 == b.start/1e9 && c.ans.got < b.ans.got {
+				own++
+				if c.ans.got < b.ans.sent {
+					asked++
+				}
+			}
+		}
+		before := limit - int(b.ans.rem) - 1 // Redis's count before b
+		kind := "lost"
+		switch {
+		case b.start/1e9 != b.ans.got/1e9:
+			kind = "window"
+		case asked <= before:
+			kind = "reordered"
+		}
+		where := "no fault"
+		for _, fl := range faults {
+			if b.start >= fl.at.UnixNano() && b.start/1e9 <= fl.back.Unix()+1 {
+				where = fl.kind
+			}
+		}
+		byKind[where+": "+kind]++
+		if shown++; shown <= 30 {
+			logf("%s refund engine %d: started %s, asked +%v, answered +%v, Redis count before it %d; engine's tally then %d, %d of them before it asked (%s, during %s)",
+				name, b.engine, time.Unix(0, b.start).Format("15:04:05.000000"), time.Duration(b.ans.sent-b.start), time.Duration(b.ans.got-b.start),
+				before, own, asked, kind, where)
+		}
+	}
+	logf("%s refunds as lost counts, by fault and kind: %v", name, byKind)
+}
+
+// shortErr names a failed call's error for the trace: the node error's
+// cause without addresses, at most 40 bytes.
+func shortErr(err error) string {
+	msg := err.Error()
+	if i := strings.LastIndex(msg, ": "); i >= 0 {
+		msg = msg[i+2:]
+	}
+	if len(msg) > 40 {
+		msg = msg[:40]
+	}
+	return msg
+}
+
+// soakLocalCauses traces, for every second from each fault's start to a
+// second after its end, what was admitted and why each local admission
+// was local: "stay" (the engine kept the call local after a lost count,
+// never asking), "refund" (a grant given back as a lost count), or the
+// error of the call the token server failed.
+func soakLocalCauses(logf func(string, ...any), name string, calls []soakCall, faults []soakFault) {
+	if os.Getenv("FLOWGATE_SOAK_TRACE") == "" {
+		return
+	}
+	for _, fl := range faults {
+		for s := fl.at.Unix(); s <= fl.back.Unix()+1; s++ {
+			redis, causes := 0, map[string]int{}
+			for _, c := range calls {
+				if c.start/1e9 != s || (c.start+int64(c.took))/1e9 != s || !c.admitted {
+					continue
+				}
+				switch {
+				case c.fromRedis:
+					redis++
+				case c.ans.refunded:
+					causes["refund"]++
+				case c.ans.sent == 0:
+					causes["stay"]++
+				default:
+					causes[c.ans.err]++
+				}
+			}
+			logf("%s %s second %s: Redis %d, local %v", name, fl.kind, time.Unix(s, 0).Format("15:04:05"), redis, causes)
+		}
 	}
 }

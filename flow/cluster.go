@@ -71,13 +71,17 @@ func (st *entryState) cluster(g *clusterGroup, level Level, key string) bool {
 		return st.stayLocal(g)
 	}
 	req := TokenRequest{Resource: st.resource, Level: level, Key: key, Tokens: st.a.tokens, Rules: g.rules, Factor: e.AdaptiveFactor()}
+	own := 0.0
+	if key == "" {
+		own = g.tally(st.now) // before asking (see answered)
+	}
 	res, err := e.cf.ts.Acquire(st.a.context(), req)
 	if err != nil {
 		return st.clusterFallback(g, key, err)
 	}
 	if !res.Allowed {
 		if key == "" {
-			g.answered(&res, req.Factor, st.now) // a refusal's Remaining shows a loss too
+			g.answered(&res, req.Factor, st.now, e.now(), own) // a refusal's Remaining shows a loss too
 		}
 		e.cl.blocked.Add(1)
 		i := res.Refused
@@ -87,7 +91,7 @@ func (st *entryState) cluster(g *clusterGroup, level Level, key string) bool {
 		d := algo.Decision{RetryAfter: max(0, res.RetryAfter), Remaining: res.Remaining, Never: res.RetryAfter == Never}
 		return st.deny(g.crs[i], ReasonClusterLimited, "", d)
 	}
-	if key == "" && g.answered(&res, req.Factor, st.now) {
+	if key == "" && g.answered(&res, req.Factor, st.now, e.now(), own) {
 		// Redis lost the window's count: give this grant back and decide
 		// the call locally, as the rest of the window will be.
 		req.Refund = true
@@ -151,6 +155,18 @@ func (st *entryState) clusterFallback(g *clusterGroup, key string, err error) bo
 // busy host, SCRIPT FLUSH, a restart with persistence) is asked again at
 // once. Only the global level (a per-key record would cost a table) and
 // windows up to maxStayWindow.
+//
+// Two things would make a kept count look lost; the check rules both out:
+//   - an instance's concurrent answers are taken in out of order (Redis
+//     answers A, then B; B's goroutine runs first), so the tally compared
+//     is the one from before the call asked: every grant in it was given
+//     before the call reached Redis;
+//   - a call that reached Redis after its window ended finds the next
+//     window's count, so an answer taken in after the call's window ended
+//     is neither judged nor counted.
+// The check trusts the instance's clock to agree with Redis's: one running
+// ahead counts grants from the end of Redis's window in its next, and may
+// then decide that window locally when nothing was lost.
 
 // maxStayWindow bounds the windows whose rule stays local after a lost
 // count: a longer window would keep Redis out for too long (its lost count
@@ -178,23 +194,34 @@ func (cr *compiledRule) window(now int64) (w int64, ok bool) {
 // tallyBits packs a window index (low 32 bits of it) and a count.
 const tallyBits = 32
 
-// answered takes in the token server's answer res for g at now: it counts
-// what Redis admitted to this instance in the window and reports a lost
-// count (see above). One rule per group: Remaining is the tightest rule's.
-func (g *clusterGroup) answered(res *TokenResult, factor float64, now int64) (lost bool) {
+// tally is what Redis has admitted to this instance in now's window, by
+// the answers taken in so far; 0 for a group answered does not judge.
+func (g *clusterGroup) tally(now int64) float64 {
+	if len(g.crs) != 1 {
+		return 0
+	}
+	w, ok := g.crs[0].window(now)
+	own := g.crs[0].redisTally.Load()
+	if !ok || own>>tallyBits != uint64(uint32(w)) {
+		return 0 // a new window: nothing admitted in it yet
+	}
+	return float64(own & (1<<tallyBits - 1))
+}
+
+// answered takes in the token server's answer res to a call at now, taken
+// in at back, when the tally was own (see tally): it counts what Redis
+// admitted to this instance in the window and reports a lost count (see
+// above). One rule per group: Remaining is the tightest rule's.
+func (g *clusterGroup) answered(res *TokenResult, factor float64, now, back int64, own float64) (lost bool) {
 	if len(g.crs) != 1 {
 		return false
 	}
 	cr := g.crs[0]
 	w, ok := cr.window(now)
-	if !ok {
-		return false
+	if wb, _ := cr.window(back); !ok || wb != w {
+		return false // Redis may have counted it in the next window
 	}
 	tag := uint64(uint32(w)) << tallyBits
-	own := cr.redisTally.Load()
-	if own>>tallyBits<<tallyBits != tag {
-		own = tag // a new window: nothing admitted in it yet
-	}
 	limit := cr.rule.Limit
 	if cr.rule.Adaptive {
 		limit *= factor
@@ -204,7 +231,7 @@ func (g *clusterGroup) answered(res *TokenResult, factor float64, now int64) (lo
 	if res.Allowed {
 		before++
 	}
-	if before > math.Floor(limit+1e-9)-float64(own&(1<<tallyBits-1)) {
+	if before > math.Floor(limit+1e-9)-own {
 		if cr.stayWin.Load() != w {
 			cr.stayWin.Store(w)
 		}

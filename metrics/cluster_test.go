@@ -1,6 +1,7 @@
 package metrics
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -52,5 +53,49 @@ flowgate_cluster_breaker_open 1
 `
 	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), NameClusterBreaker); err != nil {
 		t.Error(err)
+	}
+}
+
+// nodeServer is shaped like cluster.RedisTokenServer: a breaker per node.
+type nodeServer struct {
+	tokenServer
+	open []string
+}
+
+func (s *nodeServer) OpenNodes() []string { return slices.Clone(s.open) }
+
+// TestClusterNodeOpen: flowgate_cluster_node_open has a series per node
+// seen open, 1 while open and 0 after; none before any opened, and none
+// from a source without per-node breakers (TestClusterCollector).
+func TestClusterNodeOpen(t *testing.T) {
+	ts := &nodeServer{}
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(NewClusterCollector(ts))
+	eng := flow.NewEngine()
+	viaEngine := prometheus.NewPedanticRegistry()
+	viaEngine.MustRegister(NewCollector(eng, WithCluster(ts)))
+	head := `
+# HELP flowgate_cluster_node_open 1 while the breaker of this Redis node is open (calls on its keys take their fallback), 0 once it closed again.
+# TYPE flowgate_cluster_node_open gauge
+`
+	for _, step := range []struct {
+		open []string
+		want string
+	}{
+		{nil, ""},
+		{[]string{"10.0.0.2:6379"}, head + `flowgate_cluster_node_open{node="10.0.0.2:6379"} 1` + "\n"},
+		{[]string{"10.0.0.1:6379"}, head + `flowgate_cluster_node_open{node="10.0.0.1:6379"} 1
+flowgate_cluster_node_open{node="10.0.0.2:6379"} 0
+`},
+		{nil, head + `flowgate_cluster_node_open{node="10.0.0.1:6379"} 0
+flowgate_cluster_node_open{node="10.0.0.2:6379"} 0
+`},
+	} {
+		ts.open = step.open
+		for name, r := range map[string]*prometheus.Registry{"NewClusterCollector": reg, "WithCluster": viaEngine} {
+			if err := testutil.GatherAndCompare(r, strings.NewReader(step.want), NameClusterNodeOpen); err != nil {
+				t.Errorf("%s, open %v: %v", name, step.open, err)
+			}
+		}
 	}
 }

@@ -134,6 +134,7 @@ func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 	if c.cfg.cluster != nil {
 		ch <- d.clusterDur
 		ch <- d.breaker
+		c.cfg.nodes.describe(ch)
 	}
 	if c.cfg.reload != nil {
 		ch <- d.reloadOK
@@ -210,6 +211,7 @@ func (c *collector) collectSources(ch chan<- prometheus.Metric) {
 	}
 	if c.cfg.cluster != nil {
 		collectCluster(ch, d, c.cfg.cluster())
+		c.cfg.nodes.collect(ch)
 	}
 	if c.cfg.reload != nil {
 		st := c.cfg.reload.ReloadStatus()

@@ -17,6 +17,7 @@ type config struct {
 	cpu        func() float64
 	cpuSource  string                // what cpu measures; "" = not exported
 	cluster    func() ClusterMetrics // from WithCluster
+	nodes      *nodeGauge            // from WithCluster, when its source is a NodeSource
 	reload     ReloadSource
 	alerts     AlertSource
 }
@@ -116,7 +117,8 @@ func (f ClusterFunc) BreakerOpen() bool { return f().BreakerOpen }
 
 // WithCluster exports flowgate_cluster_request_duration_seconds and
 // flowgate_cluster_breaker_open from src (a *cluster.RedisTokenServer or
-// *remote.TokenServer, or a ClusterFunc). A nil src adds nothing.
+// *remote.TokenServer, or a ClusterFunc), and flowgate_cluster_node_open
+// when src is a NodeSource. A nil src adds nothing.
 func WithCluster(src ClusterSource) Option {
 	if src == nil {
 		return nil
@@ -128,7 +130,7 @@ func WithCluster(src ClusterSource) Option {
 			return ClusterMetrics{Duration: h, DurationSum: sum, BreakerOpen: src.BreakerOpen()}
 		}
 	}
-	return func(c *config) { c.cluster = read }
+	return func(c *config) { c.cluster, c.nodes = read, newNodeGauge(src) }
 }
 
 // ReloadSource reports the outcome of the last rule reload, as a rules
