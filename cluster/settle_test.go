@@ -219,3 +219,56 @@ func settleConcurrency(t *testing.T, b backend) {
 		t.Fatalf("%d concurrency leases still renewed after Exit", n)
 	}
 }
+
+// TestSettleAgainstLease: a leased rule set settles against its lease
+// first: a refund goes back into the batch the call came from (no round
+// trip; the next call spends it locally), a charge the lease cannot cover
+// goes to Redis, and once the lease is returned Redis holds exactly the
+// calls' actual costs.
+func TestSettleAgainstLease(t *testing.T) {
+	srv := redistest.Start(t)
+	res := uniq("settle-lease")
+	r := crule("r", res, flow.AlgoFixedWindow, 1000, settleWindow)
+	ts := newServer(t, srv.NewClient(nil), WithLeasing(LeaseConfig{Period: time.Minute, MaxBatch: 8}))
+	e := newEngine(t, ts, t0, r)
+	rdb := srv.NewClient(nil)
+	waitWindowStart(t, rdb, settleWindow, 30*time.Second)
+	trips := func() uint64 {
+		var n uint64
+		for _, c := range ts.Stats().Latency.Counts {
+			n += c
+		}
+		return n
+	}
+	enter := func(tokens int) flow.Permit {
+		t.Helper()
+		p, err := e.Entry(res, flow.WithTokens(tokens))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	enter(5).Exit(flow.WithActualCost(1)) // a batch of 5, 4 back into it
+	before := trips()
+	if st := ts.Stats(); st.SettleRefunded != 4 || st.LeaseFetches != 1 {
+		t.Fatalf("after the refund: %+v, want 4 given back and 1 batch", st)
+	}
+	enter(4).Exit() // from the refund, locally
+	if st := ts.Stats(); st.LeaseFetches != 1 || trips() != before {
+		t.Fatalf("the refunded permits were not spent locally: %+v", st)
+	}
+	enter(1).Exit(flow.WithActualCost(3)) // a new batch; what it cannot cover goes to Redis
+	if st := ts.Stats(); st.SettleCharged != 2 {
+		t.Fatalf("after a charge of 2: %+v", st)
+	}
+	ts.Close() // returns the unspent permits
+	req := flow.TokenRequest{Resource: res, Level: flow.LevelGlobal, Tokens: 1, Rules: []*flow.Rule{&r}, Factor: 1}
+	p, err := newPlan(defaults().prefix, &req, 1, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := rdb.HGet(context.Background(), p.keys("")[0], "c").Int()
+	if err != nil || got != 1+4+3 {
+		t.Fatalf("Redis counts %d (%v), want the actual costs 1+4+3", got, err)
+	}
+}
