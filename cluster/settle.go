@@ -26,6 +26,9 @@ func (s *RedisTokenServer) settle(ctx context.Context, p *plan, req *flow.TokenR
 		return nil
 	}
 	var nonce any = ""
+	if p.nonce {
+		nonce = s.newNonce() // names a sliding log's charged entries
+	}
 	if res.Lease != "" {
 		if len(p.conc) == 0 {
 			return fmt.Errorf("cluster: settle: lease %q for rules without concurrency", res.Lease)

@@ -3,6 +3,9 @@ package cluster
 import (
 	"context"
 	"errors"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -40,7 +43,7 @@ func runSettle(t *testing.T, b backend) {
 	t.Run("concurrency released", func(t *testing.T) { settleConcurrency(t, b) })
 }
 
-var settleAlgos = []flow.Algorithm{flow.AlgoTokenBucket, flow.AlgoWarmUp, flow.AlgoLeakyBucket, flow.AlgoFixedWindow, flow.AlgoSlidingWindow}
+var settleAlgos = []flow.Algorithm{flow.AlgoTokenBucket, flow.AlgoWarmUp, flow.AlgoLeakyBucket, flow.AlgoFixedWindow, flow.AlgoSlidingWindow, flow.AlgoSlidingLog}
 
 // counts reports whether algo's room shows as a count of admissions (the
 // others admit one call and show it as the time to the next).
@@ -270,5 +273,78 @@ func TestSettleAgainstLease(t *testing.T) {
 	got, err := rdb.HGet(context.Background(), p.keys("")[0], "c").Int()
 	if err != nil || got != 1+4+3 {
 		t.Fatalf("Redis counts %d (%v), want the actual costs 1+4+3", got, err)
+	}
+}
+
+// TestSettleConcurrent: two engines, four goroutines each, every call
+// reserving 5 and settling at 1 to 25, against one rule of 1000 an hour
+// with maxDebt 200, on one redis-server and on a Redis Cluster; run under
+// -race. What Redis charged (the admitted calls' reservations, plus
+// charges, less refunds, from the servers' counts) stays within limit +
+// maxDebt, plus what a bucket earns over the run; for fixed_window it is
+// exactly what Redis's window holds.
+func TestSettleConcurrent(t *testing.T) {
+	srv := redistest.Start(t)
+	c := redistest.StartCluster(t)
+	for _, b := range []backend{
+		{"single", func(t *testing.T) redis.UniversalClient { return srv.NewClient(nil) }},
+		{"cluster", func(t *testing.T) redis.UniversalClient { return c.NewClient(nil) }},
+	} {
+		for _, algo := range settleAlgos {
+			t.Run(b.name+"/"+algo.String(), func(t *testing.T) { settleConcurrent(t, b, algo) })
+		}
+	}
+}
+
+func settleConcurrent(t *testing.T, b backend, algo flow.Algorithm) {
+	const limit, maxDebt, window = 1000, 200, time.Hour
+	res := uniq("settle-race")
+	r := crule("r", res, algo, limit, window)
+	r.MaxDebt = maxDebt
+	if algo == flow.AlgoWarmUp {
+		r.Warmup = window
+	}
+	es, ts, rdb := engines(t, b, 2, r)
+	waitWindowStart(t, rdb, window, time.Minute)
+	start := redisNow(t, rdb)
+	var reserved atomic.Int64
+	var wg sync.WaitGroup
+	for i, e := range es {
+		for g := range 4 {
+			wg.Go(func() {
+				rng := rand.New(rand.NewPCG(uint64(i), uint64(g)))
+				for range 40 {
+					p, err := e.Entry(res, flow.WithTokens(5))
+					if err != nil {
+						continue
+					}
+					reserved.Add(5)
+					p.Exit(flow.WithActualCost(1 + rng.IntN(25)))
+				}
+			})
+		}
+	}
+	wg.Wait()
+	elapsed := redisNow(t, rdb).Sub(start)
+	charged := float64(reserved.Load())
+	for _, s := range ts {
+		st := s.Stats()
+		charged += float64(st.SettleCharged) - float64(st.SettleRefunded)
+	}
+	bound := float64(limit+maxDebt) + limit*elapsed.Seconds()/window.Seconds() + 1
+	t.Logf("%s: reserved %d, charged %v in %v (bound %.0f)", algo, reserved.Load(), charged, elapsed, bound)
+	if charged > bound {
+		t.Fatalf("charged %v, want <= %.0f", charged, bound)
+	}
+	if algo != flow.AlgoFixedWindow {
+		return
+	}
+	req := flow.TokenRequest{Resource: res, Level: flow.LevelGlobal, Tokens: 1, Rules: []*flow.Rule{&r}, Factor: 1}
+	p, err := newPlan(defaults().prefix, &req, 1, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := rdb.HGet(context.Background(), p.keys("")[0], "c").Int(); err != nil || float64(got) != charged {
+		t.Fatalf("Redis's window holds %d (%v), the servers' counts say %v", got, err, charged)
 	}
 }

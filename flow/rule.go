@@ -150,7 +150,7 @@ type Rule struct {
 	// default) stands for Limit.
 	// For token_bucket, warm_up, leaky_bucket, fixed_window,
 	// sliding_window and sliding_log, the algorithms that settle (through
-	// the token server too for cluster rules, except sliding_log).
+	// the token server too for cluster rules).
 	MaxDebt float64
 	// Stripes spreads a global cluster rule over that many Redis keys, each
 	// with a hash tag of its own (so on Redis Cluster, over that many hash

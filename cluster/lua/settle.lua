@@ -9,8 +9,9 @@
 -- Each algorithm that can carry a settlement registers
 -- settle(i, key, d, at, md) -> permits moved: d > 0 charged (at most d, as
 -- md allows), d < 0 given back (at most -d). A concurrency rule's permits
--- are released by the nonce, as release.lua does on Exit; an algorithm
--- without settle (sliding_log) keeps the call as reserved.
+-- are released by the nonce, as release.lua does on Exit. The nonce names
+-- a sliding log's charged entries too: the call's concurrency lease, or
+-- one of the settling call's own.
 -- Reply: {permits charged, permits given back, permits not charged}, each
 -- summed over the rules.
 
