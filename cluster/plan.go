@@ -94,11 +94,7 @@ func newPlanPart(prefix string, req *flow.TokenRequest, instances int, concTTL i
 			errs = append(errs, fmt.Errorf("rules[%d] (id %q): algorithm: %v not supported by the token server", i, r.ID, r.Algorithm))
 			continue
 		}
-		id := r.ID
-		if id == "" {
-			id = "#" + strconv.Itoa(i)
-		}
-		p.suffixes = append(p.suffixes, ":"+id)
+		p.suffixes = append(p.suffixes, suffix(i, r))
 		limit := st.share(r, effectiveLimit(r, req.Factor, instances))
 		vals, err := ruleParams(r, limit, concTTL)
 		if err != nil {
@@ -138,6 +134,15 @@ func newPlanPart(prefix string, req *flow.TokenRequest, instances int, concTTL i
 		}
 	}
 	return p, nil
+}
+
+// suffix is rule i's part of its key: ":" and its id, or its index when
+// it has none.
+func suffix(i int, r *flow.Rule) string {
+	if r.ID == "" {
+		return ":#" + strconv.Itoa(i)
+	}
+	return ":" + r.ID
 }
 
 // keys builds the state key of every rule: prefix{resource|level|key}:id,
