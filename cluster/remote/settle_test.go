@@ -1,11 +1,17 @@
 package remote
 
 import (
+	"context"
+	"errors"
+	"net"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/flowgate/flowgate/cluster/tokenpb"
 	"github.com/flowgate/flowgate/flow"
 	"github.com/flowgate/flowgate/internal/testing/redistest"
+	"google.golang.org/grpc"
 )
 
 // TestSettleThroughReplica: a call's actual cost is settled through a
@@ -45,5 +51,55 @@ func TestSettleThroughReplica(t *testing.T) {
 			call(5, 1) // 4 given back
 			checkKeys(t, rdb, key, 0, 8, 8)
 		})
+	}
+}
+
+// oldReplica is a token service that predates Settle: it admits every
+// call and counts its Releases.
+type oldReplica struct {
+	tokenpb.UnimplementedTokenServiceServer
+	releases atomic.Int64
+}
+
+func (o *oldReplica) Acquire(context.Context, *tokenpb.AcquireRequest) (*tokenpb.AcquireResponse, error) {
+	return &tokenpb.AcquireResponse{Status: tokenpb.Status_STATUS_OK, Refused: -1}, nil
+}
+
+func (o *oldReplica) Release(context.Context, *tokenpb.ReleaseRequest) (*tokenpb.ReleaseResponse, error) {
+	o.releases.Add(1)
+	return &tokenpb.ReleaseResponse{Status: tokenpb.Status_STATUS_OK}, nil
+}
+
+// TestSettleOldReplica: a replica without the Settle method answers
+// UNIMPLEMENTED; its Release, which would read the settlement as a refund,
+// is never called, and the answer does not count against its breaker.
+func TestSettleOldReplica(t *testing.T) {
+	old := &oldReplica{}
+	g := grpc.NewServer()
+	tokenpb.RegisterTokenServiceServer(g, old)
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- g.Serve(lis) }()
+	t.Cleanup(func() { g.Stop(); <-done })
+	ts := newRemote(t, []string{lis.Addr().String()}, WithTimeout(2*time.Second), WithBreaker(1, time.Hour))
+	r := crule("r", uniq("old"), flow.AlgoFixedWindow, 10, time.Hour)
+	req := flow.TokenRequest{Resource: r.Resource, Level: flow.LevelGlobal, Tokens: 1, Rules: []*flow.Rule{&r}, Factor: 1}
+	res, err := ts.Acquire(context.Background(), req)
+	if err != nil || !res.Allowed {
+		t.Fatalf("acquire: %+v, %v", res, err)
+	}
+	req.Settle, req.Actual = true, 5
+	for range 3 {
+		err = ts.Release(context.Background(), req, res)
+		var re *ReplicaError
+		if !errors.As(err, &re) || re.Status != tokenpb.Status_STATUS_BAD_REQUEST {
+			t.Fatalf("settle on an old replica: %v, want its BAD_REQUEST answer", err)
+		}
+	}
+	if n := old.releases.Load(); n != 0 || ts.BreakerOpen() {
+		t.Fatalf("%d Releases reached the old replica, breaker open %v; want none and closed", n, ts.BreakerOpen())
 	}
 }
