@@ -348,3 +348,54 @@ func settleConcurrent(t *testing.T, b backend, algo flow.Algorithm) {
 		t.Fatalf("Redis's window holds %d (%v), the servers' counts say %v", got, err, charged)
 	}
 }
+
+// TestSettleEarlierBatchInRedis: a call served from an earlier lease batch
+// settles in Redis, not against the batch now held (a window's permits
+// belong to the window they were counted in); a call of the batch held
+// settles against it. Once the lease is returned Redis holds the calls'
+// actual costs: nothing.
+func TestSettleEarlierBatchInRedis(t *testing.T) {
+	srv := redistest.Start(t)
+	res := uniq("settle-batches")
+	r := crule("r", res, flow.AlgoFixedWindow, 1000, settleWindow)
+	ts := newServer(t, srv.NewClient(nil), WithLeasing(LeaseConfig{Period: time.Minute, MaxBatch: 8}))
+	e := newEngine(t, ts, t0, r)
+	rdb := srv.NewClient(nil)
+	waitWindowStart(t, rdb, settleWindow, 30*time.Second)
+	req := flow.TokenRequest{Resource: res, Level: flow.LevelGlobal, Tokens: 1, Rules: []*flow.Rule{&r}, Factor: 1}
+	p, err := newPlan(defaults().prefix, &req, 1, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	count := func() int {
+		t.Helper()
+		n, err := rdb.HGet(context.Background(), p.keys("")[0], "c").Int()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	p1, err := e.Entry(res) // batch 1: one permit
+	if err != nil {
+		t.Fatal(err)
+	}
+	p2, err := e.Entry(res) // batch 2: two permits, one left
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st := ts.Stats(); st.LeaseFetches != 2 || count() != 3 {
+		t.Fatalf("%+v, Redis count %d: want 2 batches counting 3", st, count())
+	}
+	p1.Exit(flow.WithActualCost(0))
+	if count() != 2 {
+		t.Fatalf("batch 1's call refunded: Redis count %d, want 2", count())
+	}
+	p2.Exit(flow.WithActualCost(0))
+	if count() != 2 {
+		t.Fatalf("batch 2's call refunded into its batch: Redis count %d, want 2 until the batch returns", count())
+	}
+	ts.Close()
+	if count() != 0 {
+		t.Fatalf("after the lease returned, Redis count %d, want 0", count())
+	}
+}
