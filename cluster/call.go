@@ -11,7 +11,7 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// call runs a decision main (acquire, lease or release) for plan p and
+// call runs a decision main (acquire, lease, release or settle) for plan p and
 // key: the breaker of the node holding the keys first, then one round
 // trip under the per-call timeout. nonce is sent last when p.nonce (see
 // prelude.lua); only, when set, limits the call to those rules. want is
@@ -25,7 +25,7 @@ func (s *RedisTokenServer) call(ctx context.Context, main int, p *plan, key stri
 	if main == mainAcquire && p.n == 1 {
 		main, mask = mainAcquire1, 1<<(p.code1-1)
 	}
-	ap := s.args(p, key, nonce, tokens, only)
+	ap := s.args(p, key, nonce, tokens, only, main == mainSettle)
 	first, _ := (*ap)[3].(string) // every plan has a key; they share one slot
 	n := s.nodes.nodeFor(ctx, first)
 	if !n.br.Allow(start) {
@@ -48,6 +48,9 @@ func (s *RedisTokenServer) call(ctx context.Context, main int, p *plan, key stri
 		return reply{}, s.failed(ctx, n, first, start, end, err)
 	}
 	n.br.SucceededAt(end)
+	if main == mainSettle {
+		s.st.noteSettleReply(v)
+	}
 	if want == 0 {
 		return reply{}, nil
 	}
@@ -133,9 +136,10 @@ type deadlineCtx struct {
 func (c *deadlineCtx) Deadline() (time.Time, bool) { return c.dl, true }
 
 // args lays out EVALSHA's arguments in a pooled slice: command and sha
-// (filled by script.run), numkeys, keys, then ARGV as prelude.lua reads it.
+// (filled by script.run), numkeys, keys, then ARGV as prelude.lua reads it
+// (with every rule's maxDebt before the nonce when settle: settle.lua).
 // tokens is boxed here: small counts (< 256) cost no allocation.
-func (s *RedisTokenServer) args(p *plan, key string, nonce, tokens any, only []int) *[]any {
+func (s *RedisTokenServer) args(p *plan, key string, nonce, tokens any, only []int, settle bool) *[]any {
 	ap, _ := s.argPool.Get().(*[]any)
 	if ap == nil {
 		ap = new([]any)
@@ -166,6 +170,9 @@ func (s *RedisTokenServer) args(p *plan, key string, nonce, tokens any, only []i
 		for _, i := range only {
 			a = append(a, p.params[p.paramAt[i]:p.paramAt[i+1]]...)
 		}
+	}
+	if settle {
+		a = append(a, p.debts...)
 	}
 	if p.nonce {
 		a = append(a, nonce)

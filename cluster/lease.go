@@ -125,7 +125,7 @@ func (t *leaseTable) acquire(ctx context.Context, p *plan, req *flow.TokenReques
 	if l.left >= n && now < l.until {
 		l.left -= n
 		s.st.leaseLocal.Add(1)
-		return flow.TokenResult{Allowed: true, Refused: -1, Remaining: float64(l.left)}, nil
+		return flow.TokenResult{Allowed: true, Refused: -1, Remaining: float64(l.left), At: l.at}, nil
 	}
 	// A new batch. Size it from demand: one that ran out early doubles.
 	if now < l.until {
@@ -160,11 +160,11 @@ func (t *leaseTable) acquireInRedis(ctx context.Context, p *plan, req *flow.Toke
 	if p.nonce {
 		nonce = t.s.newNonce()
 	}
-	r, err := t.s.call(ctx, mainAcquire, p, req.Key, nonce, req.Tokens, 5, nil)
+	r, err := t.s.call(ctx, mainAcquire, p, req.Key, nonce, req.Tokens, 6, nil)
 	if err != nil {
 		return flow.TokenResult{}, err
 	}
-	return flow.TokenResult{Allowed: r.allowed, Refused: r.refused, Remaining: float64(r.remaining), RetryAfter: r.retryAfter()}, nil
+	return flow.TokenResult{Allowed: r.allowed, Refused: r.refused, Remaining: float64(r.remaining), RetryAfter: r.retryAfter(), At: r.at}, nil
 }
 
 // takeBatchLocked takes a batch of max(l.size, req.Tokens) permits into l,
@@ -200,7 +200,7 @@ func (t *leaseTable) takeBatchLocked(ctx context.Context, p *plan, req *flow.Tok
 		return flow.TokenResult{Refused: 0, Remaining: float64(l.left), RetryAfter: time.Millisecond}, nil
 	}
 	l.left -= n
-	return flow.TokenResult{Allowed: true, Refused: -1, Remaining: float64(r.remaining) + float64(l.left)}, nil
+	return flow.TokenResult{Allowed: true, Refused: -1, Remaining: float64(r.remaining) + float64(l.left), At: l.at}, nil
 }
 
 // giveBack returns permits of a call a later level refused to its lease,

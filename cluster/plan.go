@@ -23,6 +23,7 @@ type plan struct {
 	suffixes []string // ":" + rule id, appended to the key's tag
 	params   []any    // per rule: code, then spec(code).nparams values; boxed strings
 	paramAt  []int    // where each rule's part of params starts (and ends, last)
+	debts    []any    // per rule: its maxDebt in permits (see maxDebtOf), boxed, for settle.lua
 	numkeys  any
 	conc     []int // indexes of concurrency rules
 	nonce    bool  // a rule needs a per-call nonce (sliding_log, concurrency)
@@ -30,6 +31,9 @@ type plan struct {
 	code1    int   // the first rule's algorithm code (a one-rule plan's script)
 	concMask int   // the same for the concurrency rules alone
 	leasable bool  // every rule may be served from a lease (see LeaseConfig)
+	// bucketsOnly: every rule is a token bucket, whose permits count the
+	// same in any lease batch (see leaseTable.absorb).
+	bucketsOnly bool
 	// most is the largest request every rule can grant (see mostTokens),
 	// mostAt the rule with the smallest: a request for more is refused as
 	// never before Redis or a lease is asked, so it changes no state.
@@ -74,7 +78,7 @@ func newPlan(prefix string, req *flow.TokenRequest, instances int, concTTL int64
 
 func newPlanPart(prefix string, req *flow.TokenRequest, instances int, concTTL int64, st stripe) (*plan, error) {
 	p := &plan{first: req.Rules[0], n: len(req.Rules), factor: req.Factor, instances: instances,
-		resource: req.Resource, level: req.Level, leasable: true, prefix: prefix, most: math.MaxInt64}
+		resource: req.Resource, level: req.Level, leasable: true, bucketsOnly: true, prefix: prefix, most: math.MaxInt64}
 	p.numkeys = strconv.Itoa(p.n)
 	p.tag = p.level.String()
 	if p.level == flow.LevelParam {
@@ -90,17 +94,14 @@ func newPlanPart(prefix string, req *flow.TokenRequest, instances int, concTTL i
 			errs = append(errs, fmt.Errorf("rules[%d] (id %q): algorithm: %v not supported by the token server", i, r.ID, r.Algorithm))
 			continue
 		}
-		id := r.ID
-		if id == "" {
-			id = "#" + strconv.Itoa(i)
-		}
-		p.suffixes = append(p.suffixes, ":"+id)
+		p.suffixes = append(p.suffixes, suffix(i, r))
 		limit := st.share(r, effectiveLimit(r, req.Factor, instances))
 		vals, err := ruleParams(r, limit, concTTL)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("rules[%d] (id %q): %w", i, r.ID, err))
 			continue
 		}
+		p.debts = append(p.debts, strconv.FormatFloat(st.maxDebtOf(r, limit), 'g', 17, 64))
 		if m := mostTokens(r, limit); m < p.most {
 			p.most, p.mostAt = m, i
 		}
@@ -119,6 +120,7 @@ func newPlanPart(prefix string, req *flow.TokenRequest, instances int, concTTL i
 			p.conc = append(p.conc, i)
 		}
 		p.leasable = p.leasable && leasable(r)
+		p.bucketsOnly = p.bucketsOnly && r.Algorithm == flow.AlgoTokenBucket
 	}
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
@@ -132,6 +134,15 @@ func newPlanPart(prefix string, req *flow.TokenRequest, instances int, concTTL i
 		}
 	}
 	return p, nil
+}
+
+// suffix is rule i's part of its key: ":" and its id, or its index when
+// it has none.
+func suffix(i int, r *flow.Rule) string {
+	if r.ID == "" {
+		return ":#" + strconv.Itoa(i)
+	}
+	return ":" + r.ID
 }
 
 // keys builds the state key of every rule: prefix{resource|level|key}:id,
@@ -183,6 +194,15 @@ func effectiveLimit(r *flow.Rule, factor float64, instances int) float64 {
 		l *= factor
 	}
 	return l
+}
+
+// maxDebtOf is the most a settlement may leave owed at r (flow.Rule.MaxDebt,
+// or one effective limit when not set), as stripe st's share of it.
+func (st stripe) maxDebtOf(r *flow.Rule, limit float64) float64 {
+	if r.MaxDebt <= 0 {
+		return limit // limit is already the stripe's share
+	}
+	return r.MaxDebt / float64(max(1, st.of))
 }
 
 // capacity is the whole number of permits a window holds, as flow's local

@@ -17,12 +17,13 @@ type reply struct {
 	never     bool          // refused: the request can never pass (acquire.lua's retry -1)
 	granted   int64         // lease.lua: permits taken
 	reset     time.Duration // lease.lua: until the soonest rule's state resets
-	at        int64         // lease.lua: Redis time of the batch, us
+	at        int64         // Redis time the permits were counted (acquire.lua) or the batch taken (lease.lua), us
 }
 
 // decodeReply turns a script's reply into a reply, checking every element:
-// want is 5 for acquire.lua and 8 for lease.lua. Every number is an integer
-// the script computed (microseconds for times).
+// want is 6 for acquire.lua (its sixth element is lease.lua's eighth, the
+// time) and 8 for lease.lua. Every number is an integer the script computed
+// (microseconds for times).
 func decodeReply(v any, want int) (reply, error) {
 	arr, ok := v.([]any)
 	if !ok || len(arr) != want {
@@ -35,6 +36,9 @@ func decodeReply(v any, want int) (reply, error) {
 			return reply{}, fmt.Errorf("cluster: script reply[%d]: got %T, want an integer", i, e)
 		}
 		n[i] = x
+	}
+	if want == 6 {
+		n[5], n[7] = 0, n[5]
 	}
 	if n[0] != 0 && n[0] != 1 {
 		return reply{}, fmt.Errorf("cluster: script reply[0]: got %d, want 0 or 1", n[0])

@@ -41,16 +41,17 @@ const (
 	mainLease
 	mainRelease
 	mainAcquire1 // acquire for one rule: prelude1.lua, acquire1.lua
+	mainSettle   // settle a call's actual cost at Exit (flow.TokenRequest.Settle)
 	numMains
 )
 
-var mainFiles = [numMains]string{"acquire.lua", "lease.lua", "release.lua", "acquire1.lua"}
+var mainFiles = [numMains]string{"acquire.lua", "lease.lua", "release.lua", "acquire1.lua", "settle.lua"}
 
 // numMasks covers every set of the algorithm codes (bit code-1).
 const numMasks = 1 << numAlgos
 
 // scripts holds the assembled scripts, per main and algorithm set, built
-// on first use: 3 x 127 + 7 variants of 10-40 KB each would cost tens of
+// on first use: 4 x 127 + 7 variants of 10-40 KB each would cost tens of
 // megabytes at package load, and a program uses a handful. A slot is
 // written once (CompareAndSwap), so a call after the first costs one
 // atomic load and no lock; two first calls racing may both assemble, and

@@ -173,11 +173,11 @@ func (s *RedisTokenServer) Acquire(ctx context.Context, req flow.TokenRequest) (
 		lease = s.newNonce()
 		nonce = lease
 	}
-	r, err := s.call(ctx, mainAcquire, p, req.Key, nonce, req.Tokens, 5, nil)
+	r, err := s.call(ctx, mainAcquire, p, req.Key, nonce, req.Tokens, 6, nil)
 	if err != nil {
 		return flow.TokenResult{}, err
 	}
-	res := flow.TokenResult{Allowed: r.allowed, Refused: r.refused, Remaining: float64(r.remaining), Wait: r.wait, RetryAfter: r.retryAfter(), Stripe: stripe}
+	res := flow.TokenResult{Allowed: r.allowed, Refused: r.refused, Remaining: float64(r.remaining), Wait: r.wait, RetryAfter: r.retryAfter(), Stripe: stripe, At: r.at}
 	if r.allowed && len(p.conc) > 0 {
 		res.Lease = lease
 		s.held.add(res.Lease, p, req.Key, req.Tokens)
@@ -191,12 +191,16 @@ func (s *RedisTokenServer) Acquire(ctx context.Context, req flow.TokenRequest) (
 //     that call's concurrency permits and sliding-log entries by name;
 //   - otherwise (Exit) only the concurrency permits of res.Lease are
 //     released; rate tokens stay spent, so without a lease there is nothing
-//     to do.
+//     to do;
+//   - unless req.Settle: then, in the same call, every rule that can carry
+//     it is settled at the call's actual cost, against the lease first for
+//     a leased rule set (see settle.go and docs/cost.md).
 func (s *RedisTokenServer) Release(ctx context.Context, req flow.TokenRequest, res flow.TokenResult) error {
 	if len(req.Rules) == 0 || req.Tokens <= 0 || !res.Allowed {
 		return nil
 	}
-	if !req.Refund && res.Lease == "" {
+	settle := req.Settle && !req.Refund
+	if !req.Refund && res.Lease == "" && !settle {
 		return nil
 	}
 	p, err := s.plan(&req)
@@ -208,6 +212,9 @@ func (s *RedisTokenServer) Release(ctx context.Context, req flow.TokenRequest, r
 			return fmt.Errorf("cluster: release: stripe %d of %d", res.Stripe, len(p.stripes))
 		}
 		p = p.stripes[res.Stripe]
+	}
+	if settle {
+		return s.settle(ctx, p, &req, res)
 	}
 	if req.Refund && res.Lease == "" && s.leases != nil && p.leasable && s.leases.giveBack(p, req.Key, req.Tokens) {
 		return nil

@@ -32,12 +32,12 @@ func TestSingleRuleScriptMatchesGeneric(t *testing.T) {
 				t.Fatal(err)
 			}
 			decide := func(sc *script, key string, i int) reply {
-				ap := ts.args(p, key, ts.newNonce(), req.Tokens, nil)
+				ap := ts.args(p, key, ts.newNonce(), req.Tokens, nil, false)
 				v, err := ts.evalKey(ctx, (*ap)[3].(string), sc, *ap)
 				if err != nil {
 					t.Fatalf("%s call %d: %v", key, i, err)
 				}
-				rep, err := decodeReply(v, 5)
+				rep, err := decodeReply(v, 6)
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -13,6 +13,8 @@ import (
 type stats struct {
 	guard.Counters
 	leaseLocal, leaseFetches, leaseReturned atomic.Uint64
+
+	settled, settleCharged, settleRefunded, settleForgiven atomic.Uint64
 }
 
 // Stats counts what a RedisTokenServer did since it started.
@@ -24,6 +26,12 @@ type Stats struct {
 	LeaseLocal      uint64 // decisions served from a local lease, without Redis
 	LeaseFetches    uint64 // leases taken (each one round trip)
 	LeaseReturned   uint64 // unspent leased permits given back
+	// Settled counts the calls settled at their actual cost
+	// (flow.WithActualCost); SettleCharged and SettleRefunded the permits
+	// charged and given back, summed over the rules (a lease's part
+	// included), and SettleForgiven those a charge could not take (MaxDebt
+	// owed, the window closed, or a rule that does not settle).
+	Settled, SettleCharged, SettleRefunded, SettleForgiven uint64
 	// Latency is the distribution of round trips to Redis, failed ones
 	// included; calls the
 	// breaker rejected and decisions from a lease made none. Bounds are in
@@ -41,6 +49,8 @@ func (s *RedisTokenServer) Stats() Stats {
 		Passed: s.st.Passed.Load(), Blocked: s.st.Blocked.Load(), Errors: s.st.Errors.Load(),
 		BreakerRejected: s.st.BreakerRejected.Load(), LeaseLocal: s.st.leaseLocal.Load(),
 		LeaseFetches: s.st.leaseFetches.Load(), LeaseReturned: s.st.leaseReturned.Load(),
+		Settled: s.st.settled.Load(), SettleCharged: s.st.settleCharged.Load(),
+		SettleRefunded: s.st.settleRefunded.Load(), SettleForgiven: s.st.settleForgiven.Load(),
 		Latency: s.st.Histogram(), LatencySum: s.st.Sum(),
 		BreakerOpen: s.BreakerOpen(), Instances: s.Instances(),
 	}

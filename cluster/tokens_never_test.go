@@ -112,14 +112,14 @@ func TestScriptsRefuseBeyondMost(t *testing.T) {
 				t.Fatalf("most = %d, want 5", p.most)
 			}
 			nonce := s.newNonce()
-			got, err := s.call(ctx, mainAcquire, p, "", nonce, math.MaxInt32, 5, nil)
+			got, err := s.call(ctx, mainAcquire, p, "", nonce, math.MaxInt32, 6, nil)
 			if err != nil || got.allowed || !got.never || got.retryAfter() != flow.Never {
 				t.Fatalf("MaxInt32 tokens: %+v, %v; want never", got, err)
 			}
 			if k := keysOf(t, rdb, res); k != 0 {
 				t.Fatalf("the refusal wrote %d keys, want none", k)
 			}
-			got, err = s.call(ctx, mainAcquire, p, "", nonce, 5, 5, nil)
+			got, err = s.call(ctx, mainAcquire, p, "", nonce, 5, 6, nil)
 			if err != nil || !got.allowed {
 				t.Fatalf("5 tokens, the whole limit: %+v, %v; want allowed", got, err)
 			}

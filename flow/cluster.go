@@ -20,8 +20,10 @@ type TokenServer interface {
 	// says: with Refund (a later level refused the call) every rule's
 	// permits come back, rate tokens and concurrency permits alike; without
 	// it (Exit) only concurrency permits are released and rate tokens stay
-	// spent. The engine calls it on Exit only when res holds something to
-	// release (a concurrency rule, or a Lease).
+	// spent. The engine calls it on Exit when res holds something to
+	// release (a concurrency rule, or a Lease), and on every Exit that
+	// settles the call's actual cost (req.Settle, see TokenRequest): one
+	// call then releases and settles.
 	Release(ctx context.Context, req TokenRequest, res TokenResult) error
 	// Instances is the number of live instances (>= 1) the local fallback
 	// divides a "global" limit by. A count below the truth over-admits
@@ -42,6 +44,17 @@ type TokenRequest struct {
 	// admitted it: give back every rule's permits. False on Exit: release
 	// concurrency permits only. Acquire ignores it.
 	Refund bool
+	// Settle, on Release at Exit only (Refund false), settles the call at
+	// its actual cost, Actual permits (flow.WithActualCost), against the
+	// Tokens it reserved: each rule that can carry it is charged the
+	// difference (a debt later calls pay, never more than the rule's
+	// MaxDebt owed) or given back the unused part, as the local algorithm
+	// would (docs/cost.md), in the window res.At falls in; a concurrency
+	// rule settles nothing (its permits are released as without Settle).
+	// A token server that cannot settle ignores it: the call's cost then
+	// stays as reserved.
+	Settle bool
+	Actual int // the call's actual cost when Settle, >= 0
 }
 
 // TokenResult is the token server's answer.
@@ -55,6 +68,10 @@ type TokenResult struct {
 	// Stripe is the stripe of a striped rule (Rule.Stripes) the permits
 	// were taken from, so that Release gives them back there; 0 otherwise.
 	Stripe int
+	// At is when the server counted the permits, on its own clock and in
+	// its own unit (opaque to the engine; 0 unknown): a settling Release
+	// adjusts the window they were counted in, and nothing once it closed.
+	At int64
 }
 
 // ClusterStats counts token server outcomes.

@@ -156,3 +156,33 @@ func ruleStats(t *testing.T, e *Engine, id string) RuleStats {
 	t.Fatalf("no rule %q", id)
 	return RuleStats{}
 }
+
+// TestActualCostClusterSettle: a cluster rule's grant is settled by its
+// token server in one Release at Exit, with the reservation, the actual
+// cost and the grant as Acquire returned it; an Exit without the option
+// releases nothing for a rate rule, and a second Exit settles nothing.
+func TestActualCostClusterSettle(t *testing.T) {
+	grant := TokenResult{Allowed: true, Refused: -1, Remaining: 5, At: 12345, Stripe: 2}
+	ts := &fakeTokenServer{res: grant, instances: 1}
+	e, _ := clusterEngine(t, ts, cfw("c", LevelUser, 100, "global", "deny"))
+	p, err := e.Entry("r", WithUser("a"), WithTokens(3))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Exit(WithActualCost(7))
+	p.Exit(WithActualCost(9))
+	q, err := e.Entry("r", WithUser("a"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	q.Exit()
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	if len(ts.relReqs) != 1 {
+		t.Fatalf("%d releases, want the one settlement", len(ts.relReqs))
+	}
+	req, res := ts.relReqs[0], ts.released[0]
+	if !req.Settle || req.Refund || req.Actual != 7 || req.Tokens != 3 || req.Key != "a" || res != grant {
+		t.Fatalf("settled %+v with %+v, want Settle, Actual 7, Tokens 3 and the grant %+v", req, res, grant)
+	}
+}

@@ -225,20 +225,14 @@ func (e *Engine) queue(st *entryState) bool {
 	return false
 }
 
-// pass finishes an admitted call: what it holds until Exit is kept, the
-// pass is counted, and its Permit returned.
+// pass finishes an admitted call: what it holds until Exit is kept (token
+// server grants too: Exit releases those that hold something and settles
+// all of them on WithActualCost), the pass is counted, and its Permit
+// returned.
 func (e *Engine) pass(st *entryState) Permit {
 	c := st.rec()
 	c.tokens, c.quota = st.a.tokens, st.quota
 	c.sysCounted, c.unruled = st.sysCounted, st.unruled
-	n := 0
-	for _, g := range c.grants { // keep the grants Exit releases
-		if g.release {
-			c.grants[n] = g
-			n++
-		}
-	}
-	c.grants = c.grants[:n]
 	c.waited = st.wait
 	if rr := st.rr; rr == nil {
 		c.stats = nil

@@ -152,7 +152,9 @@ func WithError(err error) ExitOption { return ExitOption{err: err} }
 // admitted the call, the difference is charged or given back, as the
 // rule's algorithm settles it (see Rule.MaxDebt and docs/cost.md): a token
 // bucket goes into debt that later calls pay, a window adjusts the window
-// the call was counted in while it is open. A negative n counts as 0.
+// the call was counted in while it is open. Cluster rules are settled by
+// their token server, in the Release that ends the call (one round trip;
+// see TokenRequest.Settle). A negative n counts as 0.
 // Concurrency rules hold no cost: for them the option is refused, with a
 // log line once per rule, and the call ends as without it.
 func WithActualCost(n int) ExitOption { return ExitOption{cost: max(n, 0), hasCost: true} }

@@ -60,7 +60,7 @@ type call struct {
 	// the record when the pool drops it (at most two GC cycles later).
 	taken  []takenLim
 	held   []algo.Holder  // concurrency caps to release
-	grants []clusterGrant // token server grants to release, or give back on refusal
+	grants []clusterGrant // token server grants to release or settle at Exit, or give back on refusal
 	brk    []breakerUse   // circuit breakers to tell the outcome
 	thr    []throttleUse  // client throttles to tell the backend's answer
 }
@@ -72,7 +72,7 @@ type takenLim struct {
 	at  int64         // the moment the permits were taken for: now, or now+wait when queued
 }
 
-// clusterGrant is a token server answer to give back or release.
+// clusterGrant is a token server answer to give back, release or settle.
 type clusterGrant struct {
 	req     TokenRequest
 	res     TokenResult
@@ -143,7 +143,7 @@ func (p Permit) Exit(opts ...ExitOption) {
 		c.exitThrottles(opts)
 	}
 	if len(c.held) > 0 || len(c.grants) > 0 {
-		c.release(measured, now)
+		c.release(measured, now, settle, cost)
 	}
 	if c.sysCounted {
 		e.sysInFlight.Add(-1)
@@ -164,8 +164,9 @@ func (p Permit) Exit(opts ...ExitOption) {
 
 // release lets go of what the call held past Entry: concurrency permits
 // (telling adaptive limits the response time when measured) and token
-// server grants.
-func (c *call) release(measured bool, now int64) {
+// server grants, each grant in one Release that also settles it at the
+// actual cost when settle (grants that hold nothing are only settled).
+func (c *call) release(measured bool, now int64, settle bool, actual int) {
 	e := c.eng
 	for i, l := range c.held {
 		l.Release(c.tokens)
@@ -178,10 +179,13 @@ func (c *call) release(measured bool, now int64) {
 	}
 	for i := range c.grants {
 		g := &c.grants[i]
-		// Not a refund: the call ran, its rate tokens stay spent.
-		g.req.Refund = false
-		if err := e.cf.ts.Release(context.Background(), g.req, g.res); err != nil {
-			e.logError("flow: token server release", err, nil)
+		if g.release || settle {
+			// Not a refund: the call ran, its rate tokens stay spent
+			// (settled at the actual cost when settle).
+			g.req.Refund, g.req.Settle, g.req.Actual = false, settle, actual
+			if err := e.cf.ts.Release(context.Background(), g.req, g.res); err != nil {
+				e.logError("flow: token server release", err, nil)
+			}
 		}
 		c.grants[i] = clusterGrant{}
 	}

@@ -148,8 +148,9 @@ type Rule struct {
 	// never owes more than MaxDebt permits, so over any window the cost
 	// admitted stays within Limit (plus Burst) plus MaxDebt. 0 (the
 	// default) stands for Limit.
-	// For token_bucket, warm_up, leaky_bucket, fixed_window and
-	// sliding_window, the algorithms that settle.
+	// For token_bucket, warm_up, leaky_bucket, fixed_window,
+	// sliding_window and sliding_log, the algorithms that settle (through
+	// the token server too for cluster rules).
 	MaxDebt float64
 	// Stripes spreads a global cluster rule over that many Redis keys, each
 	// with a hash tag of its own (so on Redis Cluster, over that many hash

@@ -28,7 +28,7 @@ var (
 	limited = allAlgos &^ lists &^ outbound &^ algos(AlgoCircuitBreaker, AlgoAdaptiveConcurrency)
 	// settles are the algorithms that settle a call's actual cost at Exit
 	// (algo.Settler): the others ignore WithActualCost.
-	settles = algos(AlgoTokenBucket, AlgoWarmUp, AlgoLeakyBucket, AlgoFixedWindow, AlgoSlidingWindow)
+	settles = algos(AlgoTokenBucket, AlgoWarmUp, AlgoLeakyBucket, AlgoFixedWindow, AlgoSlidingWindow, AlgoSlidingLog)
 )
 
 // ruleFields is the table of Rule's fields, in the document's order; see
@@ -116,7 +116,7 @@ var ruleFields = []RuleField{
 			}
 		}},
 	{Name: "maxDebt", Kind: KindAmount, ptr: func(r *Rule) any { return &r.MaxDebt }, algos: settles, levels: allLevels,
-		not:   []notFor{{allAlgos &^ settles, "not for %v rules (only token_bucket, warm_up, leaky_bucket, fixed_window and sliding_window settle a call's actual cost)"}},
+		not:   []notFor{{allAlgos &^ settles, "not for %v rules (only token_bucket, warm_up, leaky_bucket, fixed_window, sliding_window and sliding_log settle a call's actual cost)"}},
 		check: checkMaxDebt},
 	{Name: "k", Kind: KindNumber, ptr: func(r *Rule) any { return &r.K }, algos: throttle, levels: allLevels,
 		def: DefaultThrottleK, bounds: &bounds{lo: 1, hi: 1000}},

@@ -46,4 +46,22 @@ local function fixed_refund(i, key, n, at)
   redis.call('HSET', key, 'c', math.max(0, (tonumber(v[2]) or 0) - n))
 end
 
-ALGO[4] = {check = fixed_check, commit = fixed_commit, refund = fixed_refund}
+-- fixed_settle adjusts the window the call was counted in (at), while it
+-- is the current one (see settle.lua): a charge adds to its count up to
+-- the limit (p2, most) plus md (maxDebt), a refund takes from it, never
+-- below zero. A closed window (or a count Redis lost) settles nothing.
+-- Returns the permits moved.
+local function fixed_settle(i, key, d, at, md)
+  local win = param(i, 1)
+  local ws = now - now % win
+  if at - at % win ~= ws then return 0 end
+  local v = redis.call('HMGET', key, 'w', 'c')
+  if tonumber(v[1]) ~= ws then return 0 end
+  local c = tonumber(v[2]) or 0
+  local k = math.max(d, -c)
+  if d > 0 then k = math.min(d, math.max(param(i, 2) + math.floor(md) - c, 0)) end
+  if k ~= 0 then redis.call('HSET', key, 'c', c + k) end
+  return math.abs(k)
+end
+
+ALGO[4] = {check = fixed_check, commit = fixed_commit, refund = fixed_refund, settle = fixed_settle}

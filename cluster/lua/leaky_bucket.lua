@@ -39,4 +39,26 @@ local function leaky_refund(i, key, n)
   redis.call('SET', key, last - math.floor(n * param(i, 1)), 'KEEPTTL')
 end
 
-ALGO[3] = {check = leaky_check, commit = leaky_commit, refund = leaky_refund}
+-- leaky_settle moves the queue's end (see settle.lua): a charge pushes the
+-- latest slot later by the extra's spacing (from now when the queue is
+-- empty), at most md (maxDebt) permits' spacing past now; a refund pulls
+-- it earlier by the unused spacing, never before now, so no idle time is
+-- banked as a burst. Returns the permits moved.
+local function leaky_settle(i, key, d, at, md)
+  local spacing = param(i, 1)
+  local last = tonumber(redis.call('GET', key))
+  if d < 0 then
+    if last == nil or last <= now then return 0 end -- nothing queued
+    local nextl = math.max(last - math.floor(-d * spacing), now)
+    redis.call('SET', key, nextl, 'KEEPTTL')
+    return math.min(-d, math.floor((last - nextl) / spacing))
+  end
+  local from, limit = math.max(last or now, now), now + math.ceil(md * spacing)
+  if from >= limit then return 0 end
+  local nextl, done = from + math.floor(d * spacing), d
+  if nextl > limit then nextl, done = limit, math.floor((limit - from) / spacing) end
+  redis.call('SET', key, nextl, 'PX', pxms(nextl - now + param(i, 3)))
+  return done
+end
+
+ALGO[3] = {check = leaky_check, commit = leaky_commit, refund = leaky_refund, settle = leaky_settle}

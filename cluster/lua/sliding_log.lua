@@ -41,4 +41,31 @@ local function log_refund(i, key, n)
   if removed < n then redis.call('ZPOPMAX', key, n - removed) end
 end
 
-ALGO[6] = {check = log_check, commit = log_commit, refund = log_refund}
+-- log_settle adjusts the call's entries while they still count (see
+-- settle.lua): a charge adds entries scored at, the call's admission time,
+-- named by the settling call's nonce (":s" keeps them apart from the
+-- acquiring call's), so long as the window holds at most the limit (p2)
+-- plus md (maxDebt); a refund removes up to -d entries scored at (entries
+-- of one moment are interchangeable). Returns the permits moved.
+local function log_settle(i, key, d, at, md)
+  local win = param(i, 1)
+  if at <= now - win then return 0 end -- left the window (or unknown)
+  if d < 0 then
+    local m = redis.call('ZRANGEBYSCORE', key, at, at, 'LIMIT', 0, -d)
+    if #m == 0 then return 0 end
+    return zrem_all(key, m)
+  end
+  redis.call('ZREMRANGEBYSCORE', key, '-inf', now - win) -- cleanup only
+  local c = tonumber(redis.call('ZCARD', key))
+  local k = math.min(d, math.max(param(i, 2) + math.floor(md) - c, 0))
+  if k <= 0 then return 0 end
+  local m, base = {}, ARGV[#ARGV] .. ':s'
+  for j = 1, k do m[j] = base .. j end
+  zadd_all(key, at, m)
+  if tonumber(redis.call('PTTL', key)) < pxms(at + win - now) then
+    redis.call('PEXPIRE', key, pxms(at + win - now))
+  end
+  return k
+end
+
+ALGO[6] = {check = log_check, commit = log_commit, refund = log_refund, settle = log_settle}

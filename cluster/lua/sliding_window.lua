@@ -71,4 +71,34 @@ local function sliding_refund(i, key, n, at)
   redis.call('HSET', key, k, math.max(0, c - n))
 end
 
-ALGO[5] = {check = sliding_check, commit = sliding_commit, refund = sliding_refund}
+-- sliding_settle adjusts the sub-window the call was counted in (at),
+-- while it still counts (see settle.lua): a charge adds to it so long as
+-- the window's sub-windows, the oldest in full, hold at most the capacity
+-- (whole permits, as sliding_check's most) plus md (maxDebt); a refund
+-- takes from it, never below zero. Returns the permits moved.
+local function sliding_settle(i, key, d, at, md)
+  local w, b, limit = param(i, 1), param(i, 2), param(i, 3)
+  local k, ka = math.floor(now / w), math.floor(at / w)
+  if ka < k - b or ka > k then return 0 end -- left the window (or unknown)
+  local c = tonumber(redis.call('HGET', key, ka)) or 0
+  if d < 0 then
+    local take = math.min(-d, c)
+    if take > 0 then redis.call('HSET', key, ka, c - take) end
+    return take
+  end
+  local raw, total = redis.call('HGETALL', key), 0
+  for j = 1, #raw, 2 do
+    local idx = tonumber(raw[j])
+    if idx >= k - b and idx <= k then total = total + tonumber(raw[j + 1]) end
+  end
+  local cap = math.max(1, math.floor(limit + 1e-9)) + math.floor(md)
+  local add = math.min(d, math.max(cap - total, 0))
+  if add <= 0 then return 0 end
+  redis.call('HINCRBY', key, ka, add)
+  if tonumber(redis.call('PTTL', key)) < 0 then -- recreated: void when ka weighs nothing
+    redis.call('PEXPIRE', key, pxms((ka + b + 1) * w - now))
+  end
+  return add
+end
+
+ALGO[5] = {check = sliding_check, commit = sliding_commit, refund = sliding_refund, settle = sliding_settle}

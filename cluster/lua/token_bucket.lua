@@ -59,4 +59,27 @@ local function bursty_refund(i, key, n)
   redis.call('SET', key, e, 'PX', pxms(e - full))
 end
 
-ALGO[1] = {check = bursty_check, commit = bursty_commit, refund = bursty_refund}
+-- bursty_settle settles a call at its actual cost, d permits more (d > 0)
+-- or fewer than it reserved (see settle.lua). A charge spends stored
+-- permits, then owes: e moves past now, but never further than md
+-- (maxDebt) permits' worth, so at most md is owed. A refund is
+-- bursty_refund. Returns the permits moved.
+local function bursty_settle(i, key, d, at, md)
+  local stable, maxp = param(i, 1), param(i, 2)
+  local full = now - maxp * stable
+  local e = math.max(tonumber(redis.call('GET', key)) or full, full)
+  if d < 0 then
+    local back = math.min(-d, (e - full) / stable)
+    if back <= 0 then return 0 end
+    bursty_refund(i, key, -d)
+    return math.floor(back)
+  end
+  local limit = now + math.floor(md * stable)
+  if e >= limit then return 0 end -- already owes the most it may
+  local nexte, done = e + math.floor(d * stable), d
+  if nexte > limit then nexte, done = limit, math.floor((limit - e) / stable) end
+  redis.call('SET', key, nexte, 'PX', pxms(nexte - full))
+  return done
+end
+
+ALGO[1] = {check = bursty_check, commit = bursty_commit, refund = bursty_refund, settle = bursty_settle}

@@ -102,6 +102,39 @@ local function warm_cost(i, stored, k)
   return us + stable * k
 end
 
+-- warm_settle settles a call at its actual cost (see settle.lua). A
+-- charge reserves the most whole permits, up to d, whose cost (stored ones
+-- at their warm-up cost, then fresh ones) keeps nextFree within md
+-- (maxDebt) stable intervals of now; a refund is guava_refund. Returns the
+-- permits moved.
+local function warm_settle(i, key, d, at, md)
+  local cool = param(i, 6)
+  if d < 0 then
+    local stored, nextf = guava_read(key)
+    if stored == nil or nextf == nil then return 0 end -- absent: full, nothing to give back
+    guava_refund(i, key, -d, cool)
+    return -d
+  end
+  local st = guava_check(i, key, 0, cool, warm_cost)
+  local limit = now + math.floor(md * st.stable)
+  local function cost(k)
+    local spend = math.min(k, st.stored)
+    return warm_cost(i, st.stored, spend) + (k - spend) * st.stable
+  end
+  local k = d
+  if st.nextf + math.floor(cost(k)) > limit then
+    -- The most whole permits that fit: cost grows with k.
+    local lo, hi = 0, d
+    while lo < hi do
+      local mid = math.floor((lo + hi + 1) / 2)
+      if st.nextf + math.floor(cost(mid)) <= limit then lo = mid else hi = mid - 1 end
+    end
+    k = lo
+  end
+  if k > 0 then guava_commit(i, key, k, st) end
+  return k
+end
+
 ALGO[2] = {
   check = function(i, key, n)
     if n > param(i, 7) then return NEVER end
@@ -109,4 +142,5 @@ ALGO[2] = {
   end,
   commit = guava_commit,
   refund = function(i, key, n) guava_refund(i, key, n, param(i, 6)) end,
+  settle = warm_settle,
 }

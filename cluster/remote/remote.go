@@ -39,7 +39,7 @@ import (
 // the engine applies each rule's fallback) and nothing after: the dead
 // connection is no longer ready, and calls go to the next replica.
 // Releases of a concurrency lease on Exit are idempotent and are retried
-// on the next replica; refunds are not.
+// on the next replica; refunds and settlements are not.
 //
 // It holds one grpc.ClientConn per replica for its life; Close closes
 // them.
@@ -185,7 +185,7 @@ func (s *TokenServer) Acquire(ctx context.Context, req flow.TokenRequest) (flow.
 		return flow.TokenResult{}, err
 	}
 	res := flow.TokenResult{Refused: -1, Remaining: out.GetRemaining(), RetryAfter: time.Duration(out.GetRetryAfterNanos()),
-		Wait: time.Duration(out.GetWaitNanos()), Lease: out.GetLease()}
+		Wait: time.Duration(out.GetWaitNanos()), Lease: out.GetLease(), At: out.GetCountedAt(), Stripe: int(out.GetStripe())}
 	if out.GetStatus() == tokenpb.Status_STATUS_BLOCKED {
 		res.Refused = int(out.GetRefused())
 		s.st.Blocked.Add(1)
@@ -198,32 +198,55 @@ func (s *TokenServer) Acquire(ctx context.Context, req flow.TokenRequest) (flow.
 
 // Release gives back what res took, as cluster.RedisTokenServer.Release does:
 // req.Refund travels with the lease, so the replica knows a refund from an
-// Exit.
+// Exit. With req.Settle (an Exit with flow.WithActualCost) it calls the
+// replica's Settle method instead, which settles and releases in one call;
+// a replica that predates it answers UNIMPLEMENTED, and the call's cost
+// stays as reserved (the error says so).
 func (s *TokenServer) Release(ctx context.Context, req flow.TokenRequest, res flow.TokenResult) error {
 	if len(req.Rules) == 0 || req.Tokens <= 0 || !res.Allowed {
 		return nil
 	}
-	if !req.Refund && res.Lease == "" {
+	settle := req.Settle && !req.Refund
+	if !req.Refund && res.Lease == "" && !settle {
 		return nil // Exit with nothing held: rate tokens stay spent
 	}
-	in := &tokenpb.ReleaseRequest{Request: s.request(&req), Lease: res.Lease, Refund: req.Refund}
+	in := &tokenpb.ReleaseRequest{Request: s.request(&req), Lease: res.Lease, Refund: req.Refund,
+		CountedAt: res.At, Stripe: int32(res.Stripe)}
+	method := r2Release
+	if settle {
+		in.Settle, in.ActualCost, method = true, int64(max(req.Actual, 0)), r2Settle
+	}
 	call := func(ctx context.Context, r *replica) error {
-		out, err := r.client.Release(ctx, in)
+		out, err := method(ctx, r.client, in)
+		if status.Code(err) == codes.Unimplemented {
+			// It answered: a replica that predates Settle. Not held
+			// against it.
+			return s.answerError(r, tokenpb.Status_STATUS_BAD_REQUEST, "settle not served: "+err.Error(), false)
+		}
 		if err == nil && out.GetStatus() != tokenpb.Status_STATUS_OK {
 			return s.answerError(r, out.GetStatus(), out.GetMessage(), out.GetPartial())
 		}
 		return err
 	}
 	_, err := s.once(ctx, call)
-	if err != nil && !req.Refund && errors.Is(err, flow.ErrTokenServerUnavailable) {
+	if err != nil && !req.Refund && !settle && errors.Is(err, flow.ErrTokenServerUnavailable) {
 		// Removing a lease twice removes it once: safe to try elsewhere. A
-		// refund is not (its rate tokens would come back twice).
+		// refund or a settlement is not (it would count twice).
 		_, err = s.once(ctx, call)
 	}
 	if err != nil && s.cf.log != nil {
 		s.cf.log.Warn("cluster: remote release", slog.Any("err", err))
 	}
 	return err
+}
+
+// r2Release and r2Settle call a replica's Release and Settle methods.
+func r2Release(ctx context.Context, c tokenpb.TokenServiceClient, in *tokenpb.ReleaseRequest) (*tokenpb.ReleaseResponse, error) {
+	return c.Release(ctx, in)
+}
+
+func r2Settle(ctx context.Context, c tokenpb.TokenServiceClient, in *tokenpb.ReleaseRequest) (*tokenpb.ReleaseResponse, error) {
+	return c.Settle(ctx, in)
 }
 
 // answerError is the error for a replica's non-decision; FAIL (its Redis

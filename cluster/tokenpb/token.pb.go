@@ -429,7 +429,13 @@ type AcquireResponse struct {
 	// FAIL only: the server's backend failed for this request's keys alone
 	// (the Redis Cluster node that holds them) while it answers for others;
 	// clients do not hold it against the server.
-	Partial       bool `protobuf:"varint,9,opt,name=partial,proto3" json:"partial,omitempty"`
+	Partial bool `protobuf:"varint,9,opt,name=partial,proto3" json:"partial,omitempty"`
+	// When the server counted the permits, on its own clock (opaque; 0
+	// unknown), and the stripe of a striped rule they came from: send both
+	// back with the Release or Settle of this call (flow.TokenResult.At,
+	// Stripe).
+	CountedAt     int64 `protobuf:"varint,10,opt,name=counted_at,json=countedAt,proto3" json:"counted_at,omitempty"`
+	Stripe        int32 `protobuf:"varint,11,opt,name=stripe,proto3" json:"stripe,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -527,6 +533,20 @@ func (x *AcquireResponse) GetPartial() bool {
 	return false
 }
 
+func (x *AcquireResponse) GetCountedAt() int64 {
+	if x != nil {
+		return x.CountedAt
+	}
+	return 0
+}
+
+func (x *AcquireResponse) GetStripe() int32 {
+	if x != nil {
+		return x.Stripe
+	}
+	return 0
+}
+
 type ReleaseRequest struct {
 	state   protoimpl.MessageState `protogen:"open.v1"`
 	Request *AcquireRequest        `protobuf:"bytes,1,opt,name=request,proto3" json:"request,omitempty"` // the request that was admitted
@@ -535,7 +555,14 @@ type ReleaseRequest struct {
 	// (rate tokens and the lease's concurrency permits); false: Exit, release
 	// only the lease's concurrency permits. A request without a lease is a
 	// refund either way (what clients that predate this field meant by it).
-	Refund        bool `protobuf:"varint,3,opt,name=refund,proto3" json:"refund,omitempty"`
+	Refund bool `protobuf:"varint,3,opt,name=refund,proto3" json:"refund,omitempty"`
+	// Settle only (settle true, refund false): the call's actual cost, >= 0,
+	// settled against request.tokens as flow.TokenRequest.Settle says.
+	Settle     bool  `protobuf:"varint,4,opt,name=settle,proto3" json:"settle,omitempty"`
+	ActualCost int64 `protobuf:"varint,5,opt,name=actual_cost,json=actualCost,proto3" json:"actual_cost,omitempty"`
+	// The Acquire's counted_at and stripe.
+	CountedAt     int64 `protobuf:"varint,6,opt,name=counted_at,json=countedAt,proto3" json:"counted_at,omitempty"`
+	Stripe        int32 `protobuf:"varint,7,opt,name=stripe,proto3" json:"stripe,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -589,6 +616,34 @@ func (x *ReleaseRequest) GetRefund() bool {
 		return x.Refund
 	}
 	return false
+}
+
+func (x *ReleaseRequest) GetSettle() bool {
+	if x != nil {
+		return x.Settle
+	}
+	return false
+}
+
+func (x *ReleaseRequest) GetActualCost() int64 {
+	if x != nil {
+		return x.ActualCost
+	}
+	return 0
+}
+
+func (x *ReleaseRequest) GetCountedAt() int64 {
+	if x != nil {
+		return x.CountedAt
+	}
+	return 0
+}
+
+func (x *ReleaseRequest) GetStripe() int32 {
+	if x != nil {
+		return x.Stripe
+	}
+	return 0
 }
 
 type ReleaseResponse struct {
@@ -683,7 +738,7 @@ const file_token_proto_rawDesc = "" +
 	"\brule_ids\x18\x06 \x03(\tR\aruleIds\x12-\n" +
 	"\x05rules\x18\a \x03(\v2\x17.flowgate.token.v1.RuleR\x05rules\x12\x16\n" +
 	"\x06factor\x18\b \x01(\x01R\x06factor\x12\x14\n" +
-	"\x05param\x18\t \x01(\tR\x05param\"\xb9\x02\n" +
+	"\x05param\x18\t \x01(\tR\x05param\"\xf0\x02\n" +
 	"\x0fAcquireResponse\x121\n" +
 	"\x06status\x18\x01 \x01(\x0e2\x19.flowgate.token.v1.StatusR\x06status\x12\x1c\n" +
 	"\tremaining\x18\x02 \x01(\x01R\tremaining\x12*\n" +
@@ -694,11 +749,21 @@ const file_token_proto_rawDesc = "" +
 	"\arefused\x18\x06 \x01(\x05R\arefused\x12&\n" +
 	"\x0frefused_rule_id\x18\a \x01(\tR\rrefusedRuleId\x12\x18\n" +
 	"\amessage\x18\b \x01(\tR\amessage\x12\x18\n" +
-	"\apartial\x18\t \x01(\bR\apartial\"{\n" +
+	"\apartial\x18\t \x01(\bR\apartial\x12\x1d\n" +
+	"\n" +
+	"counted_at\x18\n" +
+	" \x01(\x03R\tcountedAt\x12\x16\n" +
+	"\x06stripe\x18\v \x01(\x05R\x06stripe\"\xeb\x01\n" +
 	"\x0eReleaseRequest\x12;\n" +
 	"\arequest\x18\x01 \x01(\v2!.flowgate.token.v1.AcquireRequestR\arequest\x12\x14\n" +
 	"\x05lease\x18\x02 \x01(\tR\x05lease\x12\x16\n" +
-	"\x06refund\x18\x03 \x01(\bR\x06refund\"x\n" +
+	"\x06refund\x18\x03 \x01(\bR\x06refund\x12\x16\n" +
+	"\x06settle\x18\x04 \x01(\bR\x06settle\x12\x1f\n" +
+	"\vactual_cost\x18\x05 \x01(\x03R\n" +
+	"actualCost\x12\x1d\n" +
+	"\n" +
+	"counted_at\x18\x06 \x01(\x03R\tcountedAt\x12\x16\n" +
+	"\x06stripe\x18\a \x01(\x05R\x06stripe\"x\n" +
 	"\x0fReleaseResponse\x121\n" +
 	"\x06status\x18\x01 \x01(\x0e2\x19.flowgate.token.v1.StatusR\x06status\x12\x18\n" +
 	"\amessage\x18\x02 \x01(\tR\amessage\x12\x18\n" +
@@ -717,10 +782,11 @@ const file_token_proto_rawDesc = "" +
 	"\x15STATUS_NO_RULE_EXISTS\x10\x04\x12\x16\n" +
 	"\x12STATUS_BAD_REQUEST\x10\x05\x12\x1b\n" +
 	"\x17STATUS_TOO_MANY_REQUEST\x10\x06\x12\x0f\n" +
-	"\vSTATUS_FAIL\x10\a2\xb2\x01\n" +
+	"\vSTATUS_FAIL\x10\a2\x83\x02\n" +
 	"\fTokenService\x12P\n" +
 	"\aAcquire\x12!.flowgate.token.v1.AcquireRequest\x1a\".flowgate.token.v1.AcquireResponse\x12P\n" +
-	"\aRelease\x12!.flowgate.token.v1.ReleaseRequest\x1a\".flowgate.token.v1.ReleaseResponseB.Z,github.com/flowgate/flowgate/cluster/tokenpbb\x06proto3"
+	"\aRelease\x12!.flowgate.token.v1.ReleaseRequest\x1a\".flowgate.token.v1.ReleaseResponse\x12O\n" +
+	"\x06Settle\x12!.flowgate.token.v1.ReleaseRequest\x1a\".flowgate.token.v1.ReleaseResponseB.Z,github.com/flowgate/flowgate/cluster/tokenpbb\x06proto3"
 
 var (
 	file_token_proto_rawDescOnce sync.Once
@@ -754,10 +820,12 @@ var file_token_proto_depIdxs = []int32{
 	1, // 5: flowgate.token.v1.ReleaseResponse.status:type_name -> flowgate.token.v1.Status
 	3, // 6: flowgate.token.v1.TokenService.Acquire:input_type -> flowgate.token.v1.AcquireRequest
 	5, // 7: flowgate.token.v1.TokenService.Release:input_type -> flowgate.token.v1.ReleaseRequest
-	4, // 8: flowgate.token.v1.TokenService.Acquire:output_type -> flowgate.token.v1.AcquireResponse
-	6, // 9: flowgate.token.v1.TokenService.Release:output_type -> flowgate.token.v1.ReleaseResponse
-	8, // [8:10] is the sub-list for method output_type
-	6, // [6:8] is the sub-list for method input_type
+	5, // 8: flowgate.token.v1.TokenService.Settle:input_type -> flowgate.token.v1.ReleaseRequest
+	4, // 9: flowgate.token.v1.TokenService.Acquire:output_type -> flowgate.token.v1.AcquireResponse
+	6, // 10: flowgate.token.v1.TokenService.Release:output_type -> flowgate.token.v1.ReleaseResponse
+	6, // 11: flowgate.token.v1.TokenService.Settle:output_type -> flowgate.token.v1.ReleaseResponse
+	9, // [9:12] is the sub-list for method output_type
+	6, // [6:9] is the sub-list for method input_type
 	6, // [6:6] is the sub-list for extension type_name
 	6, // [6:6] is the sub-list for extension extendee
 	0, // [0:6] is the sub-list for field type_name

@@ -25,6 +25,7 @@ const _ = grpc.SupportPackageIsVersion9
 const (
 	TokenService_Acquire_FullMethodName = "/flowgate.token.v1.TokenService/Acquire"
 	TokenService_Release_FullMethodName = "/flowgate.token.v1.TokenService/Release"
+	TokenService_Settle_FullMethodName  = "/flowgate.token.v1.TokenService/Settle"
 )
 
 // TokenServiceClient is the client API for TokenService service.
@@ -37,6 +38,14 @@ type TokenServiceClient interface {
 	// Release gives back what an Acquire took: a refund of every rule's
 	// permits when a later level refused, or a concurrency lease on Exit.
 	Release(ctx context.Context, in *ReleaseRequest, opts ...grpc.CallOption) (*ReleaseResponse, error)
+	// Settle is Release at the Exit of a call that reports its actual cost
+	// (flow.WithActualCost): with settle set, it settles every rule at
+	// actual_cost against the permits the call reserved, and releases the
+	// lease's concurrency permits, in one call (flow.TokenRequest.Settle).
+	// A method of its own so that a server predating it answers
+	// UNIMPLEMENTED: its Release would read a request without a lease as a
+	// refund.
+	Settle(ctx context.Context, in *ReleaseRequest, opts ...grpc.CallOption) (*ReleaseResponse, error)
 }
 
 type tokenServiceClient struct {
@@ -67,6 +76,16 @@ func (c *tokenServiceClient) Release(ctx context.Context, in *ReleaseRequest, op
 	return out, nil
 }
 
+func (c *tokenServiceClient) Settle(ctx context.Context, in *ReleaseRequest, opts ...grpc.CallOption) (*ReleaseResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ReleaseResponse)
+	err := c.cc.Invoke(ctx, TokenService_Settle_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // TokenServiceServer is the server API for TokenService service.
 // All implementations must embed UnimplementedTokenServiceServer
 // for forward compatibility.
@@ -77,6 +96,14 @@ type TokenServiceServer interface {
 	// Release gives back what an Acquire took: a refund of every rule's
 	// permits when a later level refused, or a concurrency lease on Exit.
 	Release(context.Context, *ReleaseRequest) (*ReleaseResponse, error)
+	// Settle is Release at the Exit of a call that reports its actual cost
+	// (flow.WithActualCost): with settle set, it settles every rule at
+	// actual_cost against the permits the call reserved, and releases the
+	// lease's concurrency permits, in one call (flow.TokenRequest.Settle).
+	// A method of its own so that a server predating it answers
+	// UNIMPLEMENTED: its Release would read a request without a lease as a
+	// refund.
+	Settle(context.Context, *ReleaseRequest) (*ReleaseResponse, error)
 	mustEmbedUnimplementedTokenServiceServer()
 }
 
@@ -92,6 +119,9 @@ func (UnimplementedTokenServiceServer) Acquire(context.Context, *AcquireRequest)
 }
 func (UnimplementedTokenServiceServer) Release(context.Context, *ReleaseRequest) (*ReleaseResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method Release not implemented")
+}
+func (UnimplementedTokenServiceServer) Settle(context.Context, *ReleaseRequest) (*ReleaseResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method Settle not implemented")
 }
 func (UnimplementedTokenServiceServer) mustEmbedUnimplementedTokenServiceServer() {}
 func (UnimplementedTokenServiceServer) testEmbeddedByValue()                      {}
@@ -150,6 +180,24 @@ func _TokenService_Release_Handler(srv interface{}, ctx context.Context, dec fun
 	return interceptor(ctx, in, info, handler)
 }
 
+func _TokenService_Settle_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ReleaseRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(TokenServiceServer).Settle(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: TokenService_Settle_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(TokenServiceServer).Settle(ctx, req.(*ReleaseRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // TokenService_ServiceDesc is the grpc.ServiceDesc for TokenService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -164,6 +212,10 @@ var TokenService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "Release",
 			Handler:    _TokenService_Release_Handler,
+		},
+		{
+			MethodName: "Settle",
+			Handler:    _TokenService_Settle_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

@@ -22,10 +22,11 @@ const (
 const (
 	methodAcquire = iota
 	methodRelease
+	methodSettle
 	numMethods
 )
 
-var methodNames = [numMethods]string{"acquire", "release"}
+var methodNames = [numMethods]string{"acquire", "release", "settle"}
 
 const numStatuses = 8 // tokenpb.Status values
 
@@ -54,7 +55,7 @@ func (st *serverStats) observe(method int, s tokenpb.Status, ns int64) {
 	st.hist[method][i].Add(1)
 }
 
-// Requests returns how many calls of method ("acquire" or "release") were
+// Requests returns how many calls of method ("acquire", "release" or "settle") were
 // answered with status so far.
 func (s *Server) Requests(method string, status tokenpb.Status) uint64 {
 	for m, name := range methodNames {

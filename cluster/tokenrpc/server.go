@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"net"
 	"time"
 
@@ -125,7 +126,8 @@ func (s *Server) acquire(ctx context.Context, in *tokenpb.AcquireRequest, now in
 		return &tokenpb.AcquireResponse{Status: tokenpb.Status_STATUS_FAIL, Refused: -1, Message: err.Error(), Partial: partial}
 	}
 	out := &tokenpb.AcquireResponse{Status: tokenpb.Status_STATUS_OK, Remaining: res.Remaining,
-		RetryAfterNanos: int64(res.RetryAfter), WaitNanos: int64(res.Wait), Lease: res.Lease, Refused: -1}
+		RetryAfterNanos: int64(res.RetryAfter), WaitNanos: int64(res.Wait), Lease: res.Lease, Refused: -1,
+		CountedAt: res.At, Stripe: int32(res.Stripe)}
 	s.dec.record(req.Resource, req.Level, res.Allowed) // every rule of a request is at req.Level
 	switch {
 	case !res.Allowed:
@@ -147,6 +149,23 @@ func (s *Server) Release(ctx context.Context, in *tokenpb.ReleaseRequest) (*toke
 	return out, nil
 }
 
+// Settle implements tokenpb.TokenServiceServer: a Release that settles the
+// call at its actual cost (see the method in token.proto). Not capped.
+func (s *Server) Settle(ctx context.Context, in *tokenpb.ReleaseRequest) (*tokenpb.ReleaseResponse, error) {
+	start := clock.Nanotime(s.cf.clk)
+	var out *tokenpb.ReleaseResponse
+	switch {
+	case !in.GetSettle() || in.GetRefund():
+		out = &tokenpb.ReleaseResponse{Status: tokenpb.Status_STATUS_BAD_REQUEST, Message: "settle: needs settle true and refund false"}
+	case in.GetActualCost() < 0 || in.GetActualCost() > math.MaxInt32:
+		out = &tokenpb.ReleaseResponse{Status: tokenpb.Status_STATUS_BAD_REQUEST, Message: fmt.Sprintf("actual_cost: %d out of [0, 2^31)", in.GetActualCost())}
+	default:
+		out = s.release(ctx, in)
+	}
+	s.st.observe(methodSettle, out.Status, clock.Nanotime(s.cf.clk)-start)
+	return out, nil
+}
+
 func (s *Server) release(ctx context.Context, in *tokenpb.ReleaseRequest) *tokenpb.ReleaseResponse {
 	req, st, err := s.request(in.GetRequest())
 	if err != nil {
@@ -154,9 +173,12 @@ func (s *Server) release(ctx context.Context, in *tokenpb.ReleaseRequest) *token
 	}
 	if len(req.Rules) > 0 {
 		// Without a lease there is nothing but a refund to do (older
-		// clients sent no refund flag and meant one).
-		req.Refund = in.GetRefund() || in.GetLease() == ""
-		if err := s.ts.Release(ctx, req, flow.TokenResult{Allowed: true, Refused: -1, Lease: in.GetLease()}); err != nil {
+		// clients sent no refund flag and meant one), unless settling.
+		req.Settle = in.GetSettle() && !in.GetRefund()
+		req.Refund = !req.Settle && (in.GetRefund() || in.GetLease() == "")
+		req.Actual = int(max(0, min(in.GetActualCost(), math.MaxInt32)))
+		res := flow.TokenResult{Allowed: true, Refused: -1, Lease: in.GetLease(), At: in.GetCountedAt(), Stripe: int(in.GetStripe())}
+		if err := s.ts.Release(ctx, req, res); err != nil {
 			partial := s.backendError(err)
 			return &tokenpb.ReleaseResponse{Status: tokenpb.Status_STATUS_FAIL, Message: err.Error(), Partial: partial}
 		}

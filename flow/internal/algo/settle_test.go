@@ -17,6 +17,7 @@ var settleAlgos = []Spec{
 	{Kind: LeakyBucket, Limit: 10, Window: time.Second},
 	{Kind: FixedWindow, Limit: 10, Window: time.Second},
 	{Kind: SlidingWindow, Limit: 10, Window: time.Second, Buckets: 10},
+	{Kind: SlidingLog, Limit: 10, Window: time.Second},
 }
 
 func newSettler(t *testing.T, s Spec) (Limiter, *clock.Fake) {
