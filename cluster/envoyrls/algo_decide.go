@@ -12,11 +12,12 @@ import (
 	"github.com/flowgate/flowgate/flow"
 )
 
-// algoRules are the engine rules of c's algorithm descriptors; with
-// cluster set, each is decided by the token server, falling back to a
-// local decision while it cannot answer.
-func (c *Config) algoRules(cluster bool) []flow.Rule {
-	var out []flow.Rule
+// algoRules are the engine rules of c's algorithm descriptors by their
+// lease (the zero Lease: none, or leasing off); with cluster set, each is
+// decided by the token server, falling back to a local decision while it
+// cannot answer.
+func (c *Config) algoRules(cluster, leasing bool) map[Lease][]flow.Rule {
+	out := map[Lease][]flow.Rule{}
 	var walk func(n *node)
 	walk = func(n *node) {
 		if n.limit != nil && n.limit.algo != nil {
@@ -24,7 +25,11 @@ func (c *Config) algoRules(cluster bool) []flow.Rule {
 			if cluster {
 				r.Cluster = &flow.ClusterSpec{Threshold: "global", Fallback: "local"}
 			}
-			out = append(out, r)
+			var ls Lease
+			if leasing && n.limit.algo.lease != nil {
+				ls = *n.limit.algo.lease
+			}
+			out[ls] = append(out[ls], r)
 		}
 		for _, ch := range n.children {
 			walk(ch)
@@ -49,7 +54,7 @@ func (c *call) algorithm(i int, m match) (*rlspb.RateLimitResponse_DescriptorSta
 		return st, nil
 	}
 	key := string(appendCounterKey(nil, "", c.req.GetDomain(), c.descriptor(i), m.share, 0))
-	p, err := c.s.eng.Entry(l.path, flow.WithUser(key), flow.WithTokens(int(min(hits, math.MaxInt32))))
+	p, err := c.s.engine(l).Entry(l.path, flow.WithUser(key), flow.WithTokens(int(min(hits, math.MaxInt32))))
 	var be *flow.BlockError
 	switch {
 	case errors.As(err, &be):

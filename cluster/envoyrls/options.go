@@ -14,6 +14,7 @@ type options struct {
 	clk     clock.Clock
 	store   Store
 	ts      flow.TokenServer
+	leasing func(Lease) (flow.TokenServer, error)
 	prefix  string
 	headers *HeaderNames
 	log     *slog.Logger
@@ -35,6 +36,17 @@ func WithStore(s Store) Option { return func(o *options) { o.store = s } }
 // (the Redis token server), each falling back to a local decision while ts
 // cannot answer. Default: none, decisions local to this process.
 func WithTokenServer(ts flow.TokenServer) Option { return func(o *options) { o.ts = ts } }
+
+// WithLeasing gives the descriptors whose rate_limit has a lease a token
+// server that leases (cluster.WithLeasing with the descriptor's period and
+// max batch): newServer is called once per distinct Lease, by Load, and
+// the servers it returns are the caller's to close after the Service is
+// done. Without it, or without WithTokenServer, lease settings are read
+// and change nothing: every call of such a descriptor goes to the token
+// server, or is decided locally.
+func WithLeasing(newServer func(Lease) (flow.TokenServer, error)) Option {
+	return func(o *options) { o.leasing = newServer }
+}
 
 // WithKeyPrefix prefixes every counter key. Default "", as
 // envoyproxy/ratelimit's CACHE_KEY_PREFIX: both name a window's counter

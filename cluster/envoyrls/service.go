@@ -3,7 +3,9 @@ package envoyrls
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
+	"maps"
 	"math"
 	"sync"
 	"sync/atomic"
@@ -22,11 +24,14 @@ import (
 type Service struct {
 	rlspb.UnimplementedRateLimitServiceServer
 
-	cf   options
-	cfg  atomic.Pointer[Config]
-	eng  *flow.Engine // decides descriptors with an algorithm
-	mu   sync.Mutex   // serialises Load
-	stat *stats
+	cf  options
+	cfg atomic.Pointer[Config]
+	eng *flow.Engine // decides descriptors with an algorithm and no lease
+	// leased are the engines of leased descriptors, one per Lease, over a
+	// leasing token server each; replaced whole by Load (under mu).
+	leased atomic.Pointer[map[Lease]*flow.Engine]
+	mu     sync.Mutex // serialises Load
+	stat   *stats
 }
 
 var _ rlspb.RateLimitServiceServer = (*Service)(nil)
@@ -40,14 +45,23 @@ func NewService(opts ...Option) *Service {
 			o(&cf)
 		}
 	}
-	engOpts := []flow.Option{flow.WithClock(cf.clk)}
-	if cf.ts != nil {
-		engOpts = append(engOpts, flow.WithTokenServer(cf.ts))
+	s := &Service{cf: cf, stat: newStats()}
+	s.eng = s.newEngine(cf.ts)
+	s.leased.Store(&map[Lease]*flow.Engine{})
+	return s
+}
+
+// newEngine returns an engine deciding its cluster rules with ts (none:
+// locally).
+func (s *Service) newEngine(ts flow.TokenServer) *flow.Engine {
+	engOpts := []flow.Option{flow.WithClock(s.cf.clk)}
+	if ts != nil {
+		engOpts = append(engOpts, flow.WithTokenServer(ts))
 	}
-	if cf.log != nil {
-		engOpts = append(engOpts, flow.WithLogger(cf.log))
+	if s.cf.log != nil {
+		engOpts = append(engOpts, flow.WithLogger(s.cf.log))
 	}
-	return &Service{cf: cf, eng: flow.NewEngine(engOpts...), stat: newStats()}
+	return flow.NewEngine(engOpts...)
 }
 
 // Load makes c the configuration in force. The rules of its algorithm
@@ -59,11 +73,45 @@ func (s *Service) Load(c *Config) error {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if err := s.eng.LoadRules(c.algoRules(s.cf.ts != nil)); err != nil {
+	byLease := c.algoRules(s.cf.ts != nil, s.leasing())
+	engines := maps.Clone(*s.leased.Load())
+	for ls := range byLease {
+		if ls == (Lease{}) || engines[ls] != nil {
+			continue
+		}
+		ts, err := s.cf.leasing(ls)
+		if err != nil {
+			return fmt.Errorf("envoyrls: leasing token server for %+v: %w", ls, err)
+		}
+		engines[ls] = s.newEngine(ts)
+	}
+	// The rules were validated when the configuration was parsed; an
+	// engine that refuses them anyway leaves the others as loaded.
+	if err := s.eng.LoadRules(byLease[Lease{}]); err != nil {
 		return err
 	}
+	for ls, eng := range engines {
+		if err := eng.LoadRules(byLease[ls]); err != nil {
+			return err
+		}
+	}
+	s.leased.Store(&engines)
 	s.cfg.Store(c)
 	return nil
+}
+
+// leasing reports whether lease settings take effect: a token server to
+// lease from and a way to build a leasing one.
+func (s *Service) leasing() bool { return s.cf.ts != nil && s.cf.leasing != nil }
+
+// engine is the engine deciding l, an algorithm descriptor.
+func (s *Service) engine(l *limit) *flow.Engine {
+	if ls := l.algo.lease; ls != nil && s.leasing() {
+		if e := (*s.leased.Load())[*ls]; e != nil {
+			return e
+		}
+	}
+	return s.eng
 }
 
 // Config returns the configuration in force (nil before the first Load).

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -18,6 +19,7 @@ import (
 
 	"github.com/flowgate/flowgate/cluster"
 	"github.com/flowgate/flowgate/cluster/envoyrls"
+	"github.com/flowgate/flowgate/flow"
 )
 
 // envoyConfig is serve's Envoy rate-limit service: off unless Listen and
@@ -54,7 +56,58 @@ type envoyService struct {
 	svc    *envoyrls.Service
 	srv    *envoyrls.Server
 	w      *envoyrls.Watcher
+	leases *envoyLeases
 	served chan error
+}
+
+// envoyLeases builds the leasing token servers of the leased descriptors
+// (one per distinct lease setting, as the configuration asks) and closes
+// them at stop. They share the main server's Redis, prefix and timeout,
+// and count as the main server's instance: they send no heartbeat of
+// their own (their first one lasts a millisecond) and report its count.
+type envoyLeases struct {
+	cf   serveConfig
+	rdb  redis.UniversalClient
+	main *cluster.RedisTokenServer
+	log  *slog.Logger
+	mu   sync.Mutex
+	all  []*cluster.RedisTokenServer
+}
+
+// leasedServer is a leasing token server counting instances as main does.
+type leasedServer struct {
+	*cluster.RedisTokenServer
+	main *cluster.RedisTokenServer
+}
+
+func (l leasedServer) Instances() int { return l.main.Instances() }
+
+func (el *envoyLeases) newServer(ls envoyrls.Lease) (flow.TokenServer, error) {
+	el.mu.Lock()
+	defer el.mu.Unlock()
+	id := fmt.Sprintf("%s-lease%d", el.main.ID(), len(el.all)+1)
+	ts, err := cluster.NewRedisTokenServer(el.rdb, cluster.WithTimeout(time.Duration(el.cf.Timeout)), cluster.WithPrefix(el.cf.Prefix),
+		cluster.WithLogger(el.log), cluster.WithInstanceID(id), cluster.WithHeartbeat(0, time.Millisecond),
+		cluster.WithLeasing(cluster.LeaseConfig{Period: ls.Period, MaxBatch: ls.MaxBatch}))
+	if err != nil {
+		return nil, err
+	}
+	el.all = append(el.all, ts)
+	return leasedServer{ts, el.main}, nil
+}
+
+// close returns every lease's unspent permits and stops the servers.
+func (el *envoyLeases) close() error {
+	if el == nil {
+		return nil
+	}
+	el.mu.Lock()
+	defer el.mu.Unlock()
+	var errs []error
+	for _, ts := range el.all {
+		errs = append(errs, ts.Close())
+	}
+	return errors.Join(errs...)
 }
 
 // startEnvoy starts the Envoy rate-limit service when cf asks for it (nil
@@ -76,42 +129,49 @@ func startEnvoy(cf serveConfig, rdb redis.UniversalClient, ts *cluster.RedisToke
 	} else if warning != "" {
 		log.Warn("flowgate serve: envoy: " + warning)
 	}
+	opts, leases := envoyOptions(cf, rdb, ts, log)
+	svc := envoyrls.NewService(opts...)
+	w, err := envoyrls.Watch(svc, ec.Config, envoyrls.WatchLogger(log))
+	if err != nil {
+		return nil, errors.Join(fmt.Errorf("envoy: %w", err), leases.close())
+	}
+	var gopts []grpc.ServerOption
+	if cf.TLS.Cert != "" {
+		tc, err := serverTLS(cf.TLS)
+		if err != nil {
+			return nil, errors.Join(fmt.Errorf("tls: %w", err), w.Close(), leases.close())
+		}
+		gopts = append(gopts, grpc.Creds(credentials.NewTLS(tc)))
+	}
+	lis, err := net.Listen("tcp", ec.Listen)
+	if err != nil {
+		return nil, errors.Join(fmt.Errorf("envoy: %w", err), w.Close(), leases.close())
+	}
+	es := &envoyService{svc: svc, srv: envoyrls.NewServer(svc, token, gopts...), w: w, leases: leases, served: make(chan error, 1)}
+	go func() { es.served <- es.srv.Serve(lis) }()
+	fmt.Fprintf(stdout, "envoy rate limit service on %s\n", lis.Addr())
+	return es, nil
+}
+
+// envoyOptions are the Envoy service's options from serve's settings,
+// with the leasing token servers' builder (nil with the local store).
+func envoyOptions(cf serveConfig, rdb redis.UniversalClient, ts *cluster.RedisTokenServer, log *slog.Logger) ([]envoyrls.Option, *envoyLeases) {
+	ec := cf.Envoy
 	opts := []envoyrls.Option{envoyrls.WithLogger(log), envoyrls.WithKeyPrefix(ec.KeyPrefix)}
 	if ec.Headers {
 		opts = append(opts, envoyrls.WithResponseHeaders(envoyrls.HeaderNames{}))
 	}
 	if ec.Store == "local" {
 		log.Info("flowgate serve: envoy: decisions local to this process (no Redis): each replica counts alone")
-	} else {
-		opts = append(opts, envoyrls.WithStore(envoyrls.NewRedisStore(rdb)), envoyrls.WithTokenServer(ts))
+		return opts, nil
 	}
-	svc := envoyrls.NewService(opts...)
-	w, err := envoyrls.Watch(svc, ec.Config, envoyrls.WatchLogger(log))
-	if err != nil {
-		return nil, fmt.Errorf("envoy: %w", err)
-	}
-	var gopts []grpc.ServerOption
-	if cf.TLS.Cert != "" {
-		tc, err := serverTLS(cf.TLS)
-		if err != nil {
-			w.Close()
-			return nil, fmt.Errorf("tls: %w", err)
-		}
-		gopts = append(gopts, grpc.Creds(credentials.NewTLS(tc)))
-	}
-	lis, err := net.Listen("tcp", ec.Listen)
-	if err != nil {
-		w.Close()
-		return nil, fmt.Errorf("envoy: %w", err)
-	}
-	es := &envoyService{svc: svc, srv: envoyrls.NewServer(svc, token, gopts...), w: w, served: make(chan error, 1)}
-	go func() { es.served <- es.srv.Serve(lis) }()
-	fmt.Fprintf(stdout, "envoy rate limit service on %s\n", lis.Addr())
-	return es, nil
+	leases := &envoyLeases{cf: cf, rdb: rdb, main: ts, log: log}
+	return append(opts, envoyrls.WithStore(envoyrls.NewRedisStore(rdb)), envoyrls.WithTokenServer(ts), envoyrls.WithLeasing(leases.newServer)), leases
 }
 
-// stop drains the calls in flight for up to timeout, then stops watching.
-// A nil service (Envoy off) stops nothing.
+// stop drains the calls in flight for up to timeout, then stops watching
+// and returns the leases' unspent permits. A nil service (Envoy off)
+// stops nothing.
 func (es *envoyService) stop(timeout time.Duration) error {
 	if es == nil {
 		return nil
@@ -119,7 +179,7 @@ func (es *envoyService) stop(timeout time.Duration) error {
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	err := es.srv.Shutdown(ctx)
-	return errors.Join(err, <-es.served, es.w.Close())
+	return errors.Join(err, <-es.served, es.w.Close(), es.leases.close())
 }
 
 // envoyCollector exports the Envoy service's counts: per configured limit
