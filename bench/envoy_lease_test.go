@@ -122,7 +122,6 @@ func (r hotRun) fullSeconds() []int {
 func inProcService(t *testing.T, srv *redistest.Server) inProc {
 	t.Helper()
 	rdb := srv.Client()
-	t.Cleanup(func() { rdb.Close() })
 	main, err := cluster.NewRedisTokenServer(rdb)
 	if err != nil {
 		t.Fatal(err)

@@ -147,3 +147,56 @@ func checkEnvoyMetrics(t *testing.T, metricsAddr string) {
 		}
 	}
 }
+
+// TestServeEnvoyLease: a leased descriptor is served from batches taken
+// from Redis (1, 2, then 4 permits for 4 calls), and stopping serve gives
+// the unspent permits back.
+func TestServeEnvoyLease(t *testing.T) {
+	srv := redistest.Start(t)
+	cfg := filepath.Join(t.TempDir(), "edge.yaml")
+	yaml := "domain: edge\ndescriptors:\n  - key: hot\n    rate_limit: {unit: hour, requests_per_unit: 1000, lease: {period: 30s}}\n"
+	if err := os.WriteFile(cfg, []byte(yaml), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	addr, _, code, stderr := startEnvoyServe(t, ctx, "-listen", "127.0.0.1:0", "-redis", srv.Addr, "-metrics-listen", "127.0.0.1:0",
+		"-envoy-listen", "127.0.0.1:0", "-envoy-config", cfg)
+	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	c := rlspb.NewRateLimitServiceClient(conn)
+	req := &rlspb.RateLimitRequest{Domain: "edge", Descriptors: []*rlv3.RateLimitDescriptor{
+		{Entries: []*rlv3.RateLimitDescriptor_Entry{{Key: "hot", Value: "v"}}}}}
+	for i := range 4 {
+		if r, err := c.ShouldRateLimit(context.Background(), req); err != nil || r.OverallCode != rlspb.RateLimitResponse_OK {
+			t.Fatalf("call %d: %v, %v", i, r, err)
+		}
+	}
+	if got := countedInRedis(t, srv); got != 7 {
+		t.Errorf("Redis counted %d permits for 4 calls, want 7 (batches of 1, 2 and 4)", got)
+	}
+	cancel()
+	if c := <-code; c != exitOK {
+		t.Fatalf("exit %d: %s", c, stderr.String())
+	}
+	if got := countedInRedis(t, srv); got != 4 {
+		t.Errorf("after stop Redis counts %d, want 4 (the 3 unspent given back)", got)
+	}
+}
+
+// countedInRedis sums the token server's fixed-window counters.
+func countedInRedis(t *testing.T, srv *redistest.Server) int {
+	t.Helper()
+	rdb := srv.Client()
+	n := 0
+	for _, k := range rdb.Keys(context.Background(), "flowgate:*").Val() {
+		if rdb.Type(context.Background(), k).Val() == "hash" {
+			c, _ := rdb.HGet(context.Background(), k, "c").Int()
+			n += c
+		}
+	}
+	return n
+}
