@@ -11,12 +11,19 @@ import (
 // for one of our algorithms instead of envoyproxy/ratelimit's fixed
 // window. Its rate is still requests_per_unit per unit.
 type yamlAlgo struct {
-	Algorithm  string     `yaml:"algorithm"`   // sliding_window, token_bucket, warm_up, leaky_bucket, sliding_log, fixed_window
-	Burst      *float64   `yaml:"burst"`       // token_bucket: stored permits; default requests_per_unit
-	Warmup     string     `yaml:"warmup"`      // warm_up: Go duration
-	ColdFactor float64    `yaml:"cold_factor"` // warm_up; default 3
-	Buckets    int        `yaml:"buckets"`     // sliding_window; default 10
-	Lease      *yamlLease `yaml:"lease"`       // take permits from Redis in batches
+	Algorithm  string      `yaml:"algorithm"`   // sliding_window, token_bucket, warm_up, leaky_bucket, sliding_log, fixed_window
+	Burst      *float64    `yaml:"burst"`       // token_bucket: stored permits; default requests_per_unit
+	Warmup     string      `yaml:"warmup"`      // warm_up: Go duration
+	ColdFactor float64     `yaml:"cold_factor"` // warm_up; default 3
+	Buckets    int         `yaml:"buckets"`     // sliding_window; default 10
+	Lease      *yamlLease  `yaml:"lease"`       // take permits from Redis in batches
+	Settle     *yamlSettle `yaml:"settle"`      // charge response-phase hits after the fact
+}
+
+// yamlSettle marks a descriptor whose cost Envoy reports when the stream
+// is done (apply_on_stream_done): see the settle field of algoSpec.
+type yamlSettle struct {
+	MaxDebt *float64 `yaml:"max_debt"` // default requests_per_unit
 }
 
 // yamlLease asks for a descriptor's permits to be taken from Redis in
@@ -27,7 +34,7 @@ type yamlLease struct {
 }
 
 func (y *yamlAlgo) hasAlgo() bool {
-	return y.Algorithm != "" || y.Burst != nil || y.Warmup != "" || y.ColdFactor != 0 || y.Buckets != 0 || y.Lease != nil
+	return y.Algorithm != "" || y.Burst != nil || y.Warmup != "" || y.ColdFactor != 0 || y.Buckets != 0 || y.Lease != nil || y.Settle != nil
 }
 
 // algoSpec is a descriptor decided by a flowgate algorithm: the flow rule
@@ -35,6 +42,10 @@ func (y *yamlAlgo) hasAlgo() bool {
 type algoSpec struct {
 	rule  flow.Rule
 	lease *Lease // nil: every call goes to the token server
+	// settle: a call with hits is a charge, answered OK and charged in
+	// full, into a debt of at most the rule's MaxDebt; a call with 0 hits
+	// is a check, refused while nothing is left or a debt is owed.
+	settle bool
 }
 
 // Lease is how a descriptor's permits are leased: a batch of at most
@@ -72,6 +83,10 @@ func (p *parser) algo(where string, l *limit, y *yamlAlgo) *algoSpec {
 		// same windows (aligned to the unit), counted by the token server.
 		y.Algorithm = "fixed_window"
 	}
+	if y.Algorithm == "" && y.Settle != nil {
+		p.fail(where, "settle: needs an algorithm (a descriptor without one counts every hit, response-phase ones too)")
+		return nil
+	}
 	if y.Algorithm == "" {
 		p.fail(where, "burst, warmup, cold_factor, buckets: need algorithm")
 		return nil
@@ -102,6 +117,12 @@ func (p *parser) algo(where string, l *limit, y *yamlAlgo) *algoSpec {
 		return nil
 	}
 	spec := &algoSpec{rule: r}
+	if y.Settle != nil {
+		if !p.settle(where+".settle", &spec.rule, y.Settle) {
+			return nil
+		}
+		spec.settle = true
+	}
 	if y.Lease != nil {
 		spec.lease = p.lease(where+".lease", l, a, y.Lease)
 		if spec.lease == nil {
@@ -109,6 +130,29 @@ func (p *parser) algo(where string, l *limit, y *yamlAlgo) *algoSpec {
 		}
 	}
 	return spec
+}
+
+// settle validates a rate_limit's settle and sets the rule's MaxDebt.
+func (p *parser) settle(where string, r *flow.Rule, y *yamlSettle) bool {
+	if !settledAlgorithms[r.Algorithm] {
+		p.fail(where, "%v does not settle (token_bucket, warm_up, leaky_bucket, fixed_window, sliding_window do)", r.Algorithm)
+		return false
+	}
+	if y.MaxDebt != nil {
+		r.MaxDebt = *y.MaxDebt
+	}
+	if err := flow.ValidateRules([]flow.Rule{*r}); err != nil {
+		p.fail(where, "max_debt: %s", ruleProblem(err))
+		return false
+	}
+	return true
+}
+
+// settledAlgorithms are those whose limiter takes a debt (flow's
+// WithActualCost).
+var settledAlgorithms = map[flow.Algorithm]bool{
+	flow.AlgoTokenBucket: true, flow.AlgoWarmUp: true, flow.AlgoLeakyBucket: true,
+	flow.AlgoFixedWindow: true, flow.AlgoSlidingWindow: true,
 }
 
 func (y *yamlAlgo) hasOtherThanLease() bool {

@@ -50,10 +50,13 @@ func (c *call) algorithm(i int, m match) (*rlspb.RateLimitResponse_DescriptorSta
 	l := m.limit
 	st := &rlspb.RateLimitResponse_DescriptorStatus{Code: rlspb.RateLimitResponse_OK, CurrentLimit: l.current}
 	hits := c.hits(i)
+	key := string(appendCounterKey(nil, "", c.req.GetDomain(), c.descriptor(i), m.share, 0))
+	if l.algo.settle {
+		return c.settle(l, key, hits, st)
+	}
 	if hits == 0 {
 		return st, nil
 	}
-	key := string(appendCounterKey(nil, "", c.req.GetDomain(), c.descriptor(i), m.share, 0))
 	p, err := c.s.engine(l).Entry(l.path, flow.WithUser(key), flow.WithTokens(int(min(hits, math.MaxInt32))))
 	var be *flow.BlockError
 	switch {
@@ -77,5 +80,37 @@ func (c *call) algorithm(i int, m match) (*rlspb.RateLimitResponse_DescriptorSta
 	if st.Code == rlspb.RateLimitResponse_OVER_LIMIT && l.shadow {
 		st.Code = rlspb.RateLimitResponse_OK
 	}
+	return st, nil
+}
+
+// settle decides a settle descriptor: 0 hits check (one permit taken and
+// given back: refused while nothing is left or a debt is owed), more
+// charge (one permit taken, then the call settled at its hits, the rest a
+// debt of at most max_debt) and are answered OK, since Envoy ignores the
+// answer to a call made when the stream is done. A charge that finds
+// nothing left is refused by the engine and so not added: the descriptor
+// is already refusing, and the debt it would have added is what max_debt
+// caps (it is counted over in the metrics).
+func (c *call) settle(l *limit, key string, hits uint64, st *rlspb.RateLimitResponse_DescriptorStatus) (*rlspb.RateLimitResponse_DescriptorStatus, error) {
+	p, err := c.s.engine(l).Entry(l.path, flow.WithUser(key))
+	var be *flow.BlockError
+	switch {
+	case errors.As(err, &be):
+		c.s.stat.record(l, rlspb.RateLimitResponse_OVER_LIMIT, max(hits, 1))
+		if hits == 0 && !l.shadow {
+			st.Code = rlspb.RateLimitResponse_OVER_LIMIT
+			if be.RetryAfter > 0 {
+				st.DurationUntilReset = durationpb.New(be.RetryAfter)
+			}
+		}
+		return st, nil
+	case err != nil:
+		return nil, status.Errorf(codes.Unavailable, "descriptor %s: %v", l.path, err)
+	}
+	if q, ok := p.Quota(); ok && hits == 0 {
+		st.LimitRemaining = uint32(max(0, min(math.Floor(q.Remaining)+1, math.MaxUint32)))
+	}
+	p.Exit(flow.WithActualCost(int(min(hits, math.MaxInt32))))
+	c.s.stat.record(l, rlspb.RateLimitResponse_OK, hits)
 	return st, nil
 }

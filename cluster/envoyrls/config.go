@@ -240,7 +240,7 @@ var knownKeys = map[string]bool{
 	"quota_mode": true, "name": true, "replaces": true, "detailed_metric": true,
 	"value_to_metric": true, "share_threshold": true, "metadata": true,
 	"algorithm": true, "burst": true, "warmup": true, "cold_factor": true, "buckets": true,
-	"lease": true, "period": true, "max_batch": true,
+	"lease": true, "period": true, "max_batch": true, "settle": true, "max_debt": true,
 }
 
 type yamlRoot struct {
