@@ -37,8 +37,27 @@ descriptors:
     rate_limit: {unit: second, requests_per_unit: 1000, algorithm: fixed_window, lease: {}}
 `
 
-// inProc calls a Service directly, as a client would through gRPC.
-type inProc struct{ svc *envoyrls.Service }
+// benchTimeout bounds each token-server call to Redis. The default (20ms)
+// is missed often enough on a loaded 2-core machine that the breaker opens
+// and the local fallback decides: that would measure the fallback.
+const benchTimeout = 250 * time.Millisecond
+
+// inProc calls a Service directly, as a client would through gRPC; its
+// token servers say whether any call failed (and fell back).
+type inProc struct {
+	svc     *envoyrls.Service
+	servers *[]*cluster.RedisTokenServer
+}
+
+// failed is how many token-server calls failed or met an open breaker.
+func (p inProc) failed() uint64 {
+	var n uint64
+	for _, ts := range *p.servers {
+		st := ts.Stats()
+		n += st.Errors + st.BreakerRejected
+	}
+	return n
+}
 
 func (p inProc) ShouldRateLimit(ctx context.Context, req *rlspb.RateLimitRequest, _ ...grpc.CallOption) (*rlspb.RateLimitResponse, error) {
 	return p.svc.ShouldRateLimit(ctx, req)
@@ -122,21 +141,21 @@ func (r hotRun) fullSeconds() []int {
 func inProcService(t *testing.T, srv *redistest.Server) inProc {
 	t.Helper()
 	rdb := srv.Client()
-	main, err := cluster.NewRedisTokenServer(rdb)
+	main, err := cluster.NewRedisTokenServer(rdb, cluster.WithTimeout(benchTimeout))
 	if err != nil {
 		t.Fatal(err)
 	}
-	var leased []*cluster.RedisTokenServer
+	all := []*cluster.RedisTokenServer{main}
 	t.Cleanup(func() {
-		for _, ts := range leased {
+		for _, ts := range all {
 			ts.Close()
 		}
-		main.Close()
 	})
 	build := func(ls envoyrls.Lease) (flow.TokenServer, error) {
-		ts, err := cluster.NewRedisTokenServer(rdb, cluster.WithLeasing(cluster.LeaseConfig{Period: ls.Period, MaxBatch: ls.MaxBatch}))
+		ts, err := cluster.NewRedisTokenServer(rdb, cluster.WithTimeout(benchTimeout),
+			cluster.WithLeasing(cluster.LeaseConfig{Period: ls.Period, MaxBatch: ls.MaxBatch}))
 		if err == nil {
-			leased = append(leased, ts)
+			all = append(all, ts)
 		}
 		return ts, err
 	}
@@ -149,7 +168,7 @@ func inProcService(t *testing.T, srv *redistest.Server) inProc {
 	if err := svc.Load(cfg); err != nil {
 		t.Fatal(err)
 	}
-	return inProc{svc}
+	return inProc{svc, &all}
 }
 
 // TestEnvoyLeaseThroughput measures one hot descriptor value with 32
@@ -167,10 +186,11 @@ func TestEnvoyLeaseThroughput(t *testing.T) {
 		}
 	}
 	srv := redistest.Start(t)
+	local := inProcService(t, srv)
 	targets := []struct {
 		name string
 		c    rlspb.RateLimitServiceClient
-	}{{"in-process", inProcService(t, srv)}, {"serve", dialRLS(t, startServeProcess(t, srv.Addr, leaseBenchConfig))}}
+	}{{"in-process", local}, {"serve", dialRLS(t, startServeProcess(t, srv.Addr, leaseBenchConfig, "-timeout", benchTimeout.String()))}}
 	if bin := os.Getenv("FLOWGATE_ENVOY_RATELIMIT_BIN"); bin != "" {
 		ref := startRef(t, bin, srv.Addr, "domain: bench\ndescriptors:\n  - key: plain\n    rate_limit: {unit: minute, requests_per_unit: 4000000000}\n"+
 			"  - key: plain_acc\n    rate_limit: {unit: second, requests_per_unit: 1000}\n")
@@ -190,6 +210,9 @@ func TestEnvoyLeaseThroughput(t *testing.T) {
 			acc := driveHot(t, tg.c, 32, key+"_acc", d)
 			t.Logf("%s %s: %.0f req/s p50 %v p99 %v; at 1000/s admitted per full second %v",
 				tg.name, key, r.rps, r.p50.Round(time.Microsecond), r.p99.Round(time.Microsecond), acc.fullSeconds())
+		}
+		if tg.name == "in-process" && local.failed() > 0 {
+			t.Errorf("in-process: %d token-server calls failed or met an open breaker: some decisions were the local fallback's", local.failed())
 		}
 	}
 }
