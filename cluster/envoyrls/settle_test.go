@@ -1,9 +1,15 @@
 package envoyrls
 
 import (
+	"context"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/flowgate/flowgate/cluster"
+	"github.com/flowgate/flowgate/flow"
+	"github.com/flowgate/flowgate/internal/testing/redistest"
 )
 
 const settleYAML = `
@@ -81,5 +87,37 @@ func TestSettleConfigRefused(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), bad.want) {
 			t.Errorf("%s: got %v, want an error with %q", bad.yaml, err, bad.want)
 		}
+	}
+}
+
+// TestSettleOnRedis: the same phases decided by the token server, so two
+// replicas share the debt. It needs the token server to settle a cluster
+// rule's actual cost (flow.TokenRequest.Settle); without it, it skips.
+func TestSettleOnRedis(t *testing.T) {
+	if _, ok := reflect.TypeOf(flow.TokenRequest{}).FieldByName("Settle"); !ok {
+		t.Skip("the token server does not settle cluster rules in this tree (no flow.TokenRequest.Settle)")
+	}
+	srv := redistest.Start(t)
+	rdb := srv.Client()
+	ts, err := cluster.NewRedisTokenServer(rdb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ts.Close()
+	a := newHarness(t, settleYAML, WithStore(NewRedisStore(rdb)), WithTokenServer(ts))
+	b := newHarness(t, settleYAML, WithStore(NewRedisStore(rdb)), WithTokenServer(ts))
+	if code, rem := a.phase(t, "window", 0); code != "OK" || rem != 100 {
+		t.Fatalf("first check: %s remaining %d, want OK 100", code, rem)
+	}
+	if code, _ := a.phase(t, "window", 150); code != "OK" {
+		t.Fatalf("charge: %s, want OK", code)
+	}
+	// The other replica sees the 150 of 100: refused. (Redis's windows are
+	// a minute; a run that crossed one would see a fresh window.)
+	before := rdb.Time(context.Background()).Val()
+	code, _ := b.phase(t, "window", 0)
+	after := rdb.Time(context.Background()).Val()
+	if code != "OVER_LIMIT" && before.Truncate(time.Minute) == after.Truncate(time.Minute) {
+		t.Errorf("replica b after a's charge of 150 of 100: %s, want OVER_LIMIT", code)
 	}
 }
