@@ -39,8 +39,8 @@ descriptors:
 
 // benchTimeout bounds each token-server call to Redis. The default (20ms),
 // and even 250ms, are missed often enough on a loaded 2-core machine (load
-// average 30) that the breaker opens
-// and the local fallback decides: that would measure the fallback.
+// average 30) that the breaker opens and the local fallback decides: that
+// would measure the fallback.
 const benchTimeout = 2 * time.Second
 
 // inProc calls a Service directly, as a client would through gRPC; its

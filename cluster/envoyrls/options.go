@@ -16,6 +16,7 @@ type options struct {
 	ts      flow.TokenServer
 	leasing func(Lease) (flow.TokenServer, error)
 	prefix  string
+	hashTag bool
 	headers *HeaderNames
 	log     *slog.Logger
 }
@@ -52,6 +53,16 @@ func WithLeasing(newServer func(Lease) (flow.TokenServer, error)) Option {
 // envoyproxy/ratelimit's CACHE_KEY_PREFIX: both name a window's counter
 // alike, so a deployment moving over on the same Redis keeps its counts.
 func WithKeyPrefix(p string) Option { return func(o *options) { o.prefix = p } }
+
+// WithDomainHashTag writes the fixed-window counters' keys with the domain
+// in a Redis Cluster hash tag, "{domain}_key_value_…", so that every
+// counter of a domain sits in one slot and a request's counters go to one
+// node in one round trip (without it, one round trip per node holding one
+// of them). What it costs: the whole domain's counters load one node, and
+// the keys are no longer envoyproxy/ratelimit's (a deployment moving over
+// starts its windows afresh). Algorithm descriptors keep the token
+// server's keys. Default: off.
+func WithDomainHashTag() Option { return func(o *options) { o.hashTag = true } }
 
 // HeaderNames names the three response headers; empty fields take the
 // defaults RateLimit-Limit, RateLimit-Remaining, RateLimit-Reset.

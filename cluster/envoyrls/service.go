@@ -208,7 +208,7 @@ func (c *call) decide(ctx context.Context) error {
 		if c.hits(i) > maxHits {
 			return status.Errorf(codes.InvalidArgument, "descriptors[%d]: hits_addend %d is over %d", i, c.hits(i), uint64(maxHits))
 		}
-		key := appendCounterKey(nil, c.s.cf.prefix, c.req.GetDomain(), c.req.GetDescriptors()[i], m.share, c.now-c.now%m.limit.unitLength)
+		key := appendCounterKey(nil, c.s.cf.prefix, c.counterDomain(), c.req.GetDescriptors()[i], m.share, c.now-c.now%m.limit.unitLength)
 		incrs = append(incrs, Incr{Key: string(key), Hits: c.hits(i), Now: c.now, TTL: m.limit.unitLength})
 		at = append(at, i)
 	}
@@ -231,6 +231,16 @@ func (c *call) decide(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// counterDomain is the domain as the counter keys name it: in a hash tag
+// with WithDomainHashTag, so that all of a domain's counters share one
+// Redis Cluster slot.
+func (c *call) counterDomain() string {
+	if c.s.cf.hashTag {
+		return "{" + c.req.GetDomain() + "}"
+	}
+	return c.req.GetDomain()
 }
 
 // fixed is the status of a fixed-window descriptor whose counter reads

@@ -30,6 +30,7 @@ type envoyConfig struct {
 	Store     string `json:"store"`     // "redis" (default: the -redis server(s)) or "local" (this process only)
 	Headers   bool   `json:"headers"`   // add RateLimit-Limit/-Remaining/-Reset to answers
 	KeyPrefix string `json:"keyPrefix"` // Redis counter key prefix; default "" as envoyproxy/ratelimit
+	HashTag   bool   `json:"hashTag"`   // the domain in a hash tag: one slot, one round trip per request on a cluster
 }
 
 // bindEnvoyFlags defines the -envoy-* flags on fs over ec.
@@ -39,6 +40,7 @@ func bindEnvoyFlags(fs *flag.FlagSet, ec *envoyConfig) {
 	fs.StringVar(&ec.Store, "envoy-store", ec.Store, `where Envoy's fixed-window counters live: "redis" (the -redis servers) or "local" (this process only)`)
 	fs.BoolVar(&ec.Headers, "envoy-headers", ec.Headers, "answer Envoy with RateLimit-Limit, RateLimit-Remaining and RateLimit-Reset headers")
 	fs.StringVar(&ec.KeyPrefix, "envoy-key-prefix", ec.KeyPrefix, "prefix of Envoy counters' Redis keys (envoyproxy/ratelimit's CACHE_KEY_PREFIX)")
+	fs.BoolVar(&ec.HashTag, "envoy-hash-tag", ec.HashTag, "put the domain of Envoy counters' keys in a hash tag: a request's counters in one Redis Cluster slot, one round trip (the domain's load on one node)")
 }
 
 func (ec *envoyConfig) validate() error {
@@ -160,6 +162,9 @@ func envoyOptions(cf serveConfig, rdb redis.UniversalClient, ts *cluster.RedisTo
 	opts := []envoyrls.Option{envoyrls.WithLogger(log), envoyrls.WithKeyPrefix(ec.KeyPrefix)}
 	if ec.Headers {
 		opts = append(opts, envoyrls.WithResponseHeaders(envoyrls.HeaderNames{}))
+	}
+	if ec.HashTag {
+		opts = append(opts, envoyrls.WithDomainHashTag())
 	}
 	if ec.Store == "local" {
 		log.Info("flowgate serve: envoy: decisions local to this process (no Redis): each replica counts alone")

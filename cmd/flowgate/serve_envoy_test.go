@@ -200,3 +200,33 @@ func countedInRedis(t *testing.T, srv *redistest.Server) int {
 	}
 	return n
 }
+
+// TestServeEnvoyHashTag: -envoy-hash-tag names the counters {domain}_….
+func TestServeEnvoyHashTag(t *testing.T) {
+	srv := redistest.Start(t)
+	cfg := filepath.Join(t.TempDir(), "edge.yaml")
+	if err := os.WriteFile(cfg, []byte(envoyYAML), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	addr, _, code, stderr := startEnvoyServe(t, ctx, "-listen", "127.0.0.1:0", "-redis", srv.Addr, "-metrics-listen", "127.0.0.1:0",
+		"-envoy-listen", "127.0.0.1:0", "-envoy-config", cfg, "-envoy-hash-tag")
+	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	req := &rlspb.RateLimitRequest{Domain: "edge", Descriptors: []*rlv3.RateLimitDescriptor{
+		{Entries: []*rlv3.RateLimitDescriptor_Entry{{Key: "remote_address", Value: "10.0.0.1"}}}}}
+	if _, err := rlspb.NewRateLimitServiceClient(conn).ShouldRateLimit(context.Background(), req); err != nil {
+		t.Fatal(err)
+	}
+	if keys := srv.Client().Keys(context.Background(), "{edge}_remote_address_10.0.0.1_*").Val(); len(keys) != 1 {
+		t.Errorf("keys %v, want one {edge}_… counter", keys)
+	}
+	cancel()
+	if c := <-code; c != exitOK {
+		t.Fatalf("exit %d: %s", c, stderr.String())
+	}
+}
