@@ -52,7 +52,7 @@ func (c *call) algorithm(i int, m match) (*rlspb.RateLimitResponse_DescriptorSta
 	hits := c.hits(i)
 	key := string(appendCounterKey(nil, "", c.req.GetDomain(), c.descriptor(i), m.share, 0))
 	if l.algo.settle {
-		return c.settle(l, key, hits, st)
+		return c.settle(i, l, key, hits, st)
 	}
 	if hits == 0 {
 		return st, nil
@@ -76,7 +76,7 @@ func (c *call) algorithm(i int, m match) (*rlspb.RateLimitResponse_DescriptorSta
 		}
 		p.Exit()
 	}
-	c.s.stat.record(l, st.Code, hits)
+	c.record(i, l, st.Code, hits)
 	if st.Code == rlspb.RateLimitResponse_OVER_LIMIT && l.shadow {
 		st.Code = rlspb.RateLimitResponse_OK
 	}
@@ -91,12 +91,12 @@ func (c *call) algorithm(i int, m match) (*rlspb.RateLimitResponse_DescriptorSta
 // nothing left is refused by the engine and so not added: the descriptor
 // is already refusing, and the debt it would have added is what max_debt
 // caps (it is counted over in the metrics).
-func (c *call) settle(l *limit, key string, hits uint64, st *rlspb.RateLimitResponse_DescriptorStatus) (*rlspb.RateLimitResponse_DescriptorStatus, error) {
+func (c *call) settle(i int, l *limit, key string, hits uint64, st *rlspb.RateLimitResponse_DescriptorStatus) (*rlspb.RateLimitResponse_DescriptorStatus, error) {
 	p, err := c.s.engine(l).Entry(l.path, flow.WithUser(key))
 	var be *flow.BlockError
 	switch {
 	case errors.As(err, &be):
-		c.s.stat.record(l, rlspb.RateLimitResponse_OVER_LIMIT, max(hits, 1))
+		c.record(i, l, rlspb.RateLimitResponse_OVER_LIMIT, max(hits, 1))
 		if hits == 0 && !l.shadow {
 			st.Code = rlspb.RateLimitResponse_OVER_LIMIT
 			if be.RetryAfter > 0 {
@@ -111,6 +111,6 @@ func (c *call) settle(l *limit, key string, hits uint64, st *rlspb.RateLimitResp
 		st.LimitRemaining = uint32(max(0, min(math.Floor(q.Remaining)+1, math.MaxUint32)))
 	}
 	p.Exit(flow.WithActualCost(int(min(hits, math.MaxInt32))))
-	c.s.stat.record(l, rlspb.RateLimitResponse_OK, hits)
+	c.record(i, l, rlspb.RateLimitResponse_OK, hits)
 	return st, nil
 }

@@ -40,16 +40,20 @@ type wildcard struct {
 
 // limit is a descriptor's rate_limit after validation.
 type limit struct {
-	perUnit    uint32
-	unit       rlspb.RateLimitResponse_RateLimit_Unit
-	name       string
-	unlimited  bool
-	shadow     bool
-	quota      bool
-	replaces   []string
-	algo       *algoSpec // nil: envoyproxy/ratelimit's fixed window
-	path       string    // "domain.key_value.key": where it sits, for metrics and messages
-	detailed   bool      // detailed_metric
+	perUnit   uint32
+	unit      rlspb.RateLimitResponse_RateLimit_Unit
+	name      string
+	unlimited bool
+	shadow    bool
+	quota     bool
+	replaces  []string
+	algo      *algoSpec // nil: envoyproxy/ratelimit's fixed window
+	path      string    // "domain.key_value.key": where it sits, for metrics and messages
+	detailed  bool      // detailed_metric
+	// levels, when detailed_metric or a value_to_metric on the way asks
+	// for per-value series: each level's composite key and whether the
+	// request's own value names it in the series (nil: no such series).
+	levels     []metricLevel
 	current    *rlspb.RateLimitResponse_RateLimit
 	unitLength int64 // seconds in unit
 }

@@ -17,12 +17,13 @@ type options struct {
 	leasing func(Lease) (flow.TokenServer, error)
 	prefix  string
 	hashTag bool
+	maxVals int
 	headers *HeaderNames
 	log     *slog.Logger
 }
 
 func defaultOptions() options {
-	return options{clk: clock.Real(), store: NewLocalStore()}
+	return options{clk: clock.Real(), store: NewLocalStore(), maxVals: 100}
 }
 
 // WithClock sets the clock fixed windows are aligned on and resets are
@@ -63,6 +64,18 @@ func WithKeyPrefix(p string) Option { return func(o *options) { o.prefix = p } }
 // starts its windows afresh). Algorithm descriptors keep the token
 // server's keys. Default: off.
 func WithDomainHashTag() Option { return func(o *options) { o.hashTag = true } }
+
+// WithValueMetricCap bounds the per-value series of each limit with
+// detailed_metric or value_to_metric: the first n distinct values get
+// their own, later ones count under OtherValue. Default 100; n < 1 keeps
+// the default.
+func WithValueMetricCap(n int) Option {
+	return func(o *options) {
+		if n >= 1 {
+			o.maxVals = n
+		}
+	}
+}
 
 // HeaderNames names the three response headers; empty fields take the
 // defaults RateLimit-Limit, RateLimit-Remaining, RateLimit-Reset.

@@ -45,7 +45,7 @@ func NewService(opts ...Option) *Service {
 			o(&cf)
 		}
 	}
-	s := &Service{cf: cf, stat: newStats()}
+	s := &Service{cf: cf, stat: newStats(cf.maxVals)}
 	s.eng = s.newEngine(cf.ts)
 	s.leased.Store(&map[Lease]*flow.Engine{})
 	return s
@@ -219,7 +219,7 @@ func (c *call) decide(ctx context.Context) error {
 		}
 	}
 	for j, i := range at {
-		c.out[i] = c.fixed(c.matches[i].limit, incrs[j].Count, c.hits(i))
+		c.out[i] = c.fixed(i, c.matches[i].limit, incrs[j].Count, c.hits(i))
 	}
 	for i, m := range c.matches {
 		if m.limit != nil && m.limit.algo != nil {
@@ -243,9 +243,9 @@ func (c *call) counterDomain() string {
 	return c.req.GetDomain()
 }
 
-// fixed is the status of a fixed-window descriptor whose counter reads
+// fixed is the status of fixed-window descriptor i whose counter reads
 // count after this request's hits.
-func (c *call) fixed(l *limit, count, hits uint64) *rlspb.RateLimitResponse_DescriptorStatus {
+func (c *call) fixed(i int, l *limit, count, hits uint64) *rlspb.RateLimitResponse_DescriptorStatus {
 	st := &rlspb.RateLimitResponse_DescriptorStatus{
 		Code: rlspb.RateLimitResponse_OK, CurrentLimit: l.current,
 		DurationUntilReset: &durationpb.Duration{Seconds: l.unitLength - c.now%l.unitLength},
@@ -255,7 +255,7 @@ func (c *call) fixed(l *limit, count, hits uint64) *rlspb.RateLimitResponse_Desc
 	} else {
 		st.LimitRemaining = l.perUnit - uint32(count)
 	}
-	c.s.stat.record(l, st.Code, hits)
+	c.record(i, l, st.Code, hits)
 	if st.Code == rlspb.RateLimitResponse_OVER_LIMIT && l.shadow {
 		st.Code = rlspb.RateLimitResponse_OK
 	}

@@ -197,12 +197,16 @@ var (
 	envoyErrorsDesc   = prometheus.NewDesc("flowgate_envoy_errors_total", "ShouldRateLimit calls failed (counters unreachable).", nil, nil)
 	envoyHitsDesc     = prometheus.NewDesc("flowgate_envoy_hits_total", "Hits per configured limit and outcome (within, over, shadow: over but answered OK).",
 		[]string{"domain", "limit", "outcome"}, nil)
+	envoyValueHitsDesc = prometheus.NewDesc("flowgate_envoy_value_hits_total",
+		"Hits per request value of the limits with detailed_metric or value_to_metric, and outcome; at most 100 values per limit, the rest under value=\"other\".",
+		[]string{"domain", "limit", "value", "outcome"}, nil)
 )
 
 func (c envoyCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- envoyRequestsDesc
 	ch <- envoyErrorsDesc
 	ch <- envoyHitsDesc
+	ch <- envoyValueHitsDesc
 }
 
 func (c envoyCollector) Collect(ch chan<- prometheus.Metric) {
@@ -214,6 +218,14 @@ func (c envoyCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(envoyHitsDesc, prometheus.CounterValue, float64(ls.Within), domain, path, "within")
 		ch <- prometheus.MustNewConstMetric(envoyHitsDesc, prometheus.CounterValue, float64(ls.Over), domain, path, "over")
 		ch <- prometheus.MustNewConstMetric(envoyHitsDesc, prometheus.CounterValue, float64(ls.Shadow), domain, path, "shadow")
+	}
+	for path, vals := range st.Values {
+		domain, _, _ := strings.Cut(path, ".")
+		for v, ls := range vals {
+			ch <- prometheus.MustNewConstMetric(envoyValueHitsDesc, prometheus.CounterValue, float64(ls.Within), domain, path, v, "within")
+			ch <- prometheus.MustNewConstMetric(envoyValueHitsDesc, prometheus.CounterValue, float64(ls.Over), domain, path, v, "over")
+			ch <- prometheus.MustNewConstMetric(envoyValueHitsDesc, prometheus.CounterValue, float64(ls.Shadow), domain, path, v, "shadow")
+		}
 	}
 }
 

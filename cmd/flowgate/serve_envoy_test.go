@@ -22,6 +22,7 @@ import (
 const envoyYAML = `domain: edge
 descriptors:
   - key: remote_address
+    detailed_metric: true
     rate_limit: {unit: hour, requests_per_unit: 2}
 `
 
@@ -141,7 +142,8 @@ func checkEnvoyMetrics(t *testing.T, metricsAddr string) {
 	body, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
 	for _, want := range []string{"flowgate_envoy_requests_total 3", `flowgate_envoy_hits_total{domain="edge",limit="edge.remote_address",outcome="over"} 1`,
-		`flowgate_envoy_hits_total{domain="edge",limit="edge.remote_address",outcome="within"} 2`} {
+		`flowgate_envoy_hits_total{domain="edge",limit="edge.remote_address",outcome="within"} 2`,
+		`flowgate_envoy_value_hits_total{domain="edge",limit="edge.remote_address",outcome="within",value="remote_address_10.0.0.1"} 2`} {
 		if !strings.Contains(string(body), want) {
 			t.Errorf("/metrics lacks %s", want)
 		}
