@@ -17,6 +17,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
 
+	"github.com/flowgate/flowgate/admin"
 	"github.com/flowgate/flowgate/cluster"
 	"github.com/flowgate/flowgate/cluster/envoyrls"
 	"github.com/flowgate/flowgate/flow"
@@ -226,6 +227,26 @@ func (c envoyCollector) Collect(ch chan<- prometheus.Metric) {
 			ch <- prometheus.MustNewConstMetric(envoyValueHitsDesc, prometheus.CounterValue, float64(ls.Over), domain, path, v, "over")
 			ch <- prometheus.MustNewConstMetric(envoyValueHitsDesc, prometheus.CounterValue, float64(ls.Shadow), domain, path, v, "shadow")
 		}
+	}
+}
+
+// adminDomains feeds the admin console's Envoy view (nil when off).
+func (es *envoyService) adminDomains() func() []admin.EnvoyDomain {
+	if es == nil {
+		return nil
+	}
+	return func() []admin.EnvoyDomain {
+		var out []admin.EnvoyDomain
+		for _, d := range es.svc.Domains() {
+			ad := admin.EnvoyDomain{Domain: d.Domain, Limits: []admin.EnvoyLimit{}}
+			for _, l := range d.Limits {
+				ad.Limits = append(ad.Limits, admin.EnvoyLimit{Path: l.Path, RequestsPerUnit: l.RequestsPerUnit, Unit: l.Unit,
+					Algorithm: l.Algorithm, Unlimited: l.Unlimited, Shadow: l.Shadow, Leased: l.Leased, Settled: l.Settled,
+					Within: l.Counts.Within, Over: l.Counts.Over, ShadowHits: l.Counts.Shadow})
+			}
+			out = append(out, ad)
+		}
+		return out
 	}
 }
 

@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"io"
 	"net/http"
 	"os"
@@ -16,6 +17,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
+	"github.com/flowgate/flowgate/admin"
 	"github.com/flowgate/flowgate/internal/testing/redistest"
 )
 
@@ -147,6 +149,18 @@ func checkEnvoyMetrics(t *testing.T, metricsAddr string) {
 		if !strings.Contains(string(body), want) {
 			t.Errorf("/metrics lacks %s", want)
 		}
+	}
+	// The admin console's Envoy view.
+	resp, err = http.Get("http://" + metricsAddr + "/flowgate/api/envoy")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got struct{ Domains []admin.EnvoyDomain }
+	err = json.NewDecoder(resp.Body).Decode(&got)
+	resp.Body.Close()
+	want := admin.EnvoyLimit{Path: "edge.remote_address", RequestsPerUnit: 2, Unit: "hour", Within: 2, Over: 1}
+	if err != nil || len(got.Domains) != 1 || got.Domains[0].Domain != "edge" || len(got.Domains[0].Limits) != 1 || got.Domains[0].Limits[0] != want {
+		t.Errorf("/flowgate/api/envoy = %+v, %v; want domain edge with %+v", got, err, want)
 	}
 }
 
