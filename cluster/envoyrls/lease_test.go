@@ -58,7 +58,9 @@ func TestLeaseConfig(t *testing.T) {
 // are decided by leasing token servers it builds, as serve does.
 func leasedReplica(t *testing.T, rdb *redis.Client) (*harness, *[]*cluster.RedisTokenServer) {
 	t.Helper()
-	main, err := cluster.NewRedisTokenServer(rdb)
+	// Redis calls bounded at 2s: on a loaded machine the default 20ms is
+	// missed at times, and a decision then falls back to the process.
+	main, err := cluster.NewRedisTokenServer(rdb, cluster.WithTimeout(2*time.Second))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,7 +72,8 @@ func leasedReplica(t *testing.T, rdb *redis.Client) (*harness, *[]*cluster.Redis
 		main.Close()
 	})
 	build := func(ls Lease) (flow.TokenServer, error) {
-		ts, err := cluster.NewRedisTokenServer(rdb, cluster.WithLeasing(cluster.LeaseConfig{Period: ls.Period, MaxBatch: ls.MaxBatch}))
+		ts, err := cluster.NewRedisTokenServer(rdb, cluster.WithTimeout(2*time.Second),
+			cluster.WithLeasing(cluster.LeaseConfig{Period: ls.Period, MaxBatch: ls.MaxBatch}))
 		if err == nil {
 			leased = append(leased, ts)
 		}

@@ -99,7 +99,7 @@ func TestSettleOnRedis(t *testing.T) {
 	}
 	srv := redistest.Start(t)
 	rdb := srv.Client()
-	ts, err := cluster.NewRedisTokenServer(rdb)
+	ts, err := cluster.NewRedisTokenServer(rdb, cluster.WithTimeout(2*time.Second))
 	if err != nil {
 		t.Fatal(err)
 	}

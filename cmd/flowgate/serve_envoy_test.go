@@ -176,8 +176,10 @@ func TestServeEnvoyLease(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
+	// Redis calls bounded at 2s: on a loaded machine the default 20ms is
+	// missed at times, and a decision then falls back to the process.
 	addr, _, code, stderr := startEnvoyServe(t, ctx, "-listen", "127.0.0.1:0", "-redis", srv.Addr, "-metrics-listen", "127.0.0.1:0",
-		"-envoy-listen", "127.0.0.1:0", "-envoy-config", cfg)
+		"-envoy-listen", "127.0.0.1:0", "-envoy-config", cfg, "-timeout", "2s")
 	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
 		t.Fatal(err)
