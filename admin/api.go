@@ -188,6 +188,17 @@ type ClusterStats struct {
 	Fallbacks map[string]uint64 `json:"fallbacks"`
 }
 
+// getEnvoy answers the Envoy service's domains ({"domains": []} without one).
+func (h *Handler) getEnvoy(w http.ResponseWriter, r *http.Request) {
+	ds := []EnvoyDomain{}
+	if h.cf.envoy != nil {
+		if got := h.cf.envoy(); got != nil {
+			ds = got
+		}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"domains": ds})
+}
+
 func (h *Handler) getSnapshot(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, h.snapshot())
 }

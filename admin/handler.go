@@ -42,6 +42,7 @@ func New(eng *flow.Engine, opts ...Option) *Handler {
 	h.mux.HandleFunc("GET /api/topkeys", h.read(h.getTopKeys))
 	h.mux.HandleFunc("GET /api/key", h.read(h.getKey))
 	h.mux.HandleFunc("POST /api/key/reset", h.write(h.resetKey))
+	h.mux.HandleFunc("GET /api/envoy", h.read(h.getEnvoy))
 	return h
 }
 

@@ -22,6 +22,7 @@ type config struct {
 	log       *slog.Logger
 	poll      time.Duration        // console refresh
 	snapshots func() flow.Snapshot // the resources' decisions; nil: the engine's
+	envoy     func() []EnvoyDomain // the Envoy rate-limit service's domains; nil: none
 }
 
 // Source is where the rules in force came from; *rules.Watcher is one.
@@ -84,6 +85,34 @@ func WithReadToken(token string) Option { return func(cf *config) { cf.readTok =
 // once per request and must be safe for concurrent use. Default: the
 // engine's Snapshot.
 func WithSnapshots(fn func() flow.Snapshot) Option { return func(cf *config) { cf.snapshots = fn } }
+
+// WithEnvoy shows the domains of an Envoy rate-limit service (flowgate
+// serve -envoy-*) at GET /api/envoy and in the console: each configured
+// limit with its rate, how it is decided, and its hits within, over and
+// over in shadow mode. Default: none (the endpoint answers an empty list
+// and the console hides the section).
+func WithEnvoy(domains func() []EnvoyDomain) Option { return func(cf *config) { cf.envoy = domains } }
+
+// EnvoyDomain is one domain of an Envoy rate-limit service configuration.
+type EnvoyDomain struct {
+	Domain string       `json:"domain"`
+	Limits []EnvoyLimit `json:"limits"`
+}
+
+// EnvoyLimit is one configured limit of an EnvoyDomain and its hits.
+type EnvoyLimit struct {
+	Path            string `json:"path"` // domain.key_value.key
+	RequestsPerUnit uint32 `json:"requestsPerUnit"`
+	Unit            string `json:"unit,omitempty"`      // "" when unlimited
+	Algorithm       string `json:"algorithm,omitempty"` // "" for a plain fixed window
+	Unlimited       bool   `json:"unlimited,omitempty"`
+	Shadow          bool   `json:"shadow,omitempty"`
+	Leased          bool   `json:"leased,omitempty"`
+	Settled         bool   `json:"settled,omitempty"`
+	Within          uint64 `json:"within"`
+	Over            uint64 `json:"over"`
+	ShadowHits      uint64 `json:"shadowHits"`
+}
 
 // WithLogger logs refused writes and write-back failures. Default: silent.
 func WithLogger(l *slog.Logger) Option { return func(cf *config) { cf.log = l } }

@@ -407,9 +407,10 @@ func drive(t *testing.T, c rlspb.RateLimitServiceClient, callers, per int, d tim
 }
 
 // startServeProcess builds cmd/flowgate and runs `flowgate serve` with
-// the Envoy service on config and Redis at redisAddr, as its own process
-// like the reference; it returns the Envoy service's address.
-func startServeProcess(t *testing.T, redisAddr, config string) string {
+// the Envoy service on config and Redis at redisAddr (and extra flags), as
+// its own process like the reference; it returns the Envoy service's
+// address.
+func startServeProcess(t *testing.T, redisAddr, config string, extra ...string) string {
 	t.Helper()
 	dir := t.TempDir()
 	bin := filepath.Join(dir, "flowgate")
@@ -422,8 +423,9 @@ func startServeProcess(t *testing.T, redisAddr, config string) string {
 	if err := os.WriteFile(cfg, []byte(config), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(bin, "serve", "-listen", "127.0.0.1:0", "-redis", redisAddr, "-envoy-listen", "127.0.0.1:0",
-		"-envoy-config", cfg, "-envoy-key-prefix", "fg:", "-envoy-headers")
+	args := []string{"serve", "-listen", "127.0.0.1:0", "-redis", redisAddr, "-envoy-listen", "127.0.0.1:0",
+		"-envoy-config", cfg, "-envoy-key-prefix", "fg:", "-envoy-headers"}
+	cmd := exec.Command(bin, append(args, extra...)...)
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)

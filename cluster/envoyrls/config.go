@@ -40,16 +40,20 @@ type wildcard struct {
 
 // limit is a descriptor's rate_limit after validation.
 type limit struct {
-	perUnit    uint32
-	unit       rlspb.RateLimitResponse_RateLimit_Unit
-	name       string
-	unlimited  bool
-	shadow     bool
-	quota      bool
-	replaces   []string
-	algo       *algoSpec // nil: envoyproxy/ratelimit's fixed window
-	path       string    // "domain.key_value.key": where it sits, for metrics and messages
-	detailed   bool      // detailed_metric
+	perUnit   uint32
+	unit      rlspb.RateLimitResponse_RateLimit_Unit
+	name      string
+	unlimited bool
+	shadow    bool
+	quota     bool
+	replaces  []string
+	algo      *algoSpec // nil: envoyproxy/ratelimit's fixed window
+	path      string    // "domain.key_value.key": where it sits, for metrics and messages
+	detailed  bool      // detailed_metric
+	// levels, when detailed_metric or a value_to_metric on the way asks
+	// for per-value series: each level's composite key and whether the
+	// request's own value names it in the series (nil: no such series).
+	levels     []metricLevel
 	current    *rlspb.RateLimitResponse_RateLimit
 	unitLength int64 // seconds in unit
 }
@@ -240,6 +244,7 @@ var knownKeys = map[string]bool{
 	"quota_mode": true, "name": true, "replaces": true, "detailed_metric": true,
 	"value_to_metric": true, "share_threshold": true, "metadata": true,
 	"algorithm": true, "burst": true, "warmup": true, "cold_factor": true, "buckets": true,
+	"lease": true, "period": true, "max_batch": true, "settle": true, "max_debt": true,
 }
 
 type yamlRoot struct {

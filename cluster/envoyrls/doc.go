@@ -9,10 +9,14 @@
 // that uses only those fields decides as envoyproxy/ratelimit does: fixed
 // windows aligned to the unit on this process's clock, every hit counted
 // (over-limit ones too), each descriptor of a request decided on its own.
-// One field is added: rate_limit.algorithm chooses a flowgate algorithm for
-// a descriptor (sliding_window, token_bucket, warm_up, leaky_bucket,
-// sliding_log), decided by a flow engine or, with Redis, by the cluster
-// token server.
+// Fields are added inside rate_limit: algorithm chooses a flowgate
+// algorithm for a descriptor (sliding_window, token_bucket, warm_up,
+// leaky_bucket, sliding_log, fixed_window), decided by a flow engine or,
+// with Redis, by the cluster token server; lease has a hot descriptor's
+// permits taken from Redis in batches (WithLeasing); settle charges the
+// hits of Envoy's response-phase calls after the fact, into a debt
+// bounded by max_debt. WithDomainHashTag keeps a domain's counters in one
+// Redis Cluster slot.
 //
 // Load reads files into an immutable *Config; a Service answers calls
 // with the Config it holds (Service.Load swaps it); a Watcher keeps a

@@ -3,7 +3,9 @@ package envoyrls
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
+	"maps"
 	"math"
 	"sync"
 	"sync/atomic"
@@ -22,11 +24,14 @@ import (
 type Service struct {
 	rlspb.UnimplementedRateLimitServiceServer
 
-	cf   options
-	cfg  atomic.Pointer[Config]
-	eng  *flow.Engine // decides descriptors with an algorithm
-	mu   sync.Mutex   // serialises Load
-	stat *stats
+	cf  options
+	cfg atomic.Pointer[Config]
+	eng *flow.Engine // decides descriptors with an algorithm and no lease
+	// leased are the engines of leased descriptors, one per Lease, over a
+	// leasing token server each; replaced whole by Load (under mu).
+	leased atomic.Pointer[map[Lease]*flow.Engine]
+	mu     sync.Mutex // serialises Load
+	stat   *stats
 }
 
 var _ rlspb.RateLimitServiceServer = (*Service)(nil)
@@ -40,14 +45,23 @@ func NewService(opts ...Option) *Service {
 			o(&cf)
 		}
 	}
-	engOpts := []flow.Option{flow.WithClock(cf.clk)}
-	if cf.ts != nil {
-		engOpts = append(engOpts, flow.WithTokenServer(cf.ts))
+	s := &Service{cf: cf, stat: newStats(cf.maxVals)}
+	s.eng = s.newEngine(cf.ts)
+	s.leased.Store(&map[Lease]*flow.Engine{})
+	return s
+}
+
+// newEngine returns an engine deciding its cluster rules with ts (none:
+// locally).
+func (s *Service) newEngine(ts flow.TokenServer) *flow.Engine {
+	engOpts := []flow.Option{flow.WithClock(s.cf.clk)}
+	if ts != nil {
+		engOpts = append(engOpts, flow.WithTokenServer(ts))
 	}
-	if cf.log != nil {
-		engOpts = append(engOpts, flow.WithLogger(cf.log))
+	if s.cf.log != nil {
+		engOpts = append(engOpts, flow.WithLogger(s.cf.log))
 	}
-	return &Service{cf: cf, eng: flow.NewEngine(engOpts...), stat: newStats()}
+	return flow.NewEngine(engOpts...)
 }
 
 // Load makes c the configuration in force. The rules of its algorithm
@@ -59,11 +73,45 @@ func (s *Service) Load(c *Config) error {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if err := s.eng.LoadRules(c.algoRules(s.cf.ts != nil)); err != nil {
+	byLease := c.algoRules(s.cf.ts != nil, s.leasing())
+	engines := maps.Clone(*s.leased.Load())
+	for ls := range byLease {
+		if ls == (Lease{}) || engines[ls] != nil {
+			continue
+		}
+		ts, err := s.cf.leasing(ls)
+		if err != nil {
+			return fmt.Errorf("envoyrls: leasing token server for %+v: %w", ls, err)
+		}
+		engines[ls] = s.newEngine(ts)
+	}
+	// The rules were validated when the configuration was parsed; an
+	// engine that refuses them anyway leaves the others as loaded.
+	if err := s.eng.LoadRules(byLease[Lease{}]); err != nil {
 		return err
 	}
+	for ls, eng := range engines {
+		if err := eng.LoadRules(byLease[ls]); err != nil {
+			return err
+		}
+	}
+	s.leased.Store(&engines)
 	s.cfg.Store(c)
 	return nil
+}
+
+// leasing reports whether lease settings take effect: a token server to
+// lease from and a way to build a leasing one.
+func (s *Service) leasing() bool { return s.cf.ts != nil && s.cf.leasing != nil }
+
+// engine is the engine deciding l, an algorithm descriptor.
+func (s *Service) engine(l *limit) *flow.Engine {
+	if ls := l.algo.lease; ls != nil && s.leasing() {
+		if e := (*s.leased.Load())[*ls]; e != nil {
+			return e
+		}
+	}
+	return s.eng
 }
 
 // Config returns the configuration in force (nil before the first Load).
@@ -160,7 +208,7 @@ func (c *call) decide(ctx context.Context) error {
 		if c.hits(i) > maxHits {
 			return status.Errorf(codes.InvalidArgument, "descriptors[%d]: hits_addend %d is over %d", i, c.hits(i), uint64(maxHits))
 		}
-		key := appendCounterKey(nil, c.s.cf.prefix, c.req.GetDomain(), c.req.GetDescriptors()[i], m.share, c.now-c.now%m.limit.unitLength)
+		key := appendCounterKey(nil, c.s.cf.prefix, c.counterDomain(), c.req.GetDescriptors()[i], m.share, c.now-c.now%m.limit.unitLength)
 		incrs = append(incrs, Incr{Key: string(key), Hits: c.hits(i), Now: c.now, TTL: m.limit.unitLength})
 		at = append(at, i)
 	}
@@ -171,7 +219,7 @@ func (c *call) decide(ctx context.Context) error {
 		}
 	}
 	for j, i := range at {
-		c.out[i] = c.fixed(c.matches[i].limit, incrs[j].Count, c.hits(i))
+		c.out[i] = c.fixed(i, c.matches[i].limit, incrs[j].Count, c.hits(i))
 	}
 	for i, m := range c.matches {
 		if m.limit != nil && m.limit.algo != nil {
@@ -185,9 +233,19 @@ func (c *call) decide(ctx context.Context) error {
 	return nil
 }
 
-// fixed is the status of a fixed-window descriptor whose counter reads
+// counterDomain is the domain as the counter keys name it: in a hash tag
+// with WithDomainHashTag, so that all of a domain's counters share one
+// Redis Cluster slot.
+func (c *call) counterDomain() string {
+	if c.s.cf.hashTag {
+		return "{" + c.req.GetDomain() + "}"
+	}
+	return c.req.GetDomain()
+}
+
+// fixed is the status of fixed-window descriptor i whose counter reads
 // count after this request's hits.
-func (c *call) fixed(l *limit, count, hits uint64) *rlspb.RateLimitResponse_DescriptorStatus {
+func (c *call) fixed(i int, l *limit, count, hits uint64) *rlspb.RateLimitResponse_DescriptorStatus {
 	st := &rlspb.RateLimitResponse_DescriptorStatus{
 		Code: rlspb.RateLimitResponse_OK, CurrentLimit: l.current,
 		DurationUntilReset: &durationpb.Duration{Seconds: l.unitLength - c.now%l.unitLength},
@@ -197,7 +255,7 @@ func (c *call) fixed(l *limit, count, hits uint64) *rlspb.RateLimitResponse_Desc
 	} else {
 		st.LimitRemaining = l.perUnit - uint32(count)
 	}
-	c.s.stat.record(l, st.Code, hits)
+	c.record(i, l, st.Code, hits)
 	if st.Code == rlspb.RateLimitResponse_OVER_LIMIT && l.shadow {
 		st.Code = rlspb.RateLimitResponse_OK
 	}

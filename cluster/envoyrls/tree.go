@@ -20,13 +20,14 @@ func (p *parser) domain(c *Config, root yamlRoot) {
 		return
 	}
 	n := &node{children: map[string]*node{}}
-	p.descriptors(n, root.Domain, root.Descriptors)
+	p.descriptors(n, root.Domain, nil, root.Descriptors)
 	c.domains[root.Domain] = n
 }
 
 // descriptors builds the children of parent from ds; path is parent's
-// place ("domain", "domain.key_value").
-func (p *parser) descriptors(parent *node, path string, ds []yamlDesc) {
+// place ("domain", "domain.key_value"), levels the composite keys and
+// value_to_metric flags of the descriptors leading to it.
+func (p *parser) descriptors(parent *node, path string, levels []metricLevel, ds []yamlDesc) {
 	for i := range ds {
 		d := &ds[i]
 		where := fmt.Sprintf("%s.descriptors[%d]", path, i)
@@ -48,8 +49,10 @@ func (p *parser) descriptors(parent *node, path string, ds []yamlDesc) {
 			p.fail(where, "share_threshold: needs a wildcard value (one holding '*'); %q has none", composite)
 		}
 		n := &node{children: map[string]*node{}}
+		here := append(levels[:len(levels):len(levels)], metricLevel{composite: composite, value: d.ValueToMetric})
 		if d.RateLimit != nil {
 			n.limit = p.limit(where, childPath, d)
+			n.limit.setValueMetric(here, d.DetailedMetric)
 		}
 		if d.ShareThreshold && wild {
 			n.share = strings.TrimPrefix(composite, d.Key+"_")
@@ -57,7 +60,7 @@ func (p *parser) descriptors(parent *node, path string, ds []yamlDesc) {
 		if wild {
 			parent.wild = append(parent.wild, wildcard{key: composite, parts: strings.Split(composite, "*")})
 		}
-		p.descriptors(n, childPath, d.Descriptors)
+		p.descriptors(n, childPath, here, d.Descriptors)
 		parent.children[composite] = n
 	}
 }

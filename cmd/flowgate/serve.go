@@ -119,7 +119,7 @@ func serve(ctx context.Context, cf serveConfig, stdout io.Writer, log *slog.Logg
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(lis) }()
 	fmt.Fprintf(stdout, "listening on %s\n", lis.Addr())
-	hs, err := serveMetrics(cf, srv, ts, watched, stdout, log, envoy.collectors()...)
+	hs, err := serveMetrics(cf, srv, ts, watched, envoy, stdout, log)
 	if err != nil {
 		srv.Stop()
 		<-served
@@ -201,16 +201,16 @@ func startServeAlerts(w *rules.Watcher, srv *tokenrpc.Server, alerts *atomic.Poi
 
 // serveMetrics serves /metrics and the admin console on cf.MetricsListen,
 // or nothing (a nil server) when it is empty.
-func serveMetrics(cf serveConfig, srv *tokenrpc.Server, ts *cluster.RedisTokenServer, watched *watchedRules, stdout io.Writer, log *slog.Logger, extra ...prometheus.Collector) (*http.Server, error) {
+func serveMetrics(cf serveConfig, srv *tokenrpc.Server, ts *cluster.RedisTokenServer, watched *watchedRules, envoy *envoyService, stdout io.Writer, log *slog.Logger) (*http.Server, error) {
 	if cf.MetricsListen == "" {
 		return nil, nil
 	}
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(append([]prometheus.Collector{srv.Collector(), metrics.NewClusterCollector(ts)}, extra...)...)
+	reg.MustRegister(append([]prometheus.Collector{srv.Collector(), metrics.NewClusterCollector(ts)}, envoy.collectors()...)...)
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 	if !cf.NoAdmin {
-		if err := mountAdmin(mux, cf, watched, srv.Snapshot, log); err != nil {
+		if err := mountAdmin(mux, cf, watched, srv.Snapshot, envoy.adminDomains(), log); err != nil {
 			return nil, fmt.Errorf("admin: %w", err)
 		}
 	}

@@ -19,9 +19,9 @@ import (
 // their counts are the service's decisions (decisions is the token
 // server's Snapshot): its engine only holds the document and decides
 // nothing, and with inline rules it holds none.
-func mountAdmin(mux *http.ServeMux, cf serveConfig, watched *watchedRules, decisions func() flow.Snapshot, log *slog.Logger) error {
+func mountAdmin(mux *http.ServeMux, cf serveConfig, watched *watchedRules, decisions func() flow.Snapshot, envoy func() []admin.EnvoyDomain, log *slog.Logger) error {
 	eng := flow.NewEngine() // no rules file: an empty document
-	opts := []admin.Option{admin.WithLogger(log), admin.WithSnapshots(decisions)}
+	opts := []admin.Option{admin.WithLogger(log), admin.WithSnapshots(decisions), admin.WithEnvoy(envoy)}
 	if watched != nil {
 		eng = watched.eng
 		opts = append(opts, admin.WithSource(watched.w))

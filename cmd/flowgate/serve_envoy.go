@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -16,8 +17,10 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
 
+	"github.com/flowgate/flowgate/admin"
 	"github.com/flowgate/flowgate/cluster"
 	"github.com/flowgate/flowgate/cluster/envoyrls"
+	"github.com/flowgate/flowgate/flow"
 )
 
 // envoyConfig is serve's Envoy rate-limit service: off unless Listen and
@@ -28,6 +31,7 @@ type envoyConfig struct {
 	Store     string `json:"store"`     // "redis" (default: the -redis server(s)) or "local" (this process only)
 	Headers   bool   `json:"headers"`   // add RateLimit-Limit/-Remaining/-Reset to answers
 	KeyPrefix string `json:"keyPrefix"` // Redis counter key prefix; default "" as envoyproxy/ratelimit
+	HashTag   bool   `json:"hashTag"`   // the domain in a hash tag: one slot, one round trip per request on a cluster
 }
 
 // bindEnvoyFlags defines the -envoy-* flags on fs over ec.
@@ -37,6 +41,7 @@ func bindEnvoyFlags(fs *flag.FlagSet, ec *envoyConfig) {
 	fs.StringVar(&ec.Store, "envoy-store", ec.Store, `where Envoy's fixed-window counters live: "redis" (the -redis servers) or "local" (this process only)`)
 	fs.BoolVar(&ec.Headers, "envoy-headers", ec.Headers, "answer Envoy with RateLimit-Limit, RateLimit-Remaining and RateLimit-Reset headers")
 	fs.StringVar(&ec.KeyPrefix, "envoy-key-prefix", ec.KeyPrefix, "prefix of Envoy counters' Redis keys (envoyproxy/ratelimit's CACHE_KEY_PREFIX)")
+	fs.BoolVar(&ec.HashTag, "envoy-hash-tag", ec.HashTag, "put the domain of Envoy counters' keys in a hash tag: a request's counters in one Redis Cluster slot, one round trip (the domain's load on one node)")
 }
 
 func (ec *envoyConfig) validate() error {
@@ -54,7 +59,58 @@ type envoyService struct {
 	svc    *envoyrls.Service
 	srv    *envoyrls.Server
 	w      *envoyrls.Watcher
+	leases *envoyLeases
 	served chan error
+}
+
+// envoyLeases builds the leasing token servers of the leased descriptors
+// (one per distinct lease setting, as the configuration asks) and closes
+// them at stop. They share the main server's Redis, prefix and timeout,
+// and count as the main server's instance: they send no heartbeat of
+// their own (their first one lasts a millisecond) and report its count.
+type envoyLeases struct {
+	cf   serveConfig
+	rdb  redis.UniversalClient
+	main *cluster.RedisTokenServer
+	log  *slog.Logger
+	mu   sync.Mutex
+	all  []*cluster.RedisTokenServer
+}
+
+// leasedServer is a leasing token server counting instances as main does.
+type leasedServer struct {
+	*cluster.RedisTokenServer
+	main *cluster.RedisTokenServer
+}
+
+func (l leasedServer) Instances() int { return l.main.Instances() }
+
+func (el *envoyLeases) newServer(ls envoyrls.Lease) (flow.TokenServer, error) {
+	el.mu.Lock()
+	defer el.mu.Unlock()
+	id := fmt.Sprintf("%s-lease%d", el.main.ID(), len(el.all)+1)
+	ts, err := cluster.NewRedisTokenServer(el.rdb, cluster.WithTimeout(time.Duration(el.cf.Timeout)), cluster.WithPrefix(el.cf.Prefix),
+		cluster.WithLogger(el.log), cluster.WithInstanceID(id), cluster.WithHeartbeat(0, time.Millisecond),
+		cluster.WithLeasing(cluster.LeaseConfig{Period: ls.Period, MaxBatch: ls.MaxBatch}))
+	if err != nil {
+		return nil, err
+	}
+	el.all = append(el.all, ts)
+	return leasedServer{ts, el.main}, nil
+}
+
+// close returns every lease's unspent permits and stops the servers.
+func (el *envoyLeases) close() error {
+	if el == nil {
+		return nil
+	}
+	el.mu.Lock()
+	defer el.mu.Unlock()
+	var errs []error
+	for _, ts := range el.all {
+		errs = append(errs, ts.Close())
+	}
+	return errors.Join(errs...)
 }
 
 // startEnvoy starts the Envoy rate-limit service when cf asks for it (nil
@@ -76,42 +132,52 @@ func startEnvoy(cf serveConfig, rdb redis.UniversalClient, ts *cluster.RedisToke
 	} else if warning != "" {
 		log.Warn("flowgate serve: envoy: " + warning)
 	}
-	opts := []envoyrls.Option{envoyrls.WithLogger(log), envoyrls.WithKeyPrefix(ec.KeyPrefix)}
-	if ec.Headers {
-		opts = append(opts, envoyrls.WithResponseHeaders(envoyrls.HeaderNames{}))
-	}
-	if ec.Store == "local" {
-		log.Info("flowgate serve: envoy: decisions local to this process (no Redis): each replica counts alone")
-	} else {
-		opts = append(opts, envoyrls.WithStore(envoyrls.NewRedisStore(rdb)), envoyrls.WithTokenServer(ts))
-	}
+	opts, leases := envoyOptions(cf, rdb, ts, log)
 	svc := envoyrls.NewService(opts...)
 	w, err := envoyrls.Watch(svc, ec.Config, envoyrls.WatchLogger(log))
 	if err != nil {
-		return nil, fmt.Errorf("envoy: %w", err)
+		return nil, errors.Join(fmt.Errorf("envoy: %w", err), leases.close())
 	}
 	var gopts []grpc.ServerOption
 	if cf.TLS.Cert != "" {
 		tc, err := serverTLS(cf.TLS)
 		if err != nil {
-			w.Close()
-			return nil, fmt.Errorf("tls: %w", err)
+			return nil, errors.Join(fmt.Errorf("tls: %w", err), w.Close(), leases.close())
 		}
 		gopts = append(gopts, grpc.Creds(credentials.NewTLS(tc)))
 	}
 	lis, err := net.Listen("tcp", ec.Listen)
 	if err != nil {
-		w.Close()
-		return nil, fmt.Errorf("envoy: %w", err)
+		return nil, errors.Join(fmt.Errorf("envoy: %w", err), w.Close(), leases.close())
 	}
-	es := &envoyService{svc: svc, srv: envoyrls.NewServer(svc, token, gopts...), w: w, served: make(chan error, 1)}
+	es := &envoyService{svc: svc, srv: envoyrls.NewServer(svc, token, gopts...), w: w, leases: leases, served: make(chan error, 1)}
 	go func() { es.served <- es.srv.Serve(lis) }()
 	fmt.Fprintf(stdout, "envoy rate limit service on %s\n", lis.Addr())
 	return es, nil
 }
 
-// stop drains the calls in flight for up to timeout, then stops watching.
-// A nil service (Envoy off) stops nothing.
+// envoyOptions are the Envoy service's options from serve's settings,
+// with the leasing token servers' builder (nil with the local store).
+func envoyOptions(cf serveConfig, rdb redis.UniversalClient, ts *cluster.RedisTokenServer, log *slog.Logger) ([]envoyrls.Option, *envoyLeases) {
+	ec := cf.Envoy
+	opts := []envoyrls.Option{envoyrls.WithLogger(log), envoyrls.WithKeyPrefix(ec.KeyPrefix)}
+	if ec.Headers {
+		opts = append(opts, envoyrls.WithResponseHeaders(envoyrls.HeaderNames{}))
+	}
+	if ec.HashTag {
+		opts = append(opts, envoyrls.WithDomainHashTag())
+	}
+	if ec.Store == "local" {
+		log.Info("flowgate serve: envoy: decisions local to this process (no Redis): each replica counts alone")
+		return opts, nil
+	}
+	leases := &envoyLeases{cf: cf, rdb: rdb, main: ts, log: log}
+	return append(opts, envoyrls.WithStore(envoyrls.NewRedisStore(rdb)), envoyrls.WithTokenServer(ts), envoyrls.WithLeasing(leases.newServer)), leases
+}
+
+// stop drains the calls in flight for up to timeout, then stops watching
+// and returns the leases' unspent permits. A nil service (Envoy off)
+// stops nothing.
 func (es *envoyService) stop(timeout time.Duration) error {
 	if es == nil {
 		return nil
@@ -119,7 +185,7 @@ func (es *envoyService) stop(timeout time.Duration) error {
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	err := es.srv.Shutdown(ctx)
-	return errors.Join(err, <-es.served, es.w.Close())
+	return errors.Join(err, <-es.served, es.w.Close(), es.leases.close())
 }
 
 // envoyCollector exports the Envoy service's counts: per configured limit
@@ -132,12 +198,16 @@ var (
 	envoyErrorsDesc   = prometheus.NewDesc("flowgate_envoy_errors_total", "ShouldRateLimit calls failed (counters unreachable).", nil, nil)
 	envoyHitsDesc     = prometheus.NewDesc("flowgate_envoy_hits_total", "Hits per configured limit and outcome (within, over, shadow: over but answered OK).",
 		[]string{"domain", "limit", "outcome"}, nil)
+	envoyValueHitsDesc = prometheus.NewDesc("flowgate_envoy_value_hits_total",
+		"Hits per request value of the limits with detailed_metric or value_to_metric, and outcome; at most 100 values per limit, the rest under value=\"other\".",
+		[]string{"domain", "limit", "value", "outcome"}, nil)
 )
 
 func (c envoyCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- envoyRequestsDesc
 	ch <- envoyErrorsDesc
 	ch <- envoyHitsDesc
+	ch <- envoyValueHitsDesc
 }
 
 func (c envoyCollector) Collect(ch chan<- prometheus.Metric) {
@@ -149,6 +219,34 @@ func (c envoyCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(envoyHitsDesc, prometheus.CounterValue, float64(ls.Within), domain, path, "within")
 		ch <- prometheus.MustNewConstMetric(envoyHitsDesc, prometheus.CounterValue, float64(ls.Over), domain, path, "over")
 		ch <- prometheus.MustNewConstMetric(envoyHitsDesc, prometheus.CounterValue, float64(ls.Shadow), domain, path, "shadow")
+	}
+	for path, vals := range st.Values {
+		domain, _, _ := strings.Cut(path, ".")
+		for v, ls := range vals {
+			ch <- prometheus.MustNewConstMetric(envoyValueHitsDesc, prometheus.CounterValue, float64(ls.Within), domain, path, v, "within")
+			ch <- prometheus.MustNewConstMetric(envoyValueHitsDesc, prometheus.CounterValue, float64(ls.Over), domain, path, v, "over")
+			ch <- prometheus.MustNewConstMetric(envoyValueHitsDesc, prometheus.CounterValue, float64(ls.Shadow), domain, path, v, "shadow")
+		}
+	}
+}
+
+// adminDomains feeds the admin console's Envoy view (nil when off).
+func (es *envoyService) adminDomains() func() []admin.EnvoyDomain {
+	if es == nil {
+		return nil
+	}
+	return func() []admin.EnvoyDomain {
+		var out []admin.EnvoyDomain
+		for _, d := range es.svc.Domains() {
+			ad := admin.EnvoyDomain{Domain: d.Domain, Limits: []admin.EnvoyLimit{}}
+			for _, l := range d.Limits {
+				ad.Limits = append(ad.Limits, admin.EnvoyLimit{Path: l.Path, RequestsPerUnit: l.RequestsPerUnit, Unit: l.Unit,
+					Algorithm: l.Algorithm, Unlimited: l.Unlimited, Shadow: l.Shadow, Leased: l.Leased, Settled: l.Settled,
+					Within: l.Counts.Within, Over: l.Counts.Over, ShadowHits: l.Counts.Shadow})
+			}
+			out = append(out, ad)
+		}
+		return out
 	}
 }
 
