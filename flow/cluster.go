@@ -70,7 +70,7 @@ func (st *entryState) cluster(g *clusterGroup, level Level, key string) bool {
 	if key == "" && g.staysLocal(st.now) {
 		return st.stayLocal(g)
 	}
-	req := TokenRequest{Resource: st.resource, Level: level, Key: key, Tokens: st.a.tokens, Rules: g.rules, Factor: e.AdaptiveFactor()}
+	req := TokenRequest{Resource: st.resource, Level: level, Key: key, Tokens: st.a.tokens, Rules: g.rules, Factor: min(e.AdaptiveFactor(), 1)} // the boost never raises a cluster rule
 	res, err := e.cf.ts.Acquire(st.a.context(), req)
 	if err != nil {
 		return st.clusterFallback(g, key, err)
