@@ -11,6 +11,8 @@ type (
 	Config = cpuconfig.Config
 	// SystemGuard is cpuconfig.SystemGuard: Sentinel-style system protection.
 	SystemGuard = cpuconfig.SystemGuard
+	// Boost is cpuconfig.Boost: the idle-CPU boost.
+	Boost = cpuconfig.Boost
 	// CPUSource is cpuconfig.CPUSource: what the default sampler measures.
 	CPUSource = cpuconfig.CPUSource
 )

@@ -81,6 +81,13 @@ func WithMinFactor(f float64) Option { return func(c *Controller) { c.cfg.MinFac
 // WithPeriod sets the sampling period of Start (default 250ms).
 func WithPeriod(d time.Duration) Option { return func(c *Controller) { c.cfg.Period = d } }
 
+// WithBoost turns the idle-CPU boost on: while the smoothed CPU is below
+// below, adaptive rules may rise up to factor times their base limits (see
+// Config.Boost; boostAbove keeps its default).
+func WithBoost(factor, below float64) Option {
+	return func(c *Controller) { c.cfg.Boost.Factor, c.cfg.Boost.Below = factor, below }
+}
+
 // WithSystemGuard turns the system guard on above the given smoothed CPU.
 func WithSystemGuard(cpu float64) Option {
 	return func(c *Controller) { c.cfg.SystemGuard.CPU = cpu }
@@ -148,7 +155,8 @@ func (c *Controller) CPUSourceName() string { return string(c.source) }
 // engine), or nil.
 func (c *Controller) Err() error { return c.err }
 
-// Factor returns the scale now applied to adaptive rules, in [MinFactor, 1].
+// Factor returns the scale now applied to adaptive rules, in [MinFactor, 1],
+// or up to Config.Boost.Factor while the idle-CPU boost is on.
 func (c *Controller) Factor() float64 { return math.Float64frombits(c.factor.Load()) }
 
 // CPU returns the last usable CPU sample, 0..1 (0 before the first). It
@@ -217,13 +225,14 @@ func (c *Controller) Step() error {
 }
 
 // publish hands the factor to the engine when it moved by MinChange or more,
-// or reached 1 or the floor, so small wobbles do not recompute every rule.
+// or reached 1, the floor or the boost's ceiling, so small wobbles do not
+// recompute every rule.
 func (c *Controller) publish() {
 	f, pub := c.st.Factor, c.published
 	if f == pub {
 		return
 	}
-	if math.Abs(f-pub) < c.cfg.MinChange*pub && f != 1 && f != c.cfg.MinFactor {
+	if math.Abs(f-pub) < c.cfg.MinChange*pub && f != 1 && f != c.cfg.MinFactor && f != c.cfg.Boost.Factor {
 		return
 	}
 	c.eng.SetAdaptiveFactor(f)

@@ -29,6 +29,11 @@
 // so heat that an earlier cut has already answered does not cut again: this
 // is what keeps it from flapping under dead time and lag.
 //
+// The idle-CPU boost (Config.Boost, off by default) lets the factor rise
+// above 1 while the CPU is under Boost.Below, with the same raise steps and
+// holds, and withdraws it once the CPU has been over Boost.Above for two
+// samples; the gap between the two thresholds is its hysteresis band.
+//
 // A Controller runs that rule against a *flow.Engine: Step samples once and
 // publishes changes of 1% or more with Engine.SetAdaptiveFactor; Start runs
 // Step every Period until Close. State reports the factor, the smoothed CPU

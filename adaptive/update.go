@@ -41,13 +41,18 @@ const (
 	ReasonRaiseHold   = "cpu below band, holding after a cut"
 	ReasonRaiseSettle = "cpu below band, answered by a raise still taking effect"
 	ReasonCeiling     = "cpu below band, factor at 1"
+	ReasonBoost       = "cpu below boostBelow"
+	ReasonBoostHeld   = "cpu between boostBelow and boostAbove, boost held"
+	ReasonBoostTop    = "cpu below boostBelow, factor at boostFactor"
+	ReasonWithdraw    = "cpu above boostAbove, boost withdrawn"
+	ReasonWithdrawOne = "cpu above boostAbove for one sample only"
 	ReasonSkip        = "sample skipped"
 )
 
 // State is the controller's state: what it knows after its last sample. The
 // zero State is a controller that has seen nothing (factor 1).
 type State struct {
-	Factor   float64   // scale of adaptive rules, in [MinFactor, 1]
+	Factor   float64   // scale of adaptive rules, in [MinFactor, 1], or up to Boost.Factor
 	CPU      float64   // smoothed CPU, 0..1
 	Sample   float64   // the last usable sample, clamped to 0..1
 	Samples  int64     // usable samples seen
@@ -79,6 +84,13 @@ type State struct {
 // the previous cut, and only when the previous sample was hot too (a single
 // spike cuts nothing). Below the band raise by at most MaxRaise per step
 // toward target/cpu, not within RaiseHold samples of the last cut.
+//
+// With the boost on (Boost.Factor > 1) the factor may go above 1: below
+// Boost.Below a raise aims at Boost.Below/cpu instead, up to Boost.Factor;
+// a boosted factor holds until the CPU is above Boost.Above for two samples,
+// then drops back toward 1 by at most MaxCut (a withdrawal counts as a cut
+// for CutGap and RaiseHold). So the boost has a hysteresis band of its own
+// and the cut's spacing and dwell.
 func (s State) Next(c Config, x float64, now time.Time) State {
 	c = c.WithDefaults()
 	s.At = now
@@ -106,11 +118,13 @@ func (s State) Next(c Config, x float64, now time.Time) State {
 	for _, f := range s.hist[1:settle] {
 		hi, lo = max(hi, f), min(lo, f)
 	}
-	f := clamp(s.Factor, c.MinFactor, 1) // the floor may have moved (SetConfig)
+	f := clamp(s.Factor, c.MinFactor, ceiling(c)) // the bounds may have moved (SetConfig)
 	s.Decision, s.Reason = DecisionHold, ReasonInBand
 	switch {
 	case s.CPU > c.BandHigh:
 		f = s.cut(c, f, hi, prev)
+	case f > 1 && s.CPU > c.Boost.Above:
+		f = s.withdraw(c, f, prev)
 	case s.CPU < c.BandLow:
 		f = s.raise(c, f, lo)
 	}
@@ -128,7 +142,7 @@ func (s State) first(c Config, x float64) State {
 	if s.Factor == 0 {
 		s.Factor = 1
 	}
-	s.Factor = clamp(s.Factor, c.MinFactor, 1)
+	s.Factor = clamp(s.Factor, c.MinFactor, ceiling(c))
 	for i := range s.hist {
 		s.hist[i] = s.Factor
 	}
@@ -163,29 +177,74 @@ func (s *State) cut(c Config, f, hi, prev float64) float64 {
 	return f
 }
 
+// withdraw returns the factor after a step above Boost.Above with the
+// factor f above 1, given the previous sample prev, and records the
+// decision in s. Like a cut it ignores a one-sample spike and keeps
+// CutGap; unlike one it is not sized to the heat: the boost is spare
+// capacity, given back at once down to 1, and a cut follows if the CPU
+// goes on to leave the band.
+func (s *State) withdraw(c Config, f, prev float64) float64 {
+	switch {
+	case prev <= c.Boost.Above:
+		s.Reason = ReasonWithdrawOne
+	case s.LastCut > 0 && s.Samples-s.LastCut < int64(c.CutGap):
+		s.Reason = ReasonCutGap
+	default:
+		s.LastCut = s.Samples
+		s.Decision, s.Reason = DecisionCut, ReasonWithdraw
+		return max(1, f*(1-c.MaxCut))
+	}
+	return f
+}
+
 // raise returns the factor after a step below the band, given the factor
 // f now and the smallest factor lo of the settling samples, and records the
-// decision in s.
+// decision in s. Up to 1 it aims at CPUTarget; above 1 (the boost, when on
+// and the CPU is under Boost.Below) at Boost.Below.
 func (s *State) raise(c Config, f, lo float64) float64 {
+	boost := c.Boost.Factor > 1 && s.CPU < c.Boost.Below
+	top := 1.0
+	if boost {
+		top = c.Boost.Factor
+	}
 	switch {
 	case s.LastCut > 0 && s.Samples-s.LastCut <= int64(c.RaiseHold):
 		s.Reason = ReasonRaiseHold
-	case f >= 1:
+	case f >= top && boost:
+		s.Reason = ReasonBoostTop
+	case f > 1 && !boost:
+		s.Reason = ReasonBoostHeld
+	case f >= top:
 		s.Reason = ReasonCeiling
 	default:
-		want := 1.0
+		want := top
 		if s.CPU > 0 {
-			want = lo * c.CPUTarget / s.CPU
+			want = min(lo*c.CPUTarget/s.CPU, 1)
+			if boost {
+				want = max(want, lo*c.Boost.Below/s.CPU)
+			}
 		}
-		nf := min(want, f*(1+c.MaxRaise), 1)
+		nf := min(want, f*(1+c.MaxRaise), top)
 		if nf <= f {
 			s.Reason = ReasonRaiseSettle
 			return f
 		}
 		s.Decision, s.Reason = DecisionRaise, ReasonRaise
+		if nf > 1 {
+			s.Reason = ReasonBoost
+		}
 		return nf
 	}
 	return f
+}
+
+// ceiling is the largest factor c allows: 1, or Boost.Factor when the
+// boost is on.
+func ceiling(c Config) float64 {
+	if c.Boost.Factor > 1 {
+		return c.Boost.Factor
+	}
+	return 1
 }
 
 func clamp(v, lo, hi float64) float64 { return min(max(v, lo), hi) }

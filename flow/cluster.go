@@ -87,7 +87,8 @@ func (st *entryState) cluster(g *clusterGroup, level Level, key string) bool {
 	if key == "" && g.staysLocal(st.now) {
 		return st.stayLocal(g)
 	}
-	req := TokenRequest{Resource: st.resource, Level: level, Key: key, Tokens: st.a.tokens, Rules: g.rules, Factor: e.AdaptiveFactor()}
+	// The boost never raises a cluster rule.
+	req := TokenRequest{Resource: st.resource, Level: level, Key: key, Tokens: st.a.tokens, Rules: g.rules, Factor: min(e.AdaptiveFactor(), 1)}
 	own := 0.0
 	if key == "" {
 		own = g.tally(st.now) // before asking (see answered)

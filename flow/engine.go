@@ -100,15 +100,16 @@ func (e *Engine) Rules() []Rule {
 	return copyRules(e.rules.Load().rules)
 }
 
-// SetAdaptiveFactor scales the limit of every rule with Adaptive set by f,
-// clamped to (0, 1] (NaN and f <= 0 are ignored): token buckets change rate
-// with Guava's SetRate semantics, the other algorithms scale Limit and keep
+// SetAdaptiveFactor scales the limit of every rule with Adaptive set by f
+// (NaN, infinities and f <= 0 are ignored): token buckets change rate with
+// Guava's SetRate semantics, the other algorithms scale Limit and keep
 // their counts. Limiters pick the change up lazily, at their next use.
+// A factor above 1 is the CPU controller's idle-CPU boost: it raises a rule
+// up to its BoostLimit when it has one, and never a cluster rule.
 func (e *Engine) SetAdaptiveFactor(f float64) {
-	if !(f > 0) {
+	if !(f > 0) || math.IsInf(f, 0) {
 		return
 	}
-	f = math.Min(f, 1)
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.factor.Store(math.Float64bits(f))
@@ -119,7 +120,8 @@ func (e *Engine) SetAdaptiveFactor(f float64) {
 	}
 }
 
-// AdaptiveFactor returns the factor applied to adaptive rules (1 at start).
+// AdaptiveFactor returns the factor applied to adaptive rules (1 at start;
+// above 1 while the CPU controller's idle-CPU boost is up).
 func (e *Engine) AdaptiveFactor() float64 { return math.Float64frombits(e.factor.Load()) }
 
 // SetSystemLimit turns on the system guard: while maxInFlight calls admitted

@@ -279,7 +279,12 @@ func TestAdaptiveFactorAppliedLazily(t *testing.T) {
 			t.Fatalf("rule %s: effective limit %v, want %v", rs.ID, rs.EffectiveLimit, want)
 		}
 	}
-	e.SetAdaptiveFactor(7) // clamped to 1
+	e.SetAdaptiveFactor(7) // the idle-CPU boost: a limit of 70
+	clk.Advance(time.Second)
+	if got := passes("r", 20); got != 20 {
+		t.Fatalf("factor 7: %d passed, want 20", got)
+	}
+	e.SetAdaptiveFactor(1)
 	clk.Advance(time.Second)
 	if got := passes("r", 20); got != 10 {
 		t.Fatalf("factor back to 1: %d passed, want 10", got)

@@ -51,6 +51,7 @@ func (r Rule) withItemLimit(limit float64) Rule {
 	if r.Algorithm == AlgoTokenBucket {
 		r.Burst = r.Burst * limit / r.Limit
 	}
+	r.BoostLimit = r.BoostLimit * limit / r.Limit // the item keeps the rule's boost headroom
 	r.Items, r.Limit = nil, limit
 	return r
 }

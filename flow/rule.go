@@ -139,6 +139,12 @@ type Rule struct {
 	IdleTTL time.Duration
 	// Adaptive lets the CPU controller scale this rule's limit.
 	Adaptive bool
+	// BoostLimit caps the limit the CPU controller's idle-CPU boost may
+	// raise this rule to (a factor above 1, adaptive.Config.Boost), in
+	// Limit's units; at least Limit. 0 (the default): the boost factor
+	// alone caps it. Only with Adaptive, and not for cluster rules, which
+	// the boost never raises.
+	BoostLimit float64
 	// Cluster, when set, has the rule decided cluster-wide by the token server.
 	// Not for circuit breakers, lists or RefResource rules: they are per instance.
 	Cluster *ClusterSpec

@@ -81,6 +81,10 @@ var ruleFields = []RuleField{
 	{Name: "adaptive", Kind: KindBool, ptr: func(r *Rule) any { return &r.Adaptive },
 		algos: allAlgos &^ lists &^ breakerOnly &^ outbound, levels: allLevels, not: []notFor{notForLists, notForCB, notOutbound},
 		always: true, check: checkAdaptive},
+	{Name: "boostLimit", Kind: KindAmount, ptr: func(r *Rule) any { return &r.BoostLimit },
+		algos: allAlgos &^ lists &^ breakerOnly &^ outbound &^ adaptOnly, levels: allLevels,
+		not:    []notFor{notForLists, notForCB, notOutbound, {adaptOnly, "does not apply to adaptive_concurrency (its limit adapts by itself)"}},
+		unless: boostLimitUnless, check: checkBoostLimit},
 	{Name: "cluster", Kind: KindObject, ptr: func(r *Rule) any { return &r.Cluster }, algos: allAlgos &^ notClustered, levels: allLevels,
 		not: clusterNot, unless: clusterUnless, complete: fillCluster, check: checkCluster},
 	{Name: "stripes", Kind: KindInt, ptr: func(r *Rule) any { return &r.Stripes }, algos: stripable, levels: 1 << LevelGlobal,
@@ -318,6 +322,29 @@ func checkIdleTTL(r *Rule, bad badFunc) {
 func checkAdaptive(r *Rule, bad badFunc) {
 	if r.Adaptive && r.Algorithm == AlgoAdaptiveConcurrency {
 		bad("adaptive", "does not apply to adaptive_concurrency (its limit adapts by itself)")
+	}
+}
+
+// boostLimitUnless: only the CPU controller's boost raises a rule, and
+// never a cluster rule, whose limit other instances share.
+func boostLimitUnless(r *Rule) string {
+	switch {
+	case r.Cluster != nil:
+		return "not for cluster rules (the idle-CPU boost never raises a limit shared with other instances)"
+	case !r.Adaptive:
+		return `only with "adaptive": true (it caps the CPU controller's idle-CPU boost)`
+	}
+	return ""
+}
+
+func checkBoostLimit(r *Rule, bad badFunc) {
+	switch b := r.BoostLimit; {
+	case math.IsNaN(b) || math.IsInf(b, 0) || b < 0:
+		bad("boostLimit", "must be a finite number >= 0 (0: no cap but the boost factor), not %v", b)
+	case b > MaxAmount:
+		bad("boostLimit", "must be at most %v (flow.MaxAmount), not %v", amountText(MaxAmount), b)
+	case b > 0 && b < r.Limit:
+		bad("boostLimit", "must be >= limit %v (the boost only raises a rule), not %v", r.Limit, b)
 	}
 }
 

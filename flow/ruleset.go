@@ -164,6 +164,22 @@ func (cr *compiledRule) recompute(factor float64, instances int) {
 	}
 }
 
+// boosted is the factor applied to the rule: a factor above 1 (the
+// idle-CPU boost) never raises a cluster rule, whose limit other instances
+// share, and raises the limit to BoostLimit at most.
+func (cr *compiledRule) boosted(factor float64) float64 {
+	if factor <= 1 {
+		return factor
+	}
+	if cr.cluster {
+		return 1
+	}
+	if b := cr.rule.BoostLimit; b > 0 {
+		return max(1, min(factor, b/cr.rule.Limit))
+	}
+	return factor
+}
+
 // limitFor is the effective limit at factor and an instance count.
 func (cr *compiledRule) limitFor(factor float64, instances int) float64 {
 	l := cr.rule.Limit
@@ -171,7 +187,7 @@ func (cr *compiledRule) limitFor(factor float64, instances int) float64 {
 		l /= float64(instances)
 	}
 	if cr.rule.Adaptive {
-		l *= factor
+		l *= cr.boosted(factor)
 	}
 	if cr.rule.Algorithm == AlgoConcurrency {
 		l = math.Max(1, math.Floor(l)) // a scaled cap stays a whole number >= 1

@@ -77,7 +77,7 @@ func newDescs() descs {
 			"Constant 1 for each rule in force, labelled with its algorithm and modes.",
 			[]string{"resource", "level", "rule", "algorithm", "adaptive", "cluster"}, nil),
 		factor: prometheus.NewDesc(NameAdaptiveFactor,
-			"Scale applied to the limits of adaptive rules, in (0,1]; 1 when no controller runs.", nil, nil),
+			"Scale applied to the limits of adaptive rules: below 1 while the CPU controller cuts, above 1 while its idle-CPU boost is up; 1 when no controller runs.", nil, nil),
 		adaptiveLimit: prometheus.NewDesc(NameAdaptiveLimit,
 			"Current concurrency limit of an adaptive_concurrency rule (global level), found from response times.",
 			[]string{"resource", "rule"}, nil),

@@ -53,7 +53,7 @@ flowgate_in_flight{resource="idle"} 0
 flowgate_request_errors_total{resource="GET /orders"} 1
 flowgate_request_errors_total{resource="GET /slow"} 0
 flowgate_request_errors_total{resource="idle"} 0
-# HELP flowgate_adaptive_factor Scale applied to the limits of adaptive rules, in (0,1]; 1 when no controller runs.
+# HELP flowgate_adaptive_factor Scale applied to the limits of adaptive rules: below 1 while the CPU controller cuts, above 1 while its idle-CPU boost is up; 1 when no controller runs.
 # TYPE flowgate_adaptive_factor gauge
 flowgate_adaptive_factor 0.5
 # HELP flowgate_system_max_in_flight In-flight calls above which the system guard blocks every call; 0 when it is off.

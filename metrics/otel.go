@@ -98,7 +98,7 @@ func (o *otelObserver) createInstruments(m metric.Meter) ([]metric.Observable, e
 		"Effective limit of a rule now, after the adaptive factor: requests per window, or in flight for concurrency rules.")
 	o.ruleWindow = mk.floatGauge(OTelRuleWindow, "s", "Window a rule's limit is counted over.")
 	o.ruleKeys = mk.gauge(OTelRuleKeys, "{key}", "Users or IPs a rule tracks now (0 for global rules).")
-	o.factor = mk.floatGauge(OTelAdaptiveFactor, "1", "Scale applied to the limits of adaptive rules, in (0,1].")
+	o.factor = mk.floatGauge(OTelAdaptiveFactor, "1", "Scale applied to the limits of adaptive rules: below 1 under a cut, above 1 under the idle-CPU boost.")
 	o.adaptiveLimit = mk.gauge(OTelAdaptiveLimit, "{request}", "Current concurrency limit of an adaptive_concurrency rule (global level).")
 	o.adaptiveRTT = mk.floatGauge(OTelAdaptiveRTT, "s", "Response-time estimates of an adaptive_concurrency rule: short (last window) and long (no-queue).")
 	o.systemMax = mk.gauge(OTelSystemLimit, "{request}", "In-flight calls above which the system guard blocks; 0 when off.")

@@ -35,6 +35,14 @@ func exported(t *testing.T) map[string]map[string]bool {
 		t.Fatal(err)
 	}
 	mfs = append(mfs, amfs...)
+	// The Outbound and Cost rows' series, from an engine of their own.
+	oreg := prometheus.NewPedanticRegistry()
+	oreg.MustRegister(NewCollector(outboundCostEngine(t)))
+	omfs, err := oreg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	mfs = append(mfs, omfs...)
 	out := make(map[string]map[string]bool)
 	for _, mf := range mfs {
 		labels := make(map[string]bool)
@@ -65,6 +73,11 @@ func exported(t *testing.T) map[string]map[string]bool {
 		"flowgate_token_server_request_duration_seconds_count":  {"method"},
 		"flowgate_token_server_backend_errors_total":            nil,
 		"flowgate_token_server_unauthenticated_total":           nil,
+		// The Envoy rate limit service's, from cmd/flowgate's collector
+		// (serve_envoy.go; its test reads them from a running service).
+		"flowgate_envoy_requests_total": nil,
+		"flowgate_envoy_errors_total":   nil,
+		"flowgate_envoy_hits_total":     {"domain", "limit", "outcome"},
 	} {
 		out[name] = make(map[string]bool)
 		for _, l := range labels {

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/flowgate/flowgate/adaptive/cpuconfig"
 	"github.com/flowgate/flowgate/flow"
 )
 
@@ -42,6 +43,11 @@ type (
 		Period    string  `json:"period"`
 		CPUSource string  `json:"cpuSource"`
 		SystemCPU float64 `json:"systemCPU,omitempty"` // 0: the guard is off
+		// The boost: written when it is on, or its thresholds are not
+		// those the band gives.
+		BoostFactor float64 `json:"boostFactor,omitempty"`
+		BoostBelow  float64 `json:"boostBelow,omitempty"`
+		BoostAbove  float64 `json:"boostAbove,omitempty"`
 	}
 	alertingJSON struct {
 		RejectionRatio float64 `json:"rejectionRatio"`
@@ -65,7 +71,12 @@ func (d *Document) Format() []byte {
 		out.Rules = append(out.Rules, w.rule(r))
 	}
 	if a := d.Adaptive; a != nil {
-		out.Adaptive = &adaptiveJSON{a.CPUTarget, a.BandLow, a.BandHigh, a.MinFactor, fmtDuration(a.Period), string(a.CPUSource), a.SystemGuard.CPU}
+		out.Adaptive = &adaptiveJSON{a.CPUTarget, a.BandLow, a.BandHigh, a.MinFactor, fmtDuration(a.Period), string(a.CPUSource), a.SystemGuard.CPU,
+			a.Boost.Factor, 0, 0}
+		band := cpuconfig.Config{CPUTarget: a.CPUTarget, BandLow: a.BandLow, BandHigh: a.BandHigh}.WithDefaults()
+		if a.Boost.Factor > 0 || a.Boost != (cpuconfig.Boost{Below: band.Boost.Below, Above: band.Boost.Above}) {
+			out.Adaptive.BoostBelow, out.Adaptive.BoostAbove = a.Boost.Below, a.Boost.Above
+		}
 	}
 	if s := d.Alerting; s != nil {
 		a := s.Config

@@ -13,7 +13,8 @@ import (
 // path. A field whose JSON is unreadable keeps its default, so it is
 // reported once.
 
-var adaptiveKeys = []string{"cpuTarget", "bandLow", "bandHigh", "minFactor", "period", "cpuSource", "systemCPU"}
+var adaptiveKeys = []string{"cpuTarget", "bandLow", "bandHigh", "minFactor", "period", "cpuSource", "systemCPU",
+	"boostFactor", "boostBelow", "boostAbove"}
 
 // readAdaptive reads the "adaptive" section into a cpuconfig.Config with
 // its defaults filled in.
@@ -34,6 +35,12 @@ func readAdaptive(p *problems, v *node) *cpuconfig.Config {
 			setIf(&c.Period)(o.duration(key, v))
 		case "systemCPU":
 			setIf(&c.SystemGuard.CPU)(o.number(key, v))
+		case "boostFactor":
+			setIf(&c.Boost.Factor)(o.number(key, v))
+		case "boostBelow":
+			setIf(&c.Boost.Below)(o.number(key, v))
+		case "boostAbove":
+			setIf(&c.Boost.Above)(o.number(key, v))
 		case "cpuSource":
 			if src, ok := o.str(key, v); ok {
 				c.CPUSource = cpuconfig.CPUSource(src)

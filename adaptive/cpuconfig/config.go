@@ -58,6 +58,9 @@ type Config struct {
 	MinChange float64
 	// SystemGuard is Sentinel-style system protection; off by default.
 	SystemGuard SystemGuard
+	// Boost lets the factor rise above 1 while the CPU is idle; off by
+	// default.
+	Boost Boost
 	// CPUSource is what the default sampler measures (see CPUSource):
 	// "auto" (default: the cgroup when it limits this process's CPU, else
 	// the process), "cgroup", "process" or "host". It is read once, by
@@ -78,6 +81,36 @@ type SystemGuard struct {
 	MinInFlight int64
 }
 
+// Boost configures the idle-CPU boost: while the smoothed CPU is below
+// Below, the controller may raise adaptive rules above their base limits,
+// up to Factor times them (and a rule's BoostLimit), with the steps, gaps
+// and holds of its ordinary raises. Once the CPU is above Above for two
+// samples in a row, the boost is withdrawn at once, as far as MaxCut
+// allows; between Below and Above it holds. Those two thresholds are the
+// boost's hysteresis: a CPU hovering at one of them moves the factor one
+// way only.
+type Boost struct {
+	// Factor is the most the factor may reach, > 1 and at most MaxBoost;
+	// 0 (the default) switches the boost off.
+	Factor float64
+	// Below is the smoothed CPU under which the boost may rise; below
+	// BandLow and Above. Default 0.5, or 5/7 of BandLow when that is less
+	// (so it stays under a lower band).
+	Below float64
+	// Above is the smoothed CPU over which the boost is withdrawn. Default
+	// halfway between Below and BandLow (0.6 with the default band); at
+	// most BandHigh.
+	Above float64
+}
+
+// MaxBoost bounds Boost.Factor: a boost is for idle capacity the base
+// limit leaves unused, not a replacement for a limit set too low.
+const MaxBoost = 10
+
+// DefaultBoostBelow is Boost.Below's default: the seed's limiter went to
+// 1.5× its base rate under 50% CPU.
+const DefaultBoostBelow = 0.5
+
 // MaxSettle bounds Config.Settle: the state keeps that much factor history
 // in a fixed array, so updating it never allocates.
 const MaxSettle = 32
@@ -90,6 +123,7 @@ func Defaults() Config {
 		MaxCut: 0.5, MaxRaise: 0.05, CutGap: 2, RaiseHold: 8, Settle: 6,
 		CutGain: 1.15, MinChange: 0.01,
 		SystemGuard: SystemGuard{MinInFlight: 1}, CPUSource: SourceAuto,
+		Boost: Boost{Below: DefaultBoostBelow, Above: 0.6},
 	}
 }
 
@@ -135,6 +169,13 @@ func (c Config) WithDefaults() Config {
 	if c.CPUSource == "" {
 		c.CPUSource = SourceAuto
 	}
+	// The boost's thresholds follow the band too: under the default band
+	// 0.5 and 0.6, and always under bandLow when it allows.
+	setF(&c.Boost.Below, min(DefaultBoostBelow, round2(c.BandLow*5/7)))
+	if c.Boost.Above == 0 && c.Boost.Below > 0 && c.Boost.Below < c.BandLow {
+		c.Boost.Above = round2(c.Boost.Below + (c.BandLow-c.Boost.Below)/2)
+	}
+	setF(&c.Boost.Above, c.BandLow) // a Below at or over the band: Check reports it
 	return c
 }
 
@@ -173,6 +214,28 @@ func (c Config) Check(report func(field, msg string)) {
 	}
 	if _, err := ParseCPUSource(string(c.CPUSource)); err != nil {
 		bad("cpuSource", "must be auto, cgroup, process or host, got %q", c.CPUSource)
+	}
+	c.checkBoost(bad)
+}
+
+// checkBoost checks the idle-CPU boost: a factor of 0 (off) or in
+// (1, MaxBoost], and 0 < boostBelow < boostAbove <= bandHigh, with
+// boostBelow under bandLow so the boost never rises inside the band.
+// The thresholds are checked only with the boost on: their defaults follow
+// the band, and a band low enough leaves no room under it.
+func (c Config) checkBoost(bad func(field, format string, args ...any)) {
+	b := c.Boost
+	if math.IsNaN(b.Factor) || b.Factor < 0 || (b.Factor > 0 && b.Factor <= 1) || b.Factor > MaxBoost {
+		bad("boostFactor", "must be 0 (off) or in (1, %d], got %v", MaxBoost, b.Factor)
+	}
+	switch {
+	case b.Factor == 0:
+	case math.IsNaN(b.Below) || b.Below <= 0 || b.Below >= 1:
+		bad("boostBelow", "must be in (0, 1), got %v", b.Below)
+	case b.Below >= c.BandLow:
+		bad("boostBelow", "must be below bandLow %v, got %v", c.BandLow, b.Below)
+	case math.IsNaN(b.Above) || b.Above <= b.Below || b.Above > c.BandHigh:
+		bad("boostAbove", "must be in (boostBelow %v, bandHigh %v], got %v", b.Below, c.BandHigh, b.Above)
 	}
 }
 
@@ -250,6 +313,9 @@ type configJSON struct {
 	SystemCPU         float64 `json:"systemCPU,omitempty"`
 	SystemMinInFlight int64   `json:"systemMinInFlight,omitempty"`
 	CPUSource         string  `json:"cpuSource,omitempty"`
+	BoostFactor       float64 `json:"boostFactor,omitempty"`
+	BoostBelow        float64 `json:"boostBelow,omitempty"`
+	BoostAbove        float64 `json:"boostAbove,omitempty"`
 }
 
 // UnmarshalJSON decodes the JSON form of a Config strictly:
@@ -281,6 +347,7 @@ func (c *Config) UnmarshalJSON(data []byte) error {
 		CutGain: j.CutGain, MinChange: j.MinChange,
 		SystemGuard: SystemGuard{CPU: j.SystemCPU, MinInFlight: j.SystemMinInFlight},
 		CPUSource:   CPUSource(j.CPUSource),
+		Boost:       Boost{Factor: j.BoostFactor, Below: j.BoostBelow, Above: j.BoostAbove},
 	}
 	return nil
 }
@@ -295,6 +362,7 @@ func (c Config) MarshalJSON() ([]byte, error) {
 		RaiseHold: c.RaiseHold, Settle: c.Settle, CutGain: c.CutGain,
 		MinChange: c.MinChange, SystemCPU: c.SystemGuard.CPU,
 		SystemMinInFlight: c.SystemGuard.MinInFlight, CPUSource: string(c.CPUSource),
+		BoostFactor: c.Boost.Factor, BoostBelow: c.Boost.Below, BoostAbove: c.Boost.Above,
 	}
 	if c.Period != 0 {
 		j.Period = c.Period.String()

@@ -52,6 +52,7 @@ type transport struct {
 	overloaded func(*http.Response, error) bool
 	retry      bool
 	policy     flow.RetryPolicy
+	hedge      time.Duration // > 0: WithHedging
 }
 
 // NewTransport guards the calls made through base (http.DefaultTransport
@@ -112,7 +113,11 @@ func (t *transport) RoundTrip(r *http.Request) (*http.Response, error) {
 				return err
 			}
 		}
-		resp, err = t.base.RoundTrip(r)
+		if t.hedge > 0 && retryable(r) {
+			resp, err = t.hedged(r, res)
+		} else {
+			resp, err = t.base.RoundTrip(r)
+		}
 		if !t.overloaded(resp, err) {
 			return err
 		}
