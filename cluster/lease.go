@@ -67,6 +67,13 @@ type leaseTable struct {
 	m  map[leaseKey]*lease
 }
 
+// find is the table's lease for k, or nil.
+func (t *leaseTable) find(k leaseKey) *lease {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	return t.m[k]
+}
+
 // lease is one batch of permits for one rule set and key.
 type lease struct {
 	mu      sync.Mutex
@@ -87,9 +94,7 @@ func newLeaseTable(s *RedisTokenServer, cf LeaseConfig) *leaseTable {
 
 func (t *leaseTable) get(p *plan, key string) *lease {
 	k := leaseKey{p, key}
-	t.mu.RLock()
-	l := t.m[k]
-	t.mu.RUnlock()
+	l := t.find(k)
 	if l != nil {
 		return l
 	}
@@ -207,9 +212,7 @@ func (t *leaseTable) takeBatchLocked(ctx context.Context, p *plan, req *flow.Tok
 // and reports false when there is no live lease to take them (the call
 // was decided in Redis: give them back there).
 func (t *leaseTable) giveBack(p *plan, key string, n int) bool {
-	t.mu.RLock()
-	l := t.m[leaseKey{p, key}]
-	t.mu.RUnlock()
+	l := t.find(leaseKey{p, key})
 	if l == nil {
 		return false
 	}

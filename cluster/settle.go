@@ -81,9 +81,7 @@ func (st *stats) noteSettleReply(v any) {
 // an earlier batch settles in Redis: a window's permits belong to the
 // window they were counted in.
 func (t *leaseTable) absorb(p *plan, key string, at int64, d int) int {
-	t.mu.RLock()
-	l := t.m[leaseKey{p, key}]
-	t.mu.RUnlock()
+	l := t.find(leaseKey{p, key})
 	if l == nil {
 		return d
 	}
