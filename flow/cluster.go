@@ -99,7 +99,7 @@ func (st *entryState) cluster(g *clusterGroup, level Level, key string) bool {
 	}
 	if !res.Allowed {
 		if key == "" {
-			g.answered(&res, req.Factor, st.now, e.now(), own) // a refusal's Remaining shows a loss too
+			g.answered(&res, req.Tokens, req.Factor, st.now, e.now(), own) // a refusal's Remaining shows a loss too
 		}
 		e.cl.blocked.Add(1)
 		i := res.Refused
@@ -109,7 +109,7 @@ func (st *entryState) cluster(g *clusterGroup, level Level, key string) bool {
 		d := algo.Decision{RetryAfter: max(0, res.RetryAfter), Remaining: res.Remaining, Never: res.RetryAfter == Never}
 		return st.deny(g.crs[i], ReasonClusterLimited, "", d)
 	}
-	if key == "" && g.answered(&res, req.Factor, st.now, e.now(), own) {
+	if key == "" && g.answered(&res, req.Tokens, req.Factor, st.now, e.now(), own) {
 		// Redis lost the window's count: give this grant back and decide
 		// the call locally, as the rest of the window will be.
 		req.Refund = true
@@ -121,7 +121,11 @@ func (st *entryState) cluster(g *clusterGroup, level Level, key string) bool {
 		e.cl.outage.up(e, st.now)
 	}
 	c := st.rec()
-	c.grants = append(c.grants, clusterGrant{req: req, res: res, release: g.conc || res.Lease != ""})
+	grant := clusterGrant{req: req, res: res, release: g.conc || res.Lease != ""}
+	if key == "" {
+		grant.tallied, grant.at = g, st.now
+	}
+	c.grants = append(c.grants, grant)
 	st.note(tightest(g.crs), max(0, res.Wait), res.Remaining, 0)
 	return true
 }
@@ -164,9 +168,9 @@ func (st *entryState) clusterFallback(g *clusterGroup, key string, err error) bo
 // limit again: three limits in one window. An instance sees that loss in
 // Redis's own answer: Redis's count of the window can never be below what
 // it admitted to this instance in it, so a Remaining above limit minus
-// that means the count was lost (a refund that gave back more than the
-// other instances took reads the same, and costs the rest of the window
-// decided locally). The instance then gives that answer's permit back,
+// that means the count was lost (the instance's own refunds, of refused
+// calls and of settlements below the reservation, come off its tally: see
+// untally). The instance then gives that answer's permit back,
 // decides the rule locally, at its share, until the window ends, and asks
 // Redis again in the next: the window holds at most what Redis admitted
 // before and one limit locally. A Redis that kept its count (a pause, a
@@ -226,11 +230,12 @@ func (g *clusterGroup) tally(now int64) float64 {
 	return float64(own & (1<<tallyBits - 1))
 }
 
-// answered takes in the token server's answer res to a call at now, taken
-// in at back, when the tally was own (see tally): it counts what Redis
-// admitted to this instance in the window and reports a lost count (see
-// above). One rule per group: Remaining is the tightest rule's.
-func (g *clusterGroup) answered(res *TokenResult, factor float64, now, back int64, own float64) (lost bool) {
+// answered takes in the token server's answer res to a call for n
+// permits at now, taken in at back, when the tally was own (see tally): it
+// counts what Redis admitted to this instance in the window and reports a
+// lost count (see above). One rule per group: Remaining is the tightest
+// rule's.
+func (g *clusterGroup) answered(res *TokenResult, n int, factor float64, now, back int64, own float64) (lost bool) {
 	if len(g.crs) != 1 {
 		return false
 	}
@@ -244,10 +249,10 @@ func (g *clusterGroup) answered(res *TokenResult, factor float64, now, back int6
 	if cr.rule.Adaptive {
 		limit *= factor
 	}
-	// Remaining counts this call when admitted: before it, one more.
+	// Remaining counts this call when admitted: before it, n more.
 	before := res.Remaining
 	if res.Allowed {
-		before++
+		before += float64(n)
 	}
 	if before > math.Floor(limit+1e-9)-own {
 		if cr.stayWin.Load() != w {
@@ -259,12 +264,36 @@ func (g *clusterGroup) answered(res *TokenResult, factor float64, now, back int6
 		return false
 	}
 	for old := cr.redisTally.Load(); ; old = cr.redisTally.Load() {
-		next := tag + 1
+		next := tag + uint64(n)
 		if old>>tallyBits<<tallyBits == tag {
-			next = old + 1
+			next = old + uint64(n)
 		}
 		if cr.redisTally.CompareAndSwap(old, next) {
 			return false
+		}
+	}
+}
+
+// untally takes n permits that Redis gave back (a refund, a settlement
+// below the reservation) out of the tally of at's window, so that the
+// lower count Redis then reports does not read as a loss. A charge is not
+// added: a tally below Redis's count only makes the check miss a loss of
+// that size. A nil g, a group that keeps no tally or a window that has
+// ended take nothing.
+func (g *clusterGroup) untally(at int64, n int) {
+	if g == nil || len(g.crs) != 1 || n <= 0 {
+		return
+	}
+	cr := g.crs[0]
+	w, ok := cr.window(at)
+	if !ok {
+		return
+	}
+	tag := uint64(uint32(w)) << tallyBits
+	for old := cr.redisTally.Load(); old>>tallyBits<<tallyBits == tag; old = cr.redisTally.Load() {
+		count := old & (1<<tallyBits - 1)
+		if cr.redisTally.CompareAndSwap(old, tag+count-min(count, uint64(n))) {
+			return
 		}
 	}
 }

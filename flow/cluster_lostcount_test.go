@@ -107,3 +107,42 @@ func TestClusterAnswerFromNextWindowIsNoLoss(t *testing.T) {
 		t.Errorf("the next window's count %d, want 1 (the late call's grant given back as a lost count)", srv.count)
 	}
 }
+
+// settlingServer is a windowServer that settles as fixed_window does in
+// Redis: the window the call counted in takes the difference.
+type settlingServer struct{ *windowServer }
+
+func (s settlingServer) Release(ctx context.Context, req TokenRequest, res TokenResult) error {
+	if !req.Settle {
+		return s.windowServer.Release(ctx, req, res)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.count = max(0, s.count+req.Actual-req.Tokens)
+	return nil
+}
+
+// TestClusterSettledRefundsAreNoLoss: calls reserve 5 and settle at 0, so
+// Redis's count of the window goes back down after each. The instance's
+// tally takes each refund out too: before, the second call's answer (a
+// full window's room against a tally of 5) read as a lost count and the
+// rest of the window was decided locally.
+func TestClusterSettledRefundsAreNoLoss(t *testing.T) {
+	clk := clock.NewFake(t0)
+	srv := settlingServer{&windowServer{clk: clk, limit: 100, instNo: 4}}
+	e := lostCountEngine(t, srv, clk)
+	clk.Advance(100 * time.Millisecond)
+	for i := range 10 {
+		p, err := e.Entry("r", WithTokens(5))
+		if err != nil {
+			t.Fatalf("call %d: %v", i, err)
+		}
+		p.Exit(WithActualCost(0))
+	}
+	srv.mu.Lock()
+	count, asked := srv.count, srv.asked
+	srv.mu.Unlock()
+	if asked != 10 || count != 0 {
+		t.Fatalf("Redis was asked %d times (want 10: none decided locally) and holds %d (want 0)", asked, count)
+	}
+}

@@ -316,6 +316,7 @@ func (e *Engine) undo(st *entryState) {
 		g := &c.grants[i]
 		// A refund: the call never ran, so its rate tokens come back too.
 		g.req.Refund = true
+		g.tallied.untally(g.at, g.req.Tokens)
 		if err := e.cf.ts.Release(context.Background(), g.req, g.res); err != nil {
 			e.logError("flow: token server release", err, nil)
 		}

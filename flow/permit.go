@@ -77,6 +77,11 @@ type clusterGrant struct {
 	req     TokenRequest
 	res     TokenResult
 	release bool // Release on Exit (concurrency or a lease)
+	// tallied is the group whose tally counted this grant (a global
+	// fixed window: see answered), at the call's moment at: a refund
+	// takes it out again.
+	tallied *clusterGroup
+	at      int64
 }
 
 // quotaNote is the most restrictive rule seen so far; Permit.Quota expands it.
@@ -183,6 +188,9 @@ func (c *call) release(measured bool, now int64, settle bool, actual int) {
 			// Not a refund: the call ran, its rate tokens stay spent
 			// (settled at the actual cost when settle).
 			g.req.Refund, g.req.Settle, g.req.Actual = false, settle, actual
+			if settle && actual < g.req.Tokens {
+				g.tallied.untally(g.at, g.req.Tokens-actual)
+			}
 			if err := e.cf.ts.Release(context.Background(), g.req, g.res); err != nil {
 				e.logError("flow: token server release", err, nil)
 			}
