@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/flowgate/flowgate/flow"
+	"github.com/flowgate/flowgate/internal/testing/judge"
 	"github.com/flowgate/flowgate/internal/testing/redistest"
 	"github.com/redis/go-redis/v9"
 )
@@ -109,17 +110,21 @@ func TestChaosSoak(t *testing.T) {
 				continue
 			}
 			ran++
-			f := soakRun(t, srv, admin, algo, policy, d, &faultN)
-			t.Logf("%-19s calls %6d  latency max %7v p99.9 %7v  worst healthy second %3d/%d (of %d)  worst outage second %3d (%d locally; of %d)  worst FLUSHALL second %3d  goroutines %d -> %d  straddling %d  fewest instances %d",
-				name, f.calls, f.maxLat.Round(100*time.Microsecond), f.p999.Round(100*time.Microsecond), f.worstHealthy, soakLimit, f.healthy, f.worstOutage, f.worstOutageLocal, f.outages, f.worstWiped, f.goroutinesBefore, f.goroutinesAfter, f.straddling, f.fewestInstances)
-			t.Logf("%-19s   control goroutine's late wake-up (1ms sleep): max %v p99.9 %v; latency less the stalls during the call: max %v p99.9 %v; calls over 50ms by fault: %v",
-				name, f.stallMax.Round(100*time.Microsecond), f.stallP999.Round(100*time.Microsecond), f.netMax.Round(100*time.Microsecond), f.netP999.Round(100*time.Microsecond), f.slowWhere)
-			for _, kind := range []string{"kill+restart", "pause 1.5s", "SCRIPT FLUSH", "FLUSHALL"} {
-				if r := f.recovery[kind]; len(r) > 0 {
-					t.Logf("%-19s   %-12s worst second %3d (%d locally)  recovery %v", name, kind, f.byFault[kind], f.byFaultLocal[kind], roundAll(r))
+			// A try whose timing bounds the machine's stalls explain is run
+			// again (see judge); the counting checks fail at once.
+			judge.Retry(t, 3, func(int) error {
+				f := soakRun(t, srv, admin, algo, policy, d, &faultN)
+				t.Logf("%-19s calls %6d  latency max %7v p99.9 %7v  worst healthy second %3d/%d (of %d)  worst outage second %3d (%d locally; of %d)  worst FLUSHALL second %3d  goroutines %d -> %d  straddling %d  fewest instances %d",
+					name, f.calls, f.maxLat.Round(100*time.Microsecond), f.p999.Round(100*time.Microsecond), f.worstHealthy, soakLimit, f.healthy, f.worstOutage, f.worstOutageLocal, f.outages, f.worstWiped, f.goroutinesBefore, f.goroutinesAfter, f.straddling, f.fewestInstances)
+				t.Logf("%-19s   control goroutine's late wake-up (1ms sleep): max %v p99.9 %v; latency less the stalls during the call: max %v p99.9 %v; calls over 50ms by fault: %v",
+					name, f.stallMax.Round(100*time.Microsecond), f.stallP999.Round(100*time.Microsecond), f.netMax.Round(100*time.Microsecond), f.netP999.Round(100*time.Microsecond), f.slowWhere)
+				for _, kind := range []string{"kill+restart", "pause 1.5s", "SCRIPT FLUSH", "FLUSHALL"} {
+					if r := f.recovery[kind]; len(r) > 0 {
+						t.Logf("%-19s   %-12s worst second %3d (%d locally)  recovery %v", name, kind, f.byFault[kind], f.byFaultLocal[kind], roundAll(r))
+					}
 				}
-			}
-			soakCheck(t, name, algo, policy, f)
+				return soakCheck(t, name, algo, policy, f)
+			})
 		}
 	}
 	t.Logf("go-redis log lines over the soak: %d", redisLog.n.Load())
@@ -133,7 +138,10 @@ func roundAll(ds []time.Duration) []time.Duration {
 	return out
 }
 
-func soakCheck(t *testing.T, name string, algo flow.Algorithm, policy string, f soakFigures) {
+// soakCheck fails t on what no load excuses (policy, instances, goroutines,
+// per-second counts) and returns the verdict of the timing bounds (latency,
+// recovery) against the control goroutine's worst stall, for judge.Retry.
+func soakCheck(t *testing.T, name string, algo flow.Algorithm, policy string, f soakFigures) error {
 	t.Helper()
 	if f.policyViolations > 0 {
 		t.Errorf("%s: %d calls with Redis unavailable did not follow %q", name, f.policyViolations, policy)
@@ -155,18 +163,17 @@ func soakCheck(t *testing.T, name string, algo flow.Algorithm, policy string, f 
 		if f.netMax > 2*time.Second {
 			t.Errorf("%s: max latency %v less stalls: unbounded calls (go-redis alone takes 3s to time out a read)", name, f.netMax)
 		}
-		return
+		return nil
 	}
 	// Timeout + 30ms, for each call's latency less what the machine added
 	// while it ran (the control goroutine's stall, measured in the same run).
-	if bound := 20*time.Millisecond + 30*time.Millisecond; f.netP999 > bound {
-		t.Errorf("%s: p99.9 latency less stalls %v (raw %v, control p99.9 %v), want <= %v (timeout + 30ms)", name, f.netP999, f.p999, f.stallP999, bound)
-	}
-	// A call the timeout did not bound would take go-redis's 3s read
-	// timeout, or 5 dials 100ms apart.
-	if f.netMax > 300*time.Millisecond {
-		t.Errorf("%s: max latency less stalls %v (raw %v), want well under go-redis's own timeouts", name, f.netMax, f.maxLat)
-	}
+	// A process starved of CPU (not only woken late) misses it by more than
+	// the stalls subtracted; a miss within the worst stall is not judged.
+	timing := errors.Join(
+		judge.Verdict(name+": p99.9 latency less stalls (timeout + 30ms)", f.netP999, 50*time.Millisecond+1, f.stallMax),
+		// A call the timeout did not bound would take go-redis's 3s read
+		// timeout, or 5 dials 100ms apart.
+		judge.Verdict(name+": max latency less stalls", f.netMax, 300*time.Millisecond+1, f.stallMax))
 	healthyBound := soakLimit // fixed_window: exact
 	if algo == flow.AlgoTokenBucket {
 		healthyBound = 2 * soakLimit // a second's rate plus a full burst
@@ -187,21 +194,49 @@ func soakCheck(t *testing.T, name string, algo flow.Algorithm, policy string, f 
 	if policy == "local" && f.worstOutage > outageBound {
 		t.Errorf("%s: an outage second admitted %d (%d of them locally), want <= %d", name, f.worstOutage, f.worstOutageLocal, outageBound)
 	}
-	checkRecovery(t, name, f)
+	return joinVerdicts(timing, checkRecovery(name, f))
 }
 
-// checkRecovery: Redis decides again within 1s of each fault's end, plus
-// the longest the machine held the process up (the control's stall): a
-// recovery spanning it waited for the CPU.
-func checkRecovery(t *testing.T, name string, f soakFigures) {
-	t.Helper()
-	for kind, rs := range f.recovery {
-		for _, r := range rs {
-			if r > time.Second+f.stallMax {
-				t.Errorf("%s: decisions from Redis %v after %s ended, want <= 1s (+ the %v stall)", name, r, kind, f.stallMax)
+// joinVerdicts joins timing verdicts: unjudged (see judge.ErrUnjudged)
+// only when every miss in them is.
+func joinVerdicts(errs ...error) error {
+	var failed, unjudged []error
+	for _, err := range errs {
+		for _, e := range unwrapJoined(err) {
+			if errors.Is(e, judge.ErrUnjudged) {
+				unjudged = append(unjudged, e)
+			} else {
+				failed = append(failed, e)
 			}
 		}
 	}
+	if len(failed) > 0 {
+		return errors.Join(failed...)
+	}
+	return errors.Join(unjudged...)
+}
+
+func unwrapJoined(err error) []error {
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		return j.Unwrap()
+	}
+	if err == nil {
+		return nil
+	}
+	return []error{err}
+}
+
+// checkRecovery: Redis decides again within 1s of each fault's end; a
+// miss within the longest the machine held the process up (the control's
+// stall) is not judged: the recovery spanning it waited for the CPU.
+func checkRecovery(name string, f soakFigures) error {
+	var errs []error
+	for kind, rs := range f.recovery {
+		for _, r := range rs {
+			errs = append(errs, judge.Verdict(fmt.Sprintf("%s: decisions from Redis again after %s", name, kind), r, time.Second+1, f.stallMax))
+		}
+	}
+	return joinVerdicts(errs...)
 }
 
 func soakRun(t *testing.T, srv *redistest.Server, admin *redis.Client, algo flow.Algorithm, policy string, d time.Duration, faultN *int) soakFigures {
