@@ -2,6 +2,7 @@ package envoyrls
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -11,6 +12,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/flowgate/flowgate/cluster"
+	"github.com/flowgate/flowgate/internal/testing/judge"
 	"github.com/flowgate/flowgate/internal/testing/redistest"
 )
 
@@ -69,24 +71,37 @@ func TestRedisDownAnswersUnavailable(t *testing.T) {
 
 // TestRedisAlgorithmSharedByReplicas: an algorithm descriptor decided by
 // the cluster token server holds one limit across two service replicas.
+// A call the token server could not answer in its 20 ms (a loaded
+// machine) is decided by the local fallback, which may admit one more: such
+// a try is not judged and is run again on an emptied Redis.
 func TestRedisAlgorithmSharedByReplicas(t *testing.T) {
 	srv := redistest.Start(t)
 	rdb := srv.Client()
 	defer rdb.Close()
-	ts, err := cluster.NewRedisTokenServer(rdb)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ts.Close()
-	a := newHarness(t, algoYAML, WithStore(NewRedisStore(rdb)), WithTokenServer(ts))
-	b := newHarness(t, algoYAML, WithStore(NewRedisStore(rdb)), WithTokenServer(ts))
-	got := a.admitted(t, 6, "sliding") + b.admitted(t, 6, "sliding")
-	if got != 10 {
-		t.Errorf("two replicas admitted %d under a sliding window of 10 per minute, want 10", got)
-	}
-	if n := rdb.Keys(context.Background(), "flowgate:*").Val(); len(n) == 0 {
-		t.Errorf("no token-server key in Redis: the decision was not shared")
-	}
+	judge.Retry(t, 3, func(int) error {
+		if err := rdb.FlushAll(context.Background()).Err(); err != nil {
+			t.Fatal(err)
+		}
+		ts, err := cluster.NewRedisTokenServer(rdb)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer ts.Close()
+		a := newHarness(t, algoYAML, WithStore(NewRedisStore(rdb)), WithTokenServer(ts))
+		b := newHarness(t, algoYAML, WithStore(NewRedisStore(rdb)), WithTokenServer(ts))
+		got := a.admitted(t, 6, "sliding") + b.admitted(t, 6, "sliding")
+		if n := rdb.Keys(context.Background(), "flowgate:*").Val(); len(n) == 0 {
+			t.Errorf("no token-server key in Redis: the decision was not shared")
+		}
+		if got == 10 {
+			return nil
+		}
+		err = fmt.Errorf("two replicas admitted %d under a sliding window of 10 per minute, want 10", got)
+		if st := ts.Stats(); st.Errors > 0 {
+			return fmt.Errorf("%w (%d calls fell back: %w)", err, st.Errors, judge.ErrUnjudged)
+		}
+		return err
+	})
 }
 
 // TestRedisClusterStore: a request's counters spread over the nodes of a
