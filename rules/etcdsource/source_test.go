@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/flowgate/flowgate/flow"
@@ -97,13 +98,35 @@ func (r *rig) limit() int {
 
 func put(t *testing.T, c *clientv3.Client, value string) int64 {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	resp, err := c.Put(ctx, key, value)
-	if err != nil {
-		t.Fatalf("put: %v", err)
+	var rev int64
+	write(t, "put", func(ctx context.Context) error {
+		resp, err := c.Put(ctx, key, value)
+		if err == nil {
+			rev = resp.Header.Revision
+		}
+		return err
+	})
+	return rev
+}
+
+// write runs an etcd write, again when etcd answers that it timed out (a
+// loaded machine: its commit waited for the disk); the writes here can be
+// repeated without changing what they leave.
+func write(t *testing.T, what string, do func(context.Context) error) {
+	t.Helper()
+	var err error
+	for range 3 {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		err = do(ctx)
+		cancel()
+		if rpctypes.Error(err) != rpctypes.ErrTimeout {
+			break
+		}
+		t.Logf("%s: %v; trying again", what, err)
 	}
-	return resp.Header.Revision
+	if err != nil {
+		t.Fatalf("%s: %v", what, err)
+	}
 }
 
 // TestFirstLoadUpdatesAndBadDocument: the first load, a valid update, a bad
@@ -142,11 +165,10 @@ func TestFirstLoadUpdatesAndBadDocument(t *testing.T) {
 		t.Errorf("source status = %+v, want revision %d, not OK", src, rev)
 	}
 
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if _, err := c.Delete(ctx, key); err != nil {
-		t.Fatal(err)
-	}
+	write(t, "delete", func(ctx context.Context) error {
+		_, err := c.Delete(ctx, key)
+		return err
+	})
 	ev = r.waitFor("the deletion refused", func(ev rules.Event) bool { return ev.Err != nil })
 	if !strings.Contains(ev.Err.Error(), "deleted") {
 		t.Errorf("error %q does not say the key was deleted", ev.Err)

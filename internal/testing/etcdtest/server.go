@@ -14,6 +14,7 @@ import (
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
 
 	"github.com/flowgate/flowgate/internal/testing/testbin"
 )
@@ -73,10 +74,12 @@ func Start(t testing.TB) *Server {
 }
 
 // Client returns a new client for this server built from clientv3's defaults
-// (as a user would) with a DialTimeout of 2s; it is closed in t.Cleanup.
+// (as a user would) with a DialTimeout of 2s and a silent logger (the
+// client's warnings on every retry would bury a failing test's message);
+// it is closed in t.Cleanup.
 func (s *Server) Client() *clientv3.Client {
 	s.t.Helper()
-	c, err := clientv3.New(clientv3.Config{Endpoints: []string{s.Endpoint}, DialTimeout: 2 * time.Second})
+	c, err := clientv3.New(clientv3.Config{Endpoints: []string{s.Endpoint}, DialTimeout: 2 * time.Second, Logger: zap.NewNop()})
 	if err != nil {
 		s.t.Fatalf("etcdtest: client: %v", err)
 	}
@@ -156,7 +159,7 @@ func (s *Server) launch() error {
 }
 
 func (s *Server) waitReady(exited <-chan struct{}) error {
-	c, err := clientv3.New(clientv3.Config{Endpoints: []string{s.Endpoint}, DialTimeout: time.Second})
+	c, err := clientv3.New(clientv3.Config{Endpoints: []string{s.Endpoint}, DialTimeout: time.Second, Logger: zap.NewNop()})
 	if err != nil {
 		return err
 	}
