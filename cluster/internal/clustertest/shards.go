@@ -216,6 +216,20 @@ type Base struct{ ByRedis, Total int }
 // fell is the share of a Base that fell back, in percent.
 func (b Base) fell() float64 { return 100 - Pct(b.ByRedis, b.Total) }
 
+// AllFellBack reports whether every one of total calls on a dead master's
+// keys fell back (byRedis of them did not). A dead master answers nothing,
+// so a key decided by Redis in the window is a call the test placed on the
+// wrong side of the kill or of a promotion it saw late (a loaded machine):
+// the try is run again, and a miss fails t on the last try.
+func AllFellBack(t testing.TB, last bool, byRedis, total int) bool {
+	t.Helper()
+	if total == 0 || byRedis != 0 {
+		Miss(t, last, "victim's keys during the outage: %d/%d decided by Redis, want all %d by the fallback", byRedis, total, total)
+		return false
+	}
+	return true
+}
+
 // Judge reports whether at least 99% of total calls were decided by
 // Redis or, on a host so loaded that calls time out with no fault at all,
 // the share that fell back is at most twice the largest share that fell
