@@ -3,6 +3,8 @@ package remote
 import (
 	"context"
 	"errors"
+	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -10,6 +12,7 @@ import (
 	"github.com/flowgate/flowgate/cluster"
 	"github.com/flowgate/flowgate/cluster/internal/clustertest"
 	"github.com/flowgate/flowgate/flow"
+	"github.com/flowgate/flowgate/internal/testing/judge"
 	"github.com/flowgate/flowgate/internal/testing/redistest"
 	"google.golang.org/grpc/connectivity"
 )
@@ -72,8 +75,27 @@ func TestRemoteReplicaKilled(t *testing.T) {
 
 // TestRemoteFailoverWithinTimeout: clients that prefer a replica that
 // dies decide through the other one, each within its per-call timeout.
+// The replicas and Redis share the machine with the test: a try in which
+// the process itself ran late enough to explain a miss is run again on a
+// fresh pair of replicas (see failoverTry).
 func TestRemoteFailoverWithinTimeout(t *testing.T) {
 	srv := redistest.Start(t)
+	judge.Retry(t, 3, func(int) error { return failoverTry(t, srv) })
+}
+
+// failoverTry kills the preferred one of two fresh replicas under three
+// clients, then times each client's own calls from its first call after
+// the kill: at most one fails, and it fails by the timeout at the latest
+// (not after a second one, or a reconnect backoff of a second); the next
+// is decided by the live replica, itself under the timeout. So a client
+// is deciding again within two timeouts of asking, whatever the load (the
+// clients run one after the other). A bound missed by no more than the
+// process's own lateness meanwhile is the machine's load
+// (judge.ErrUnjudged), and so is a second failed call on the live replica
+// (its timeout, or its own Redis call's) while the process itself ran at
+// least timeout/20 late: a quiet machine wakes it well under a
+// millisecond late.
+func failoverTry(t *testing.T, srv *redistest.Server) error {
 	reps, addrs := redisReplicas(t, srv, 2)
 	const timeout = 100 * time.Millisecond
 	req := flow.TokenRequest{Resource: uniq("remote-failover"), Tokens: 1, Factor: 1}
@@ -87,13 +109,9 @@ func TestRemoteFailoverWithinTimeout(t *testing.T) {
 		cs = append(cs, c)
 		t.Logf("client %d ready", i)
 	}
+	m := judge.Start(time.Millisecond)
+	defer m.Stop()
 	reps[0].srv.Stop()
-	// Each client's own calls are timed, from its first call after the
-	// kill: at most one fails, and it fails by the timeout at the latest
-	// (not after a second one, or a reconnect backoff of a second); the
-	// next is decided by the live replica, itself under the timeout. So a
-	// client is deciding again within two timeouts of asking, whatever
-	// the load (the clients run one after the other).
 	var slowest time.Duration
 	for i, c := range cs {
 		fails := 0
@@ -108,22 +126,27 @@ func TestRemoteFailoverWithinTimeout(t *testing.T) {
 				t.Fatalf("client %d: %v, want an unavailable error or a decision", i, err)
 			}
 			if fails++; fails > 1 {
-				t.Fatalf("client %d: %d failed calls after the kill, want at most one: %v", i, fails, err)
+				// Every error of the client names the replica it asked.
+				if strings.Contains(err.Error(), addrs[1]) && m.Lateness() >= timeout/20 {
+					return fmt.Errorf("client %d: the live replica failed a call while the process woke up to %v late: %v: %w", i, m.Lateness(), err, judge.ErrUnjudged)
+				}
+				return fmt.Errorf("client %d: %d failed calls after the kill (the live replica is %s; the process woke up to %v late), want at most one: %v", i, fails, addrs[1], m.Lateness(), err)
 			}
-			if d := time.Since(call); d >= 2*timeout {
-				t.Fatalf("client %d: the failed call took %v, want it over by the %v timeout", i, d, timeout)
+			if err := judge.Verdict(fmt.Sprintf("client %d: the failed call", i), time.Since(call), 2*timeout, m.Lateness()); err != nil {
+				return err
 			}
 		}
 		el := time.Since(start)
-		if el >= 2*timeout {
-			t.Fatalf("client %d decided again %v after its first call, want within one failed call and one decision (< 2 x %v)", i, el, timeout)
+		if err := judge.Verdict(fmt.Sprintf("client %d: deciding again after its first call", i), el, 2*timeout, m.Lateness()); err != nil {
+			return err
 		}
 		slowest = max(slowest, el)
 		if got := c.replicas[c.pref.Load()].addr; got != addrs[1] {
-			t.Fatalf("client %d prefers %s, want the live replica %s", i, got, addrs[1])
+			return fmt.Errorf("client %d prefers %s, want the live replica %s", i, got, addrs[1])
 		}
 	}
-	t.Logf("3 clients failed over, the slowest in %v", slowest)
+	t.Logf("3 clients failed over, the slowest in %v (the process woke up to %v late)", slowest, m.Stop())
+	return nil
 }
 
 // waitReady waits until every replica connection of c is ready (or fails
