@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -327,5 +328,32 @@ func TestRedisStoreDownFailsEveryRequest(t *testing.T) {
 	}
 	if st := s.Stats(); st.Pipelines != 3 || st.Requests != 2+queued {
 		t.Errorf("stats %+v: want the 16 queued requests in one pipeline (3 in all)", st)
+	}
+}
+
+// BenchmarkRedisStoreIncr: one counter per call from 32 goroutines, with
+// one pipeline per call (0) and with 1, 2 or 4 shared pipelines in flight.
+func BenchmarkRedisStoreIncr(b *testing.B) {
+	srv := redistest.Start(b)
+	rdb := srv.Client()
+	for _, n := range []int{0, 1, 2, 4} {
+		b.Run("pipelines="+strconv.Itoa(n), func(b *testing.B) {
+			s := NewRedisStore(rdb, WithPipelines(n))
+			defer s.Close()
+			b.SetParallelism(16)
+			b.ReportAllocs()
+			var w atomic.Int64
+			b.RunParallel(func(pb *testing.PB) {
+				key := "b" + strconv.FormatInt(w.Add(1), 10)
+				for pb.Next() {
+					if err := s.Incr(context.Background(), one(key)); err != nil {
+						b.Error(err)
+						return
+					}
+				}
+			})
+			st := s.Stats()
+			b.ReportMetric(float64(st.Requests)/float64(max(st.Pipelines, 1)), "req/pipeline")
+		})
 	}
 }
