@@ -21,7 +21,8 @@ import (
 // arrive while every sender is busy wait in a queue and go out together in
 // the next pipeline (up to WithMaxBatch commands). Under load many
 // requests share one round trip; a request finding a sender idle is sent
-// at once, so an idle store adds no delay. envoyproxy/ratelimit sends one
+// at once (no window to wait out; the hand-off to the sender and back is
+// what an idle store adds). envoyproxy/ratelimit sends one
 // pipeline per request: the commands and keys are the same, only their
 // grouping into round trips differs. On a cluster go-redis splits each
 // pipeline per node, one round trip to each node holding one of its keys.
