@@ -168,7 +168,9 @@ func inProcService(t *testing.T, srv *redistest.Server) inProc {
 	if err != nil {
 		t.Fatal(err)
 	}
-	svc := envoyrls.NewService(envoyrls.WithStore(envoyrls.NewRedisStore(rdb)), envoyrls.WithKeyPrefix("fg:"),
+	store := envoyrls.NewRedisStore(rdb)
+	t.Cleanup(func() { store.Close() })
+	svc := envoyrls.NewService(envoyrls.WithStore(store), envoyrls.WithKeyPrefix("fg:"),
 		envoyrls.WithTokenServer(main), envoyrls.WithLeasing(build))
 	if err := svc.Load(cfg); err != nil {
 		t.Fatal(err)

@@ -88,8 +88,9 @@ func freeAddr(t *testing.T) (string, int) {
 }
 
 // startRef runs the reference with one config file on redisAddr, with
-// response headers on, and waits until it answers.
-func startRef(t *testing.T, bin, redisAddr, config string) *refService {
+// response headers on and env added to its environment, and waits until
+// it answers.
+func startRef(t *testing.T, bin, redisAddr, config string, env ...string) *refService {
 	t.Helper()
 	root := t.TempDir()
 	cfgDir := filepath.Join(root, "rl", "config")
@@ -108,6 +109,7 @@ func startRef(t *testing.T, bin, redisAddr, config string) *refService {
 		"HOST="+host, "GRPC_HOST="+host, "DEBUG_HOST="+host, "GRPC_PORT="+strconv.Itoa(grpcPort),
 		"PORT="+strconv.Itoa(port), "DEBUG_PORT="+strconv.Itoa(debugPort),
 		"LIMIT_RESPONSE_HEADERS_ENABLED=true", "REDIS_POOL_SIZE=32")
+	cmd.Env = append(cmd.Env, env...)
 	// Its log (statsd flushes at debug level) goes nowhere; errors show as refusals.
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -136,8 +138,9 @@ func startOurs(t *testing.T, srv *redistest.Server, config string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rdb := srv.Client()
-	svc := envoyrls.NewService(envoyrls.WithStore(envoyrls.NewRedisStore(rdb)), envoyrls.WithKeyPrefix("fg:"),
+	store := envoyrls.NewRedisStore(srv.Client())
+	t.Cleanup(func() { store.Close() })
+	svc := envoyrls.NewService(envoyrls.WithStore(store), envoyrls.WithKeyPrefix("fg:"),
 		envoyrls.WithResponseHeaders(envoyrls.HeaderNames{}))
 	if err := svc.Load(cfg); err != nil {
 		t.Fatal(err)
@@ -445,9 +448,17 @@ func startServeProcess(t *testing.T, redisAddr, config string, extra ...string) 
 	return ""
 }
 
+// refWindow is the write-flush window envoyproxy/ratelimit's pipelining
+// row runs with (REDIS_PIPELINE_WINDOW; its README suggests 150us-500us).
+const refWindow = "150us"
+
 // TestEnvoyThroughput measures both services on one redis-server with 32
 // concurrent callers over 1000 descriptor values, 1 and 5 descriptors per
-// request (FLOWGATE_ENVOY_BENCH_DURATION per run, default 3s).
+// request, then with one caller (FLOWGATE_ENVOY_BENCH_DURATION per run,
+// default 3s). Each service runs two ways: theirs as it ships and with its
+// implicit pipelining on (REDIS_PIPELINE_WINDOW), ours as serve runs by
+// default (concurrent requests sharing pipelines) and with one pipeline
+// per request (-envoy-redis-pipelines 0), as theirs ships.
 func TestEnvoyThroughput(t *testing.T) {
 	bin, _ := envoyReference(t)
 	d := 3 * time.Second
@@ -458,14 +469,25 @@ func TestEnvoyThroughput(t *testing.T) {
 		}
 	}
 	srv := redistest.Start(t)
-	ref := dialRLS(t, startRef(t, bin, srv.Addr, benchConfig).addr)
-	ours := dialRLS(t, startServeProcess(t, srv.Addr, benchConfig))
-	for _, per := range []int{1, 5} {
-		drive(t, ref, 32, per, d/10) // warm both up: connections, pools
-		drive(t, ours, 32, per, d/10)
-		r := drive(t, ref, 32, per, d)
-		o := drive(t, ours, 32, per, d)
-		t.Logf("%d descriptor(s)/request: envoyproxy/ratelimit %.0f req/s p50 %v p99 %v; flowgate %.0f req/s p50 %v p99 %v; ours/theirs %.2fx",
-			per, r.rps, r.p50.Round(time.Microsecond), r.p99.Round(time.Microsecond), o.rps, o.p50.Round(time.Microsecond), o.p99.Round(time.Microsecond), o.rps/r.rps)
+	services := []struct {
+		name string
+		c    rlspb.RateLimitServiceClient
+	}{
+		{"envoyproxy/ratelimit", dialRLS(t, startRef(t, bin, srv.Addr, benchConfig).addr)},
+		{"envoyproxy/ratelimit window " + refWindow, dialRLS(t, startRef(t, bin, srv.Addr, benchConfig, "REDIS_PIPELINE_WINDOW="+refWindow).addr)},
+		{"flowgate", dialRLS(t, startServeProcess(t, srv.Addr, benchConfig))},
+		{"flowgate unbatched", dialRLS(t, startServeProcess(t, srv.Addr, benchConfig, "-envoy-redis-pipelines", "0"))},
+	}
+	for _, run := range []struct{ callers, per int }{{32, 1}, {32, 5}, {1, 1}} {
+		var base float64
+		for _, sv := range services {
+			drive(t, sv.c, run.callers, run.per, d/10) // warm up: connections, pools
+			r := drive(t, sv.c, run.callers, run.per, d)
+			if base == 0 {
+				base = r.rps
+			}
+			t.Logf("%d caller(s), %d descriptor(s)/request: %s %.0f req/s p50 %v p99 %v (%.2fx envoyproxy/ratelimit as shipped)",
+				run.callers, run.per, sv.name, r.rps, r.p50.Round(time.Microsecond), r.p99.Round(time.Microsecond), r.rps/base)
+		}
 	}
 }

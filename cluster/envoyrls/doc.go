@@ -16,7 +16,9 @@
 // permits taken from Redis in batches (WithLeasing); settle charges the
 // hits of Envoy's response-phase calls after the fact, into a debt
 // bounded by max_debt. WithDomainHashTag keeps a domain's counters in one
-// Redis Cluster slot.
+// Redis Cluster slot. A RedisStore shares its pipelines among concurrent
+// requests (the same commands and keys as envoyproxy/ratelimit, fewer
+// round trips) and is closed by its owner.
 //
 // Load reads files into an immutable *Config; a Service answers calls
 // with the Config it holds (Service.Load swaps it); a Watcher keeps a

@@ -53,7 +53,7 @@ func TestRedisClusterDomainHashTag(t *testing.T) {
 		ds = append(ds, desc(k, "v"))
 	}
 	for _, tagged := range []bool{false, true} {
-		opts := []Option{WithStore(NewRedisStore(rdb))}
+		opts := []Option{WithStore(redisStore(t, rdb))}
 		if tagged {
 			opts = append(opts, WithDomainHashTag())
 		}

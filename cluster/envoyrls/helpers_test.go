@@ -9,6 +9,7 @@ import (
 
 	rlv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/common/ratelimit/v3"
 	rlspb "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
+	"github.com/redis/go-redis/v9"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/protobuf/types/known/wrapperspb"
@@ -93,3 +94,11 @@ const (
 )
 
 func itoa(v int64) string { return string(strconv.AppendInt(nil, v, 10)) }
+
+// redisStore is a RedisStore over rdb, closed when the test ends.
+func redisStore(t *testing.T, rdb redis.UniversalClient, opts ...RedisOption) *RedisStore {
+	t.Helper()
+	s := NewRedisStore(rdb, opts...)
+	t.Cleanup(func() { s.Close() })
+	return s
+}

@@ -79,7 +79,7 @@ func leasedReplica(t *testing.T, rdb *redis.Client) (*harness, *[]*cluster.Redis
 		}
 		return ts, err
 	}
-	return newHarness(t, leaseYAML, WithStore(NewRedisStore(rdb)), WithTokenServer(main), WithLeasing(build)), &leased
+	return newHarness(t, leaseYAML, WithStore(redisStore(t, rdb)), WithTokenServer(main), WithLeasing(build)), &leased
 }
 
 // TestLeasedDescriptorsHoldTheLimit: two replicas leasing a hot

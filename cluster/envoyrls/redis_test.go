@@ -20,7 +20,7 @@ func TestRedisStoreFixedWindow(t *testing.T) {
 	srv := redistest.Start(t)
 	rdb := srv.Client()
 	defer rdb.Close()
-	h := newHarness(t, serviceYAML, WithStore(NewRedisStore(rdb)), WithKeyPrefix("t:"))
+	h := newHarness(t, serviceYAML, WithStore(redisStore(t, rdb)), WithKeyPrefix("t:"))
 	h.clk.Advance(20 * time.Second)
 	want := []brief{{ok, 3, 1}, {ok, 3, 0}, {over, 3, 0}, {over, 3, 0}}
 	hits := []uint64{2, 1, 1, 1}
@@ -40,7 +40,7 @@ func TestRedisStoreFixedWindow(t *testing.T) {
 		t.Errorf("TTL %v, want within a minute", ttl)
 	}
 	// Two replicas over one Redis share the counters.
-	h2 := newHarness(t, serviceYAML, WithStore(NewRedisStore(rdb)), WithKeyPrefix("t:"))
+	h2 := newHarness(t, serviceYAML, WithStore(redisStore(t, rdb)), WithKeyPrefix("t:"))
 	h2.clk.Set(h.clk.Now())
 	if got := briefOf(h2.ask(t, "web", 0, desc("client", "a")).Statuses[0]); got != (brief{over, 3, 0}) {
 		t.Errorf("second replica: got %+v, want over", got)
@@ -51,7 +51,7 @@ func TestRedisDownAnswersUnavailable(t *testing.T) {
 	srv := redistest.Start(t)
 	rdb := srv.Client()
 	defer rdb.Close()
-	h := newHarness(t, serviceYAML, WithStore(NewRedisStore(rdb)))
+	h := newHarness(t, serviceYAML, WithStore(redisStore(t, rdb)))
 	h.ask(t, "web", 0, desc("client", "a"))
 	srv.Kill()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -87,8 +87,8 @@ func TestRedisAlgorithmSharedByReplicas(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer ts.Close()
-		a := newHarness(t, algoYAML, WithStore(NewRedisStore(rdb)), WithTokenServer(ts))
-		b := newHarness(t, algoYAML, WithStore(NewRedisStore(rdb)), WithTokenServer(ts))
+		a := newHarness(t, algoYAML, WithStore(redisStore(t, rdb)), WithTokenServer(ts))
+		b := newHarness(t, algoYAML, WithStore(redisStore(t, rdb)), WithTokenServer(ts))
 		got := a.admitted(t, 6, "sliding") + b.admitted(t, 6, "sliding")
 		if n := rdb.Keys(context.Background(), "flowgate:*").Val(); len(n) == 0 {
 			t.Errorf("no token-server key in Redis: the decision was not shared")
@@ -110,7 +110,7 @@ func TestRedisClusterStore(t *testing.T) {
 	c := redistest.StartCluster(t)
 	rdb := c.Client()
 	defer rdb.Close()
-	h := newHarness(t, serviceYAML, WithStore(NewRedisStore(rdb)))
+	h := newHarness(t, serviceYAML, WithStore(redisStore(t, rdb)))
 	var ds []*rlv3.RateLimitDescriptor
 	for i := range 12 {
 		ds = append(ds, desc("client", itoa(int64(i))))

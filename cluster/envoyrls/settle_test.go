@@ -104,8 +104,8 @@ func TestSettleOnRedis(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ts.Close()
-	a := newHarness(t, settleYAML, WithStore(NewRedisStore(rdb)), WithTokenServer(ts))
-	b := newHarness(t, settleYAML, WithStore(NewRedisStore(rdb)), WithTokenServer(ts))
+	a := newHarness(t, settleYAML, WithStore(redisStore(t, rdb)), WithTokenServer(ts))
+	b := newHarness(t, settleYAML, WithStore(redisStore(t, rdb)), WithTokenServer(ts))
 	if code, rem := a.phase(t, "window", 0); code != "OK" || rem != 100 {
 		t.Fatalf("first check: %s remaining %d, want OK 100", code, rem)
 	}

@@ -97,7 +97,8 @@ func (d *duration) UnmarshalJSON(b []byte) error {
 
 func defaultServeConfig() serveConfig {
 	return serveConfig{Listen: "127.0.0.1:7600", MaxQPS: 30000, Timeout: duration(20 * time.Millisecond),
-		ShutdownTimeout: duration(10 * time.Second), Prefix: "flowgate:", Redis: redisConfig{Addrs: []string{"127.0.0.1:6379"}}}
+		ShutdownTimeout: duration(10 * time.Second), Prefix: "flowgate:", Redis: redisConfig{Addrs: []string{"127.0.0.1:6379"}},
+		Envoy: envoyConfig{Pipelines: 2, MaxBatch: 1024}}
 }
 
 // parseServeFlags reads -config first, then lets every flag given on the

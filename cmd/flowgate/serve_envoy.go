@@ -32,6 +32,11 @@ type envoyConfig struct {
 	Headers   bool   `json:"headers"`   // add RateLimit-Limit/-Remaining/-Reset to answers
 	KeyPrefix string `json:"keyPrefix"` // Redis counter key prefix; default "" as envoyproxy/ratelimit
 	HashTag   bool   `json:"hashTag"`   // the domain in a hash tag: one slot, one round trip per request on a cluster
+	// Pipelines is how many Redis pipelines of counters may be in flight
+	// at once; the requests arriving meanwhile share the next. Default 2;
+	// 0 = one pipeline per request, sent at once (envoyproxy/ratelimit's way).
+	Pipelines int `json:"pipelines"`
+	MaxBatch  int `json:"maxBatch"` // commands in one shared pipeline at most (two per counter); default 1024
 }
 
 // bindEnvoyFlags defines the -envoy-* flags on fs over ec.
@@ -41,6 +46,9 @@ func bindEnvoyFlags(fs *flag.FlagSet, ec *envoyConfig) {
 	fs.StringVar(&ec.Store, "envoy-store", ec.Store, `where Envoy's fixed-window counters live: "redis" (the -redis servers) or "local" (this process only)`)
 	fs.BoolVar(&ec.Headers, "envoy-headers", ec.Headers, "answer Envoy with RateLimit-Limit, RateLimit-Remaining and RateLimit-Reset headers")
 	fs.StringVar(&ec.KeyPrefix, "envoy-key-prefix", ec.KeyPrefix, "prefix of Envoy counters' Redis keys (envoyproxy/ratelimit's CACHE_KEY_PREFIX)")
+	fs.IntVar(&ec.Pipelines, "envoy-redis-pipelines", ec.Pipelines,
+		"Redis pipelines of Envoy counters in flight at once, the requests arriving meanwhile sharing the next (0: one pipeline per request)")
+	fs.IntVar(&ec.MaxBatch, "envoy-redis-max-batch", ec.MaxBatch, "commands in one shared Redis pipeline of Envoy counters at most (two per counter)")
 	fs.BoolVar(&ec.HashTag, "envoy-hash-tag", ec.HashTag, "put the domain of Envoy counters' keys in a hash tag: a request's counters in one Redis Cluster slot, one round trip (the domain's load on one node)")
 }
 
@@ -50,6 +58,10 @@ func (ec *envoyConfig) validate() error {
 		return errors.New("envoy: -envoy-listen and -envoy-config go together")
 	case ec.Store != "" && ec.Store != "redis" && ec.Store != "local":
 		return fmt.Errorf("envoy: store %q: want redis or local", ec.Store)
+	case ec.Pipelines < 0:
+		return fmt.Errorf("envoy: pipelines %d: want 0 (one per request) or more", ec.Pipelines)
+	case ec.MaxBatch < 2:
+		return fmt.Errorf("envoy: maxBatch %d: want 2 (one counter) or more", ec.MaxBatch)
 	}
 	return nil
 }
@@ -65,16 +77,17 @@ type envoyService struct {
 
 // envoyLeases builds the leasing token servers of the leased descriptors
 // (one per distinct lease setting, as the configuration asks) and closes
-// them at stop. They share the main server's Redis, prefix and timeout,
+// them at stop, with the counters' store (its sender goroutines). They share the main server's Redis, prefix and timeout,
 // and count as the main server's instance: they send no heartbeat of
 // their own (their first one lasts a millisecond) and report its count.
 type envoyLeases struct {
-	cf   serveConfig
-	rdb  redis.UniversalClient
-	main *cluster.RedisTokenServer
-	log  *slog.Logger
-	mu   sync.Mutex
-	all  []*cluster.RedisTokenServer
+	cf    serveConfig
+	rdb   redis.UniversalClient
+	main  *cluster.RedisTokenServer
+	log   *slog.Logger
+	store *envoyrls.RedisStore
+	mu    sync.Mutex
+	all   []*cluster.RedisTokenServer
 }
 
 // leasedServer is a leasing token server counting instances as main does.
@@ -99,14 +112,15 @@ func (el *envoyLeases) newServer(ls envoyrls.Lease) (flow.TokenServer, error) {
 	return leasedServer{ts, el.main}, nil
 }
 
-// close returns every lease's unspent permits and stops the servers.
+// close returns every lease's unspent permits and stops the servers and
+// the store.
 func (el *envoyLeases) close() error {
 	if el == nil {
 		return nil
 	}
 	el.mu.Lock()
 	defer el.mu.Unlock()
-	var errs []error
+	errs := []error{el.store.Close()}
 	for _, ts := range el.all {
 		errs = append(errs, ts.Close())
 	}
@@ -171,8 +185,9 @@ func envoyOptions(cf serveConfig, rdb redis.UniversalClient, ts *cluster.RedisTo
 		log.Info("flowgate serve: envoy: decisions local to this process (no Redis): each replica counts alone")
 		return opts, nil
 	}
-	leases := &envoyLeases{cf: cf, rdb: rdb, main: ts, log: log}
-	return append(opts, envoyrls.WithStore(envoyrls.NewRedisStore(rdb)), envoyrls.WithTokenServer(ts), envoyrls.WithLeasing(leases.newServer)), leases
+	store := envoyrls.NewRedisStore(rdb, envoyrls.WithPipelines(ec.Pipelines), envoyrls.WithMaxBatch(ec.MaxBatch))
+	leases := &envoyLeases{cf: cf, rdb: rdb, main: ts, log: log, store: store}
+	return append(opts, envoyrls.WithStore(store), envoyrls.WithTokenServer(ts), envoyrls.WithLeasing(leases.newServer)), leases
 }
 
 // stop drains the calls in flight for up to timeout, then stops watching

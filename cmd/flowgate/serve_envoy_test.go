@@ -56,8 +56,9 @@ func startEnvoyServe(t *testing.T, ctx context.Context, args ...string) (string,
 }
 
 func TestServeEnvoy(t *testing.T) {
-	for _, store := range []string{"redis", "local"} {
-		t.Run(store, func(t *testing.T) {
+	for _, mode := range []string{"redis", "redis-unbatched", "local"} {
+		store, _, unbatched := strings.Cut(mode, "-")
+		t.Run(mode, func(t *testing.T) {
 			srv := redistest.Start(t)
 			dir := t.TempDir()
 			if err := os.WriteFile(filepath.Join(dir, "edge.yaml"), []byte(envoyYAML), 0o600); err != nil {
@@ -65,7 +66,7 @@ func TestServeEnvoy(t *testing.T) {
 			}
 			ctx, cancel := context.WithCancel(context.Background())
 			addr, metricsAddr, code, stderr := startEnvoyServe(t, ctx, "-listen", "127.0.0.1:0", "-redis", srv.Addr, "-metrics-listen", "127.0.0.1:0",
-				"-envoy-listen", "127.0.0.1:0", "-envoy-config", dir, "-envoy-store", store, "-envoy-headers")
+				"-envoy-listen", "127.0.0.1:0", "-envoy-config", dir, "-envoy-store", store, "-envoy-headers", "-envoy-redis-pipelines", map[bool]string{false: "2", true: "0"}[unbatched])
 			conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
 			if err != nil {
 				t.Fatal(err)
@@ -115,6 +116,8 @@ func TestServeEnvoyFlags(t *testing.T) {
 	}{
 		{[]string{"-envoy-listen", "127.0.0.1:0"}, "-envoy-listen and -envoy-config go together"},
 		{[]string{"-envoy-listen", "127.0.0.1:0", "-envoy-config", "x", "-envoy-store", "disk"}, `store "disk"`},
+		{[]string{"-envoy-listen", "127.0.0.1:0", "-envoy-config", "x", "-envoy-redis-pipelines", "-1"}, "pipelines -1"},
+		{[]string{"-envoy-listen", "127.0.0.1:0", "-envoy-config", "x", "-envoy-redis-max-batch", "1"}, "maxBatch 1"},
 	} {
 		stderr := new(syncBuilder)
 		if c := serveUntil(context.Background(), tc.args, io.Discard, stderr); c != exitUsage || !strings.Contains(stderr.String(), tc.want) {

@@ -216,7 +216,7 @@ func TestServeFlagsOverrideFile(t *testing.T) {
 		"redis": {"addrs": ["f:3"], "masterName": "fm", "db": 1, "username": "fu", "passwordEnv": "FP"},
 		"tls": {"cert": "f.pem", "key": "f.key", "clientCA": "f.ca"}, "tokenFile": "f.tok", "tokenEnv": "FT",
 		"maxQps": 1, "timeout": "1s", "shutdownTimeout": "2s", "prefix": "f:", "inlineRules": false,
-		"adminTokenEnv": "FA"}`
+		"adminTokenEnv": "FA", "envoy": {"pipelines": 1}}`
 	if err := os.WriteFile(path, []byte(file), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -229,7 +229,7 @@ func TestServeFlagsOverrideFile(t *testing.T) {
 		Redis: redisConfig{Addrs: []string{"f:3"}, MasterName: "fm", DB: 1, Username: "fu", PasswordEnv: "FP"},
 		TLS:   tlsConfig{Cert: "f.pem", Key: "f.key", ClientCA: "f.ca"}, TokenFile: "f.tok", TokenEnv: "FT",
 		MaxQPS: 1, Timeout: duration(time.Second), ShutdownTimeout: duration(2 * time.Second), Prefix: "f:",
-		InlineRules: &inlineOff, AdminTokenEnv: "FA"}
+		InlineRules: &inlineOff, AdminTokenEnv: "FA", Envoy: envoyConfig{Pipelines: 1, MaxBatch: 1024}}
 	if !reflect.DeepEqual(fromFile, want) {
 		t.Fatalf("from the file:\n got %+v\nwant %+v", fromFile, want)
 	}
@@ -238,7 +238,7 @@ func TestServeFlagsOverrideFile(t *testing.T) {
 		"-redis-password-env", "CP", "-redis-tls", "-tls-cert", "c.pem", "-tls-key", "c.key", "-tls-client-ca", "c.ca",
 		"-token-file", "c.tok", "-token-env", "CT", "-max-qps", "3", "-timeout", "3s", "-shutdown-timeout", "4s",
 		"-prefix", "c:", "-inline-rules=true", "-admin-token-env", "CA", "-allow-unauthenticated",
-		"-admin-read-token-env", "CR", "-allow-cleartext-token", "-allow-open-admin-reads"}
+		"-admin-read-token-env", "CR", "-allow-cleartext-token", "-allow-open-admin-reads", "-envoy-redis-pipelines", "0", "-envoy-redis-max-batch", "64"}
 	got, err := parseServeFlags(args, flag.NewFlagSet("serve", flag.ContinueOnError))
 	if err != nil {
 		t.Fatal(err)
@@ -249,7 +249,7 @@ func TestServeFlagsOverrideFile(t *testing.T) {
 		TLS:   tlsConfig{Cert: "c.pem", Key: "c.key", ClientCA: "c.ca"}, TokenFile: "c.tok", TokenEnv: "CT",
 		MaxQPS: 3, Timeout: duration(3 * time.Second), ShutdownTimeout: duration(4 * time.Second), Prefix: "c:",
 		InlineRules: &inlineOn, AdminTokenEnv: "CA", AllowUnauthenticated: true,
-		AdminReadTokenEnv: "CR", AllowCleartextToken: true, AllowOpenAdminReads: true}
+		AdminReadTokenEnv: "CR", AllowCleartextToken: true, AllowOpenAdminReads: true, Envoy: envoyConfig{Pipelines: 0, MaxBatch: 64}}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("flags over the file:\n got %+v\nwant %+v", got, want)
 	}
