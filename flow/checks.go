@@ -62,8 +62,11 @@ type check struct {
 func (k *check) run(st *entryState) bool {
 	switch k.kind {
 	case localCheck:
+		if !k.cr.keyed {
+			return st.local(k.cr, "")
+		}
 		key := st.a.keyFor(&k.cr.rule)
-		if key == "" && k.cr.keyed { // the call gave no key for this level
+		if key == "" { // the call gave no key for this level
 			return true
 		}
 		return st.local(k.cr.forKey(key), key)
@@ -113,7 +116,8 @@ func (st *entryState) deny(cr *compiledRule, reason, key string, d algo.Decision
 		st.eng.shadowRefused(st.resource, cr, reason)
 		return true
 	}
-	st.refusal = denial{cr: cr, level: cr.rule.Level, reason: reason, key: key, d: d}
+	st.refusal = denial{cr: cr, level: cr.rule.Level, reason: reason, key: key,
+		retryAfter: d.RetryAfter, never: d.Never, remaining: d.Remaining, limit: d.Limit}
 	return false
 }
 

@@ -117,9 +117,8 @@ type entryState struct {
 	a        entryArgs // the call's options, parsed (held by value: see decide)
 	// c is the call's record once a check took something to give back or
 	// hold (see rec): a call refused before that never takes one.
-	c     *call
-	now   int64
-	quota quotaNote // the most restrictive rule seen so far
+	c   *call
+	now int64
 	// sysCounted: counted in Engine.sysInFlight; unruled: in Engine.unruled.
 	sysCounted, unruled bool
 	wait                time.Duration // the longest queued slot a rule granted
@@ -130,12 +129,15 @@ type entryState struct {
 // denial is what one check refused a call for; refuse turns it into the
 // call's BlockError.
 type denial struct {
-	cr     *compiledRule // the refusing rule; nil for the system guard
-	level  Level
-	reason string
-	key    string // the call's key at a keyed rule, for TopKeys
-	d      algo.Decision
-	err    error // the context's error of a cancelled wait
+	cr         *compiledRule // the refusing rule; nil for the system guard
+	level      Level
+	reason     string
+	key        string // the call's key at a keyed rule, for TopKeys
+	retryAfter time.Duration
+	never      bool
+	remaining  float64
+	limit      float64 // the limiter's own limit (adaptive); 0: the rule's
+	err        error   // the context's error of a cancelled wait
 }
 
 // decide admits the call and returns its Permit, or a zero Permit and the
@@ -231,7 +233,7 @@ func (e *Engine) queue(st *entryState) bool {
 // returned.
 func (e *Engine) pass(st *entryState) Permit {
 	c := st.rec()
-	c.tokens, c.quota = st.a.tokens, st.quota
+	c.tokens = st.a.tokens
 	c.sysCounted, c.unruled = st.sysCounted, st.unruled
 	c.waited = st.wait
 	if rr := st.rr; rr == nil {
@@ -260,29 +262,29 @@ func refusalIn(be *BlockError) *BlockError {
 
 // refuse is the one place a refusal is counted and written: into the
 // resource's statistics and the rule's count, TopKeys for a keyed rule,
-// and *be.
+// and *be, written whole once.
 func (e *Engine) refuse(st *entryState, be *BlockError) {
 	r := &st.refusal
 	if st.rr != nil {
 		st.rr.stats.block(st.now, r.level)
 	}
-	*be = BlockError{Resource: st.resource, Level: r.level, Reason: r.reason, RetryAfter: r.d.RetryAfter,
-		Never: r.d.Never, Remaining: r.d.Remaining, Err: r.err}
-	if be.Never {
-		be.RetryAfter = Never
+	var id string
+	var window time.Duration
+	if cr := r.cr; cr != nil {
+		cr.refused.Add(1) // BlockedByRule
+		if r.key != "" {
+			e.recordRefusal(cr, r.key, st.now) // TopKeys: refusals only, not would-be ones
+		}
+		id, window = cr.rule.ID, cr.rule.Window
+		if r.limit <= 0 {
+			r.limit = cr.limit()
+		}
 	}
-	cr := r.cr
-	if cr == nil {
-		return
+	if r.never {
+		r.retryAfter = Never
 	}
-	cr.refused.Add(1) // BlockedByRule
-	if r.key != "" {
-		e.recordRefusal(cr, r.key, st.now) // TopKeys: refusals only, not would-be ones
-	}
-	be.RuleID, be.Window, be.Limit = cr.rule.ID, cr.rule.Window, cr.limit()
-	if r.d.Limit > 0 {
-		be.Limit = r.d.Limit
-	}
+	*be = BlockError{Resource: st.resource, Level: r.level, RuleID: id, Reason: r.reason, RetryAfter: r.retryAfter,
+		Never: r.never, Limit: r.limit, Window: window, Remaining: r.remaining, Err: r.err}
 }
 
 // undo gives back everything the call took, local and cluster. Each
@@ -325,16 +327,19 @@ func (e *Engine) undo(st *entryState) {
 	c.grants = c.grants[:0]
 }
 
-// rec is the call's record, taken from the pool at the first need.
+// rec is the call's record, taken from the pool at the first need, with
+// no quota noted yet.
 func (st *entryState) rec() *call {
 	if st.c == nil {
 		st.c = st.eng.getCall()
+		st.c.quota = quotaNote{}
 	}
 	return st.c
 }
 
-// note records what an enforcing rule granted: the longest wait, and the
-// most restrictive quota (a shadow rule's are not the caller's).
+// note records what an enforcing rule granted, in the call's record: the
+// longest wait, and the most restrictive quota (a shadow rule's are not
+// the caller's).
 func (st *entryState) note(cr *compiledRule, wait time.Duration, remaining float64, reset time.Duration) {
 	if cr.shadow.Load() {
 		return
@@ -342,7 +347,7 @@ func (st *entryState) note(cr *compiledRule, wait time.Duration, remaining float
 	if wait > st.wait {
 		st.wait, st.waitRule = wait, cr
 	}
-	if q := &st.quota; q.cr == nil || remaining < q.remaining {
+	if q := &st.rec().quota; q.cr == nil || remaining < q.remaining {
 		*q = quotaNote{cr: cr, limit: cr.limit(), remaining: remaining, reset: reset}
 	}
 }
