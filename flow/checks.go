@@ -63,13 +63,13 @@ func (k *check) run(st *entryState) bool {
 	switch k.kind {
 	case localCheck:
 		if !k.cr.keyed {
-			return st.local(k.cr, "")
+			return st.local(k.cr, k.cr.globalLimiter(st.now), "")
 		}
 		key := st.a.keyFor(&k.cr.rule)
 		if key == "" { // the call gave no key for this level
 			return true
 		}
-		return st.local(k.cr.forKey(key), key)
+		return st.localFor(k.cr.forKey(key), key)
 	case listCheck:
 		return st.list(k.cr)
 	case refCheck:
@@ -121,10 +121,8 @@ func (st *entryState) deny(cr *compiledRule, reason, key string, d algo.Decision
 	return false
 }
 
-// local takes the call's permits for key from cr's own limiter (a local
-// rule, or a cluster rule falling back to local), noting them so that a
-// later refusal gives them back, or refuses the call.
-func (st *entryState) local(cr *compiledRule, key string) bool {
+// localFor is local with cr's limiter for key.
+func (st *entryState) localFor(cr *compiledRule, key string) bool {
 	lim, err := cr.limiterFor(key, st.now)
 	if err != nil {
 		// Unreachable for validated rules (LoadRules built one); fail open
@@ -132,6 +130,13 @@ func (st *entryState) local(cr *compiledRule, key string) bool {
 		st.eng.logError("flow: building limiter", err, cr)
 		return true
 	}
+	return st.local(cr, lim, key)
+}
+
+// local takes the call's permits from lim, cr's limiter for key (a local
+// rule, or a cluster rule falling back to local), noting them so that a
+// later refusal gives them back, or refuses the call.
+func (st *entryState) local(cr *compiledRule, lim limiter, key string) bool {
 	var d algo.Decision
 	if cr.classed {
 		d = lim.(algo.ClassLimiter).TryAcquireClass(st.now, st.a.tokens, algo.Priority(st.a.prio), cr.shares[st.a.prio+1])

@@ -337,7 +337,8 @@ func (st *entryState) rec() *call {
 	return st.c
 }
 
-// note records what an enforcing rule granted, in the call's record: the
+// note records what an enforcing rule granted, in the call's record (the
+// caller took it: see rec): the
 // longest wait, and the most restrictive quota (a shadow rule's are not
 // the caller's).
 func (st *entryState) note(cr *compiledRule, wait time.Duration, remaining float64, reset time.Duration) {
@@ -347,7 +348,7 @@ func (st *entryState) note(cr *compiledRule, wait time.Duration, remaining float
 	if wait > st.wait {
 		st.wait, st.waitRule = wait, cr
 	}
-	if q := &st.rec().quota; q.cr == nil || remaining < q.remaining {
+	if q := &st.c.quota; q.cr == nil || remaining < q.remaining {
 		*q = quotaNote{cr: cr, limit: cr.limit(), remaining: remaining, reset: reset}
 	}
 }
