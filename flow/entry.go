@@ -155,7 +155,7 @@ func (e *Engine) decide(ctx context.Context, resource string, opts []EntryOption
 	st := entryState{eng: e, resource: resource, rr: rr}
 	st.a.parse(ctx, opts)
 	st.now = e.now()
-	ok := e.admitSystem(&st, sys)
+	ok := sys <= 0 || e.admitSystem(&st, sys)
 	if ok && rr != nil {
 		ok = e.admit(&st)
 	}
@@ -163,7 +163,9 @@ func (e *Engine) decide(ctx context.Context, resource string, opts []EntryOption
 		ok = e.queue(&st)
 	}
 	if !ok {
-		e.undo(&st)
+		if st.c != nil || st.sysCounted { // took something (unruled implies sysCounted)
+			e.undo(&st)
+		}
 		if st.c != nil {
 			e.putCall(st.c)
 		}
@@ -190,13 +192,10 @@ func (e *Engine) admit(st *entryState) bool {
 	return true
 }
 
-// admitSystem takes the call's place under the system guard when it is
-// on (sys > 0), or refuses it. The place is taken first, then checked, so
+// admitSystem takes the call's place under the system guard, which is on
+// (sys > 0), or refuses it. The place is taken first, then checked, so
 // that concurrent callers never overshoot the limit together.
 func (e *Engine) admitSystem(st *entryState, sys int64) bool {
-	if sys <= 0 {
-		return true
-	}
 	n := e.sysInFlight.Add(1)
 	if n > sys || (st.a.prio < PriorityNormal && n > algo.ClassCap(sys, sysShares[st.a.prio+1])) {
 		e.sysInFlight.Add(-1)
