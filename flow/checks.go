@@ -58,28 +58,29 @@ type check struct {
 	level Level         // clusterCheck: the level whose key the request carries
 }
 
-// run runs one check; false means it refused the call (st.refusal says why).
-func (k *check) run(st *entryState) bool {
+// run runs one check; false means it refused the call (st.refusal says
+// why). opts are the call's options (see keyFor).
+func (k *check) run(st *entryState, opts []EntryOption) bool {
 	switch k.kind {
 	case localCheck:
 		if !k.cr.keyed {
 			return st.local(k.cr, k.cr.globalLimiter(st.now), "")
 		}
-		key := st.a.keyFor(&k.cr.rule)
+		key := st.a.keyFor(&k.cr.rule, opts)
 		if key == "" { // the call gave no key for this level
 			return true
 		}
 		return st.localFor(k.cr.forKey(key), key)
 	case listCheck:
-		return st.list(k.cr)
+		return st.list(k.cr, st.a.keyFor(&k.cr.rule, opts))
 	case refCheck:
 		return st.ref(k.cr)
 	case breakerCheck:
-		return st.breaker(k.cr)
+		return st.breaker(k.cr, st.a.keyFor(&k.cr.rule, opts))
 	case throttleCheck:
-		return st.throttle(k.cr)
+		return st.throttle(k.cr, st.a.keyFor(&k.cr.rule, opts))
 	case budgetCheck:
-		return st.budget(k.cr)
+		return st.budget(k.cr, st.a.keyFor(&k.cr.rule, opts))
 	case clusterCheck:
 		key := st.a.levelKey(k.level)
 		if key == "" && k.level.keyed() {
@@ -87,7 +88,7 @@ func (k *check) run(st *entryState) bool {
 		}
 		return st.cluster(k.group, k.level, key)
 	case clusterRuleCheck:
-		key := st.a.keyFor(&k.cr.rule)
+		key := st.a.keyFor(&k.cr.rule, opts)
 		if key == "" && k.cr.keyed {
 			return true
 		}

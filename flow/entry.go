@@ -41,14 +41,9 @@ type entryArgs struct {
 	user, ip string
 	tokens   int
 	prio     Priority
-	// params are the call's WithParam values, in order: the first ones in
-	// an array (the options slice itself must not be kept: it would escape
-	// with the context through the token server and Sleep calls), more in
-	// a slice. A scan of a few costs less than building a map.
-	params  [4]paramArg
-	nParams int
-	more    []paramArg
-	retry   bool // WithRetry: a retry_budget takes a retry for the call
+	retry    bool // WithRetry: a retry_budget takes a retry for the call
+	// WithParam values are not copied here: a param rule's check finds its
+	// value in the options themselves (see keyFor).
 }
 
 // parse fills a (zero) from the options of one call.
@@ -72,13 +67,6 @@ func (a *entryArgs) parse(ctx context.Context, opts []EntryOption) {
 			a.prio = Priority(o.n)
 		case optRetry:
 			a.retry = true
-		case optParam:
-			if a.nParams < len(a.params) {
-				a.params[a.nParams] = paramArg{o.name, o.s}
-				a.nParams++
-			} else {
-				a.more = append(a.more, paramArg{o.name, o.s})
-			}
 		}
 	}
 }
@@ -91,10 +79,11 @@ func (a *entryArgs) context() context.Context {
 }
 
 // keyFor is the call's key for a rule of r's level: "" at the global level
-// or when the call did not give it.
-func (a *entryArgs) keyFor(r *Rule) string {
+// or when the call did not give it. opts are the call's options, where a
+// param rule finds its parameter's value.
+func (a *entryArgs) keyFor(r *Rule, opts []EntryOption) string {
 	if r.Level == LevelParam {
-		return a.param(r.Param)
+		return param(opts, r.Param)
 	}
 	return a.levelKey(r.Level)
 }
@@ -149,15 +138,16 @@ func (e *Engine) decide(ctx context.Context, resource string, opts []EntryOption
 	if rr == nil && sys <= 0 {
 		return Permit{}, nil
 	}
-	// The options live inside st, not beside it: st's contents reach the
-	// heap (a refusal's resource name, the token server's request), and
-	// escape analysis would take anything st points to along.
+	// The parsed options live inside st, not beside it: st's contents reach
+	// the heap (a refusal's resource name, the token server's request), and
+	// escape analysis would take anything st points to along. For the same
+	// reason st never holds opts; admit passes them to the checks.
 	st := entryState{eng: e, resource: resource, rr: rr}
 	st.a.parse(ctx, opts)
 	st.now = e.now()
 	ok := sys <= 0 || e.admitSystem(&st, sys)
 	if ok && rr != nil {
-		ok = e.admit(&st)
+		ok = e.admit(&st, opts)
 	}
 	if ok && st.wait > 0 {
 		ok = e.queue(&st)
@@ -178,14 +168,14 @@ func (e *Engine) decide(ctx context.Context, resource string, opts []EntryOption
 
 // admit runs rr's checks in their compiled order; it stops at the first
 // refusal (st.refusal) and reports whether every check passed.
-func (e *Engine) admit(st *entryState) bool {
+func (e *Engine) admit(st *entryState, opts []EntryOption) bool {
 	if st.a.prio == PriorityLow && st.rr.cpuRule != nil && !e.keepLowForCPU() {
 		cr := st.rr.cpuRule
 		st.refusal = denial{cr: cr, level: cr.rule.Level, reason: ReasonPriority}
 		return false
 	}
 	for i := range st.rr.checks {
-		if !st.rr.checks[i].run(st) {
+		if !st.rr.checks[i].run(st, opts) {
 			return false
 		}
 	}
