@@ -46,13 +46,13 @@ type breakerUse struct {
 	v   algo.BreakerVerdict
 }
 
-// breaker asks cr, a circuit breaker, whether the call may pass. A
+// breaker asks cr, a circuit breaker, whether the call with key ("" at
+// the global level) may pass. A
 // passed breaker goes to the call's record, to be told the outcome at Exit
 // (or its probe given back when a later check refuses). A shadow breaker
 // that would refuse records nothing either: an enforcing one would not
 // have seen the call's outcome.
-func (st *entryState) breaker(cr *compiledRule) bool {
-	key := st.a.keyFor(&cr.rule) // "" at the global level
+func (st *entryState) breaker(cr *compiledRule, key string) bool {
 	if key == "" && cr.keyed {
 		return true
 	}

@@ -58,25 +58,29 @@ type check struct {
 	level Level         // clusterCheck: the level whose key the request carries
 }
 
-// run runs one check; false means it refused the call (st.refusal says why).
-func (k *check) run(st *entryState) bool {
+// run runs one check; false means it refused the call (st.refusal says
+// why). opts are the call's options (see keyFor).
+func (k *check) run(st *entryState, opts []EntryOption) bool {
 	switch k.kind {
 	case localCheck:
-		key := st.a.keyFor(&k.cr.rule)
-		if key == "" && k.cr.keyed { // the call gave no key for this level
+		if !k.cr.keyed {
+			return st.local(k.cr, k.cr.globalLimiter(st.now), "")
+		}
+		key := st.a.keyFor(&k.cr.rule, opts)
+		if key == "" { // the call gave no key for this level
 			return true
 		}
-		return st.local(k.cr.forKey(key), key)
+		return st.localFor(k.cr.forKey(key), key)
 	case listCheck:
-		return st.list(k.cr)
+		return st.list(k.cr, st.a.keyFor(&k.cr.rule, opts))
 	case refCheck:
 		return st.ref(k.cr)
 	case breakerCheck:
-		return st.breaker(k.cr)
+		return st.breaker(k.cr, st.a.keyFor(&k.cr.rule, opts))
 	case throttleCheck:
-		return st.throttle(k.cr)
+		return st.throttle(k.cr, st.a.keyFor(&k.cr.rule, opts))
 	case budgetCheck:
-		return st.budget(k.cr)
+		return st.budget(k.cr, st.a.keyFor(&k.cr.rule, opts))
 	case clusterCheck:
 		key := st.a.levelKey(k.level)
 		if key == "" && k.level.keyed() {
@@ -84,7 +88,7 @@ func (k *check) run(st *entryState) bool {
 		}
 		return st.cluster(k.group, k.level, key)
 	case clusterRuleCheck:
-		key := st.a.keyFor(&k.cr.rule)
+		key := st.a.keyFor(&k.cr.rule, opts)
 		if key == "" && k.cr.keyed {
 			return true
 		}
@@ -113,14 +117,13 @@ func (st *entryState) deny(cr *compiledRule, reason, key string, d algo.Decision
 		st.eng.shadowRefused(st.resource, cr, reason)
 		return true
 	}
-	st.refusal = denial{cr: cr, level: cr.rule.Level, reason: reason, key: key, d: d}
+	st.refusal = denial{cr: cr, level: cr.rule.Level, reason: reason, key: key,
+		retryAfter: d.RetryAfter, never: d.Never, remaining: d.Remaining, limit: d.Limit}
 	return false
 }
 
-// local takes the call's permits for key from cr's own limiter (a local
-// rule, or a cluster rule falling back to local), noting them so that a
-// later refusal gives them back, or refuses the call.
-func (st *entryState) local(cr *compiledRule, key string) bool {
+// localFor is local with cr's limiter for key.
+func (st *entryState) localFor(cr *compiledRule, key string) bool {
 	lim, err := cr.limiterFor(key, st.now)
 	if err != nil {
 		// Unreachable for validated rules (LoadRules built one); fail open
@@ -128,6 +131,13 @@ func (st *entryState) local(cr *compiledRule, key string) bool {
 		st.eng.logError("flow: building limiter", err, cr)
 		return true
 	}
+	return st.local(cr, lim, key)
+}
+
+// local takes the call's permits from lim, cr's limiter for key (a local
+// rule, or a cluster rule falling back to local), noting them so that a
+// later refusal gives them back, or refuses the call.
+func (st *entryState) local(cr *compiledRule, lim limiter, key string) bool {
 	var d algo.Decision
 	if cr.classed {
 		d = lim.(algo.ClassLimiter).TryAcquireClass(st.now, st.a.tokens, algo.Priority(st.a.prio), cr.shares[st.a.prio+1])

@@ -152,7 +152,7 @@ func (st *entryState) clusterFallback(g *clusterGroup, key string, err error) bo
 			if cr.fallbackResumes(e.cl.passed.Load()) {
 				drainLocal(cr, key, st.now)
 			}
-			if !st.local(cr, key) {
+			if !st.localFor(cr, key) {
 				return false
 			}
 		}
@@ -322,7 +322,7 @@ func (st *entryState) stayLocal(g *clusterGroup) bool {
 	for _, cr := range g.crs {
 		e.cl.fbLocal.Add(1)
 		cr.recompute(e.AdaptiveFactor(), n)
-		if !st.local(cr, "") {
+		if !st.localFor(cr, "") {
 			return false
 		}
 	}

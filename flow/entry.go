@@ -41,14 +41,9 @@ type entryArgs struct {
 	user, ip string
 	tokens   int
 	prio     Priority
-	// params are the call's WithParam values, in order: the first ones in
-	// an array (the options slice itself must not be kept: it would escape
-	// with the context through the token server and Sleep calls), more in
-	// a slice. A scan of a few costs less than building a map.
-	params  [4]paramArg
-	nParams int
-	more    []paramArg
-	retry   bool // WithRetry: a retry_budget takes a retry for the call
+	retry    bool // WithRetry: a retry_budget takes a retry for the call
+	// WithParam values are not copied here: a param rule's check finds its
+	// value in the options themselves (see keyFor).
 }
 
 // parse fills a (zero) from the options of one call.
@@ -72,13 +67,6 @@ func (a *entryArgs) parse(ctx context.Context, opts []EntryOption) {
 			a.prio = Priority(o.n)
 		case optRetry:
 			a.retry = true
-		case optParam:
-			if a.nParams < len(a.params) {
-				a.params[a.nParams] = paramArg{o.name, o.s}
-				a.nParams++
-			} else {
-				a.more = append(a.more, paramArg{o.name, o.s})
-			}
 		}
 	}
 }
@@ -91,10 +79,11 @@ func (a *entryArgs) context() context.Context {
 }
 
 // keyFor is the call's key for a rule of r's level: "" at the global level
-// or when the call did not give it.
-func (a *entryArgs) keyFor(r *Rule) string {
+// or when the call did not give it. opts are the call's options, where a
+// param rule finds its parameter's value.
+func (a *entryArgs) keyFor(r *Rule, opts []EntryOption) string {
 	if r.Level == LevelParam {
-		return a.param(r.Param)
+		return param(opts, r.Param)
 	}
 	return a.levelKey(r.Level)
 }
@@ -117,9 +106,8 @@ type entryState struct {
 	a        entryArgs // the call's options, parsed (held by value: see decide)
 	// c is the call's record once a check took something to give back or
 	// hold (see rec): a call refused before that never takes one.
-	c     *call
-	now   int64
-	quota quotaNote // the most restrictive rule seen so far
+	c   *call
+	now int64
 	// sysCounted: counted in Engine.sysInFlight; unruled: in Engine.unruled.
 	sysCounted, unruled bool
 	wait                time.Duration // the longest queued slot a rule granted
@@ -130,12 +118,15 @@ type entryState struct {
 // denial is what one check refused a call for; refuse turns it into the
 // call's BlockError.
 type denial struct {
-	cr     *compiledRule // the refusing rule; nil for the system guard
-	level  Level
-	reason string
-	key    string // the call's key at a keyed rule, for TopKeys
-	d      algo.Decision
-	err    error // the context's error of a cancelled wait
+	cr         *compiledRule // the refusing rule; nil for the system guard
+	level      Level
+	reason     string
+	key        string // the call's key at a keyed rule, for TopKeys
+	retryAfter time.Duration
+	never      bool
+	remaining  float64
+	limit      float64 // the limiter's own limit (adaptive); 0: the rule's
+	err        error   // the context's error of a cancelled wait
 }
 
 // decide admits the call and returns its Permit, or a zero Permit and the
@@ -147,21 +138,24 @@ func (e *Engine) decide(ctx context.Context, resource string, opts []EntryOption
 	if rr == nil && sys <= 0 {
 		return Permit{}, nil
 	}
-	// The options live inside st, not beside it: st's contents reach the
-	// heap (a refusal's resource name, the token server's request), and
-	// escape analysis would take anything st points to along.
+	// The parsed options live inside st, not beside it: st's contents reach
+	// the heap (a refusal's resource name, the token server's request), and
+	// escape analysis would take anything st points to along. For the same
+	// reason st never holds opts; admit passes them to the checks.
 	st := entryState{eng: e, resource: resource, rr: rr}
 	st.a.parse(ctx, opts)
 	st.now = e.now()
-	ok := e.admitSystem(&st, sys)
+	ok := sys <= 0 || e.admitSystem(&st, sys)
 	if ok && rr != nil {
-		ok = e.admit(&st)
+		ok = e.admit(&st, opts)
 	}
 	if ok && st.wait > 0 {
 		ok = e.queue(&st)
 	}
 	if !ok {
-		e.undo(&st)
+		if st.c != nil || st.sysCounted { // took something (unruled implies sysCounted)
+			e.undo(&st)
+		}
 		if st.c != nil {
 			e.putCall(st.c)
 		}
@@ -174,27 +168,24 @@ func (e *Engine) decide(ctx context.Context, resource string, opts []EntryOption
 
 // admit runs rr's checks in their compiled order; it stops at the first
 // refusal (st.refusal) and reports whether every check passed.
-func (e *Engine) admit(st *entryState) bool {
+func (e *Engine) admit(st *entryState, opts []EntryOption) bool {
 	if st.a.prio == PriorityLow && st.rr.cpuRule != nil && !e.keepLowForCPU() {
 		cr := st.rr.cpuRule
 		st.refusal = denial{cr: cr, level: cr.rule.Level, reason: ReasonPriority}
 		return false
 	}
 	for i := range st.rr.checks {
-		if !st.rr.checks[i].run(st) {
+		if !st.rr.checks[i].run(st, opts) {
 			return false
 		}
 	}
 	return true
 }
 
-// admitSystem takes the call's place under the system guard when it is
-// on (sys > 0), or refuses it. The place is taken first, then checked, so
+// admitSystem takes the call's place under the system guard, which is on
+// (sys > 0), or refuses it. The place is taken first, then checked, so
 // that concurrent callers never overshoot the limit together.
 func (e *Engine) admitSystem(st *entryState, sys int64) bool {
-	if sys <= 0 {
-		return true
-	}
 	n := e.sysInFlight.Add(1)
 	if n > sys || (st.a.prio < PriorityNormal && n > algo.ClassCap(sys, sysShares[st.a.prio+1])) {
 		e.sysInFlight.Add(-1)
@@ -231,7 +222,7 @@ func (e *Engine) queue(st *entryState) bool {
 // returned.
 func (e *Engine) pass(st *entryState) Permit {
 	c := st.rec()
-	c.tokens, c.quota = st.a.tokens, st.quota
+	c.tokens = st.a.tokens
 	c.sysCounted, c.unruled = st.sysCounted, st.unruled
 	c.waited = st.wait
 	if rr := st.rr; rr == nil {
@@ -260,29 +251,29 @@ func refusalIn(be *BlockError) *BlockError {
 
 // refuse is the one place a refusal is counted and written: into the
 // resource's statistics and the rule's count, TopKeys for a keyed rule,
-// and *be.
+// and *be, written whole once.
 func (e *Engine) refuse(st *entryState, be *BlockError) {
 	r := &st.refusal
 	if st.rr != nil {
 		st.rr.stats.block(st.now, r.level)
 	}
-	*be = BlockError{Resource: st.resource, Level: r.level, Reason: r.reason, RetryAfter: r.d.RetryAfter,
-		Never: r.d.Never, Remaining: r.d.Remaining, Err: r.err}
-	if be.Never {
-		be.RetryAfter = Never
+	var id string
+	var window time.Duration
+	if cr := r.cr; cr != nil {
+		cr.refused.Add(1) // BlockedByRule
+		if r.key != "" {
+			e.recordRefusal(cr, r.key, st.now) // TopKeys: refusals only, not would-be ones
+		}
+		id, window = cr.rule.ID, cr.rule.Window
+		if r.limit <= 0 {
+			r.limit = cr.limit()
+		}
 	}
-	cr := r.cr
-	if cr == nil {
-		return
+	if r.never {
+		r.retryAfter = Never
 	}
-	cr.refused.Add(1) // BlockedByRule
-	if r.key != "" {
-		e.recordRefusal(cr, r.key, st.now) // TopKeys: refusals only, not would-be ones
-	}
-	be.RuleID, be.Window, be.Limit = cr.rule.ID, cr.rule.Window, cr.limit()
-	if r.d.Limit > 0 {
-		be.Limit = r.d.Limit
-	}
+	*be = BlockError{Resource: st.resource, Level: r.level, RuleID: id, Reason: r.reason, RetryAfter: r.retryAfter,
+		Never: r.never, Limit: r.limit, Window: window, Remaining: r.remaining, Err: r.err}
 }
 
 // undo gives back everything the call took, local and cluster. Each
@@ -325,16 +316,20 @@ func (e *Engine) undo(st *entryState) {
 	c.grants = c.grants[:0]
 }
 
-// rec is the call's record, taken from the pool at the first need.
+// rec is the call's record, taken from the pool at the first need, with
+// no quota noted yet.
 func (st *entryState) rec() *call {
 	if st.c == nil {
 		st.c = st.eng.getCall()
+		st.c.quota = quotaNote{}
 	}
 	return st.c
 }
 
-// note records what an enforcing rule granted: the longest wait, and the
-// most restrictive quota (a shadow rule's are not the caller's).
+// note records what an enforcing rule granted, in the call's record (the
+// caller took it: see rec): the
+// longest wait, and the most restrictive quota (a shadow rule's are not
+// the caller's).
 func (st *entryState) note(cr *compiledRule, wait time.Duration, remaining float64, reset time.Duration) {
 	if cr.shadow.Load() {
 		return
@@ -342,7 +337,7 @@ func (st *entryState) note(cr *compiledRule, wait time.Duration, remaining float
 	if wait > st.wait {
 		st.wait, st.waitRule = wait, cr
 	}
-	if q := &st.quota; q.cr == nil || remaining < q.remaining {
+	if q := &st.c.quota; q.cr == nil || remaining < q.remaining {
 		*q = quotaNote{cr: cr, limit: cr.limit(), remaining: remaining, reset: reset}
 	}
 }

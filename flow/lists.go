@@ -150,14 +150,13 @@ func (l *valueList) has(key string) bool {
 	return false
 }
 
-// list applies an allow or deny rule. A call without the rule's
-// identity (no WithIP, WithUser or WithParam of the rule's name, or "")
-// passes a deny rule and is refused by an allow rule (an allow list admits
+// list applies an allow or deny rule to the call's key. A call without
+// the rule's identity (no WithIP, WithUser or WithParam of the rule's
+// name, or "") passes a deny rule and is refused by an allow rule (an allow list admits
 // only callers known to be on it) unless the rule has AllowMissing. A
 // shadow list's would-be refusal is counted as a shadow refusal, not as a
 // list refusal.
-func (st *entryState) list(cr *compiledRule) bool {
-	key := st.a.keyFor(&cr.rule)
+func (st *entryState) list(cr *compiledRule, key string) bool {
 	if key == "" && cr.rule.AllowMissing {
 		return true
 	}

@@ -159,20 +159,13 @@ func WithError(err error) ExitOption { return ExitOption{err: err} }
 // log line once per rule, and the call ends as without it.
 func WithActualCost(n int) ExitOption { return ExitOption{cost: max(n, 0), hasCost: true} }
 
-// paramArg is one WithParam of a call (see entryArgs.params).
-type paramArg struct{ name, value string }
-
-// param returns the call's value of the parameter name (the last one given),
-// "" when not given.
-func (a *entryArgs) param(name string) string {
-	for i := len(a.more) - 1; i >= 0; i-- {
-		if a.more[i].name == name {
-			return a.more[i].value
-		}
-	}
-	for i := a.nParams - 1; i >= 0; i-- {
-		if a.params[i].name == name {
-			return a.params[i].value
+// param returns the value opts give the parameter name (the last one
+// given), "" when not given. A scan of a few options costs less than
+// building a map.
+func param(opts []EntryOption, name string) string {
+	for i := len(opts) - 1; i >= 0; i-- {
+		if o := &opts[i]; o.kind == optParam && o.name == name {
+			return o.s
 		}
 	}
 	return ""

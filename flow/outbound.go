@@ -48,8 +48,7 @@ type throttleUse struct {
 // request is counted whatever the answer (Google SRE counts the client's
 // attempts); a passed call is told to the throttle again at Exit, with the
 // backend's answer, and given back if a later check refuses it.
-func (st *entryState) throttle(cr *compiledRule) bool {
-	key := st.a.keyFor(&cr.rule)
+func (st *entryState) throttle(cr *compiledRule, key string) bool {
 	if key == "" && cr.keyed {
 		return true
 	}
@@ -75,8 +74,7 @@ func (st *entryState) throttle(cr *compiledRule) bool {
 
 // budget passes a first attempt through cr, a retry_budget, depositing
 // into it, and takes a retry (WithRetry) from it or refuses the call.
-func (st *entryState) budget(cr *compiledRule) bool {
-	key := st.a.keyFor(&cr.rule)
+func (st *entryState) budget(cr *compiledRule, key string) bool {
 	if key == "" && cr.keyed {
 		return true
 	}

@@ -203,13 +203,24 @@ func (cr *compiledRule) limiterFor(key string, now int64) (limiter, error) {
 	if cr.keys != nil {
 		return cr.keyLimiter(key, now)
 	}
+	return cr.globalLimiter(now), nil
+}
+
+// globalLimiter is the limiter of a rule without keys (or of an item),
+// set to the effective limit when that changed since it was last set (see
+// gen).
+func (cr *compiledRule) globalLimiter(now int64) limiter {
 	if cr.dynamic {
-		if g := cr.gen.Load(); cr.globalGen.Load() != g {
-			cr.global.SetLimit(now, cr.limit())
-			cr.globalGen.Store(g)
-		}
+		cr.refreshGlobal(now)
 	}
-	return cr.global, nil
+	return cr.global
+}
+
+func (cr *compiledRule) refreshGlobal(now int64) {
+	if g := cr.gen.Load(); cr.globalGen.Load() != g {
+		cr.global.SetLimit(now, cr.limit())
+		cr.globalGen.Store(g)
+	}
 }
 
 func (cr *compiledRule) keyCount() int {

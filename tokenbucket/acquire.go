@@ -31,7 +31,7 @@ func (l *Limiter) Acquire(ctx context.Context, permits int) (time.Duration, erro
 	if d, ok := ctx.Deadline(); ok {
 		timeout = int64(max(time.Until(d)/time.Microsecond, 0))
 	}
-	r := l.reserve(clock.Nanotime(l.rate.Load().clk), permits, timeout)
+	r, _ := l.reserve(clock.Nanotime(l.rate.Load().clk), permits, timeout) // permits > 0
 	if !r.OK {
 		return 0, ErrWouldPassDeadline
 	}
@@ -68,10 +68,8 @@ func (l *Limiter) TryAcquire(ctx context.Context, permits int, timeout time.Dura
 // Reserve takes permits at once and returns how long the caller must wait
 // before using them (Guava's reserve). It never sleeps.
 func (l *Limiter) Reserve(permits int) (time.Duration, error) {
-	if permits <= 0 {
-		return 0, errPermits(permits)
-	}
-	return l.reserve(clock.Nanotime(l.rate.Load().clk), permits, unbounded).Wait, nil
+	r, err := l.reserve(clock.Nanotime(l.rate.Load().clk), permits, unbounded)
+	return r.Wait, err
 }
 
 // sleep waits on the limiter's clock; if ctx ends first the permits go back.

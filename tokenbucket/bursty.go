@@ -186,16 +186,26 @@ func (c *rateConfig) refund(e, t int64, permits int) int64 {
 	return full
 }
 
-// reserveBursty is TryReserveAt on a bursty limiter at m (micros since
-// origin); timeout is in nanoseconds (whole microseconds) or unbounded.
-func (l *Limiter) reserveBursty(m int64, permits int, timeout int64) Reservation {
-	t := m * 1000
+// reserve is Guava's tryAcquire decision and reservation at now, with a
+// timeout in whole microseconds, >= 0, or unbounded (reserve whatever the
+// wait). Errors only for invalid permits (<= 0). A warming-up limiter
+// decides under its lock (warming.go); a bursty one on its word: Guava's
+// canAcquire, then its reserveEarliestAvailable (grant).
+func (l *Limiter) reserve(now int64, permits int, timeoutMicros int64) (Reservation, error) {
+	switch {
+	case permits <= 0:
+		return Reservation{}, errPermits(permits)
+	case l.warm != nil:
+		return l.warm.tryReserve(l, l.micros(now), permits, timeoutMicros), nil
+	}
+	t := l.micros(now) * 1000
 	for {
 		e := l.word.Load()
-		if e > t && timeout != unbounded && (e == never || e-timeout > t) {
+		if e > t && timeoutMicros != unbounded && (e == never || e-timeoutMicros*1000 > t) {
 			// Guava's canAcquire is false: refused on one load, with no
 			// write. The word held e at a moment after the caller's now.
-			return Reservation{Wait: waitFor(e, t)}
+			// (timeoutMicros*1000 does not overflow: a Duration's micros.)
+			return Reservation{Wait: waitFor(e, t)}, nil
 		}
 		c := l.rate.Load() // after the word: see above
 		next, at := c.grant(e, t, permits)
@@ -204,7 +214,7 @@ func (l *Limiter) reserveBursty(m int64, permits int, timeout int64) Reservation
 			// less than a nanosecond), or the word was still e.
 			stored := c.storedAt(next, t)
 			return Reservation{OK: true, Wait: waitFor(at, t), Stored: stored,
-				Refill: refill(c.maxP-stored, c.stable)}
+				Refill: refill(c.maxP-stored, c.stable)}, nil
 		}
 		// Another call moved the word since the load: decide again from
 		// its new value (that call made progress, so no back-off).

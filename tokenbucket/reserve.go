@@ -37,25 +37,7 @@ type Reservation struct {
 // difference. What it takes is taken from the same store either way, so a
 // stale now never makes the limiter grant more than its rate.
 func (l *Limiter) TryReserveAt(now int64, permits int, maxWait time.Duration) (Reservation, error) {
-	if permits <= 0 {
-		return Reservation{}, errPermits(permits)
-	}
-	return l.reserve(now, permits, int64(max(maxWait/time.Microsecond, 0))), nil
-}
-
-// reserve is Guava's tryAcquire decision and reservation at now, with a
-// timeout in whole microseconds, >= 0, or unbounded (reserve whatever the
-// wait). permits > 0.
-func (l *Limiter) reserve(now int64, permits int, timeoutMicros int64) Reservation {
-	m := l.micros(now)
-	if l.warm != nil {
-		return l.warm.tryReserve(l, m, permits, timeoutMicros)
-	}
-	timeout := timeoutMicros
-	if timeout != unbounded {
-		timeout *= 1000 // no overflow: at most a Duration's micros
-	}
-	return l.reserveBursty(m, permits, timeout)
+	return l.reserve(now, permits, int64(max(maxWait/time.Microsecond, 0)))
 }
 
 // refill is Reservation.Refill: missing permits at cool micros each.

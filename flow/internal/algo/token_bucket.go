@@ -84,12 +84,19 @@ func (b *Bucket) TryAcquire(now int64, n int, maxWait time.Duration) Decision {
 	if n > 1 && int64(n) > b.most() {
 		return Decision{Never: true}
 	}
-	res, err := b.reserve(now, n, maxWait)
-	if err == nil && res.OK {
-		remaining, reset := b.quota(&res)
-		return Decision{OK: true, Wait: res.Wait, Remaining: remaining, Reset: reset}
+	res, err := b.l.TryReserveAt(now, n, maxWait)
+	switch {
+	case err != nil: // n <= 0: never valid
+		return Decision{Never: true}
+	case !res.OK:
+		// Refused: nothing is stored, and the debt is paid at res.Wait.
+		return Decision{RetryAfter: res.Wait, Reset: res.Wait + b.reset(0)}
+	case b.warm: // no remaining permits nor reset time (see Remaining)
+		return Decision{OK: true, Wait: res.Wait}
 	}
-	return b.refusal(&res, err)
+	// What the reservation left, as it saw it: reading the bucket again
+	// could see another call's reservation.
+	return Decision{OK: true, Wait: res.Wait, Remaining: res.Stored, Reset: res.Refill}
 }
 
 // most is the largest request the bucket grants, from its rate now (so an
@@ -102,31 +109,6 @@ func (b *Bucket) most() int64 {
 		limit = max(limit, b.l.MaxPermits())
 	}
 	return capacity(limit)
-}
-
-// reserve is the Guava reservation TryAcquire decides from.
-func (b *Bucket) reserve(now int64, n int, maxWait time.Duration) (tokenbucket.Reservation, error) {
-	return b.l.TryReserveAt(now, n, maxWait)
-}
-
-// quota is what a granted reservation leaves: the permits stored and the
-// time to refill, as the reservation saw them (reading the bucket again
-// could see another call's reservation). A warming-up bucket reports
-// neither (see Remaining).
-func (b *Bucket) quota(res *tokenbucket.Reservation) (remaining float64, reset time.Duration) {
-	if b.warm {
-		return 0, 0
-	}
-	return res.Stored, res.Refill
-}
-
-// refusal is the decision for a reservation that was not granted.
-func (b *Bucket) refusal(res *tokenbucket.Reservation, err error) Decision {
-	if err != nil { // n <= 0: never valid
-		return Decision{Never: true}
-	}
-	// Refused: nothing is stored, and the debt is paid at res.Wait.
-	return Decision{RetryAfter: res.Wait, Reset: res.Wait + b.reset(0)}
 }
 
 // reset is how long the bucket needs to fill up from stored permits.
