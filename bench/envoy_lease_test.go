@@ -197,7 +197,7 @@ func TestEnvoyLeaseThroughput(t *testing.T) {
 	targets := []struct {
 		name string
 		c    rlspb.RateLimitServiceClient
-	}{{"in-process", local}, {"serve", dialRLS(t, startServeProcess(t, srv.Addr, leaseBenchConfig, "-timeout", benchTimeout.String()))}}
+	}{{"in-process", local}, {"serve", dialRLS(t, startServeProcess(t, srv.Addr, leaseBenchConfig, "-timeout", benchTimeout.String()).addr)}}
 	if bin := os.Getenv("FLOWGATE_ENVOY_RATELIMIT_BIN"); bin != "" {
 		ref := startRef(t, bin, srv.Addr, "domain: bench\ndescriptors:\n  - key: unlimited\n    rate_limit: {unlimited: true}\n  - key: plain\n    rate_limit: {unit: minute, requests_per_unit: 4000000000}\n"+
 			"  - key: plain_acc\n    rate_limit: {unit: second, requests_per_unit: 1000}\n")
