@@ -75,9 +75,12 @@ func exported(t *testing.T) map[string]map[string]bool {
 		"flowgate_token_server_unauthenticated_total":           nil,
 		// The Envoy rate limit service's, from cmd/flowgate's collector
 		// (serve_envoy.go; its test reads them from a running service).
-		"flowgate_envoy_requests_total": nil,
-		"flowgate_envoy_errors_total":   nil,
-		"flowgate_envoy_hits_total":     {"domain", "limit", "outcome"},
+		"flowgate_envoy_requests_total":        nil,
+		"flowgate_envoy_errors_total":          nil,
+		"flowgate_envoy_hits_total":            {"domain", "limit", "outcome"},
+		"flowgate_envoy_redis_pipelines_total": nil,
+		"flowgate_envoy_redis_requests_total":  nil,
+		"flowgate_envoy_redis_queued":          nil,
 	} {
 		out[name] = make(map[string]bool)
 		for _, l := range labels {

@@ -90,6 +90,7 @@ type RedisStoreStats struct {
 	Requests  uint64 // Incr calls sent in them
 	Commands  uint64 // INCRBY and EXPIRE commands in them
 	InFlight  int64  // requests in a pipeline now
+	Queued    int    // requests waiting for a sender now
 }
 
 var _ Store = (*RedisStore)(nil)
@@ -109,9 +110,13 @@ func NewRedisStore(rdb redis.UniversalClient, opts ...RedisOption) *RedisStore {
 	return s
 }
 
-// Stats reports what the store sent.
+// Stats reports what the store sent, and what it holds now.
 func (s *RedisStore) Stats() RedisStoreStats {
-	return RedisStoreStats{Pipelines: s.pipelines.Load(), Requests: s.requests.Load(), Commands: s.commands.Load(), InFlight: s.inFlight.Load()}
+	s.mu.Lock()
+	queued := len(s.queue)
+	s.mu.Unlock()
+	return RedisStoreStats{Pipelines: s.pipelines.Load(), Requests: s.requests.Load(), Commands: s.commands.Load(),
+		InFlight: s.inFlight.Load(), Queued: queued}
 }
 
 // Close stops the senders: the requests still queued fail with

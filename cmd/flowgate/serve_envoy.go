@@ -218,6 +218,35 @@ var (
 		[]string{"domain", "limit", "value", "outcome"}, nil)
 )
 
+// envoyStoreCollector exports what the Redis counter store sent: its
+// round trips and how many requests shared each, and what waits now.
+type envoyStoreCollector struct{ store *envoyrls.RedisStore }
+
+var (
+	envoyPipelinesDesc = prometheus.NewDesc("flowgate_envoy_redis_pipelines_total",
+		"Pipelines (round trips; per node on a cluster) the Envoy service's counter store sent to Redis.", nil, nil)
+	envoyStoreRequestsDesc = prometheus.NewDesc("flowgate_envoy_redis_requests_total",
+		"ShouldRateLimit calls whose counters went to Redis; divided by the pipelines, the calls sharing a round trip.", nil, nil)
+	envoyCommandsDesc = prometheus.NewDesc("flowgate_envoy_redis_commands_total", "INCRBY and EXPIRE commands sent to Redis.", nil, nil)
+	envoyInFlightDesc = prometheus.NewDesc("flowgate_envoy_redis_in_flight", "Calls whose counters are in a pipeline now.", nil, nil)
+	envoyQueuedDesc   = prometheus.NewDesc("flowgate_envoy_redis_queued", "Calls whose counters wait for a free sender now.", nil, nil)
+)
+
+func (c envoyStoreCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{envoyPipelinesDesc, envoyStoreRequestsDesc, envoyCommandsDesc, envoyInFlightDesc, envoyQueuedDesc} {
+		ch <- d
+	}
+}
+
+func (c envoyStoreCollector) Collect(ch chan<- prometheus.Metric) {
+	st := c.store.Stats()
+	ch <- prometheus.MustNewConstMetric(envoyPipelinesDesc, prometheus.CounterValue, float64(st.Pipelines))
+	ch <- prometheus.MustNewConstMetric(envoyStoreRequestsDesc, prometheus.CounterValue, float64(st.Requests))
+	ch <- prometheus.MustNewConstMetric(envoyCommandsDesc, prometheus.CounterValue, float64(st.Commands))
+	ch <- prometheus.MustNewConstMetric(envoyInFlightDesc, prometheus.GaugeValue, float64(st.InFlight))
+	ch <- prometheus.MustNewConstMetric(envoyQueuedDesc, prometheus.GaugeValue, float64(st.Queued))
+}
+
 func (c envoyCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- envoyRequestsDesc
 	ch <- envoyErrorsDesc
@@ -270,5 +299,9 @@ func (es *envoyService) collectors() []prometheus.Collector {
 	if es == nil {
 		return nil
 	}
-	return []prometheus.Collector{envoyCollector{es.svc}}
+	cs := []prometheus.Collector{envoyCollector{es.svc}}
+	if es.leases != nil { // counters in Redis
+		cs = append(cs, envoyStoreCollector{es.leases.store})
+	}
+	return cs
 }

@@ -100,7 +100,7 @@ func TestServeEnvoy(t *testing.T) {
 			if local := strings.Contains(stderr.String(), "decisions local to this process"); local != (store == "local") {
 				t.Errorf("store %s: said local=%v at start: %s", store, local, stderr.String())
 			}
-			checkEnvoyMetrics(t, metricsAddr)
+			checkEnvoyMetrics(t, metricsAddr, store == "redis")
 			cancel()
 			if c := <-code; c != exitOK {
 				t.Errorf("exit %d: %s", c, stderr.String())
@@ -137,8 +137,10 @@ func TestServeEnvoyFlags(t *testing.T) {
 	}
 }
 
-// checkEnvoyMetrics reads /metrics after two admitted calls and a refused one.
-func checkEnvoyMetrics(t *testing.T, metricsAddr string) {
+// checkEnvoyMetrics reads /metrics after two admitted calls and a refused
+// one, made one after the other: with the Redis store, each call's one
+// counter went in a pipeline of its own (INCRBY and EXPIRE).
+func checkEnvoyMetrics(t *testing.T, metricsAddr string, redisStore bool) {
 	t.Helper()
 	resp, err := http.Get("http://" + metricsAddr + "/metrics")
 	if err != nil {
@@ -151,6 +153,12 @@ func checkEnvoyMetrics(t *testing.T, metricsAddr string) {
 		`flowgate_envoy_value_hits_total{domain="edge",limit="edge.remote_address",outcome="within",value="remote_address_10.0.0.1"} 2`} {
 		if !strings.Contains(string(body), want) {
 			t.Errorf("/metrics lacks %s", want)
+		}
+	}
+	for _, line := range []string{"flowgate_envoy_redis_pipelines_total 3", "flowgate_envoy_redis_requests_total 3",
+		"flowgate_envoy_redis_commands_total 6", "flowgate_envoy_redis_in_flight 0", "flowgate_envoy_redis_queued 0"} {
+		if has := strings.Contains(string(body), line+"\n"); has != redisStore {
+			t.Errorf("/metrics has %q: %v; want %v (the Redis store's series, only with it)", line, has, redisStore)
 		}
 	}
 	// The admin console's Envoy view.
