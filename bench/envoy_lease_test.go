@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"slices"
 	"testing"
@@ -194,17 +195,17 @@ func TestEnvoyLeaseThroughput(t *testing.T) {
 	}
 	srv := redistest.Start(t)
 	local := inProcService(t, srv)
-	targets := []struct {
+	serve := startServeProcess(t, srv.Addr, leaseBenchConfig, "-timeout", benchTimeout.String())
+	type target struct {
 		name string
 		c    rlspb.RateLimitServiceClient
-	}{{"in-process", local}, {"serve", dialRLS(t, startServeProcess(t, srv.Addr, leaseBenchConfig, "-timeout", benchTimeout.String()).addr)}}
+		p    *refService // the service's process; nil in this one
+	}
+	targets := []target{{"in-process", local, nil}, {"serve", dialRLS(t, serve.addr), serve}}
 	if bin := os.Getenv("FLOWGATE_ENVOY_RATELIMIT_BIN"); bin != "" {
 		ref := startRef(t, bin, srv.Addr, "domain: bench\ndescriptors:\n  - key: unlimited\n    rate_limit: {unlimited: true}\n  - key: plain\n    rate_limit: {unit: minute, requests_per_unit: 4000000000}\n"+
 			"  - key: plain_acc\n    rate_limit: {unit: second, requests_per_unit: 1000}\n")
-		targets = append(targets, struct {
-			name string
-			c    rlspb.RateLimitServiceClient
-		}{"envoyproxy/ratelimit", dialRLS(t, ref.addr)})
+		targets = append(targets, target{"envoyproxy/ratelimit", dialRLS(t, ref.addr), ref})
 	}
 	for _, tg := range targets {
 		keys := []string{"unlimited", "plain", "algo", "leased"}
@@ -213,14 +214,22 @@ func TestEnvoyLeaseThroughput(t *testing.T) {
 		}
 		for _, key := range keys {
 			driveHot(t, tg.c, 32, key, d/10) // warm up
+			var cpu0 time.Duration
+			if tg.p != nil {
+				cpu0 = tg.p.cpu()
+			}
 			r := driveHot(t, tg.c, 32, key, d)
+			cpu := "" // the service process's own CPU time per request
+			if tg.p != nil {
+				cpu = fmt.Sprintf("; service CPU %.1f µs/request", float64(tg.p.cpu()-cpu0)/(r.rps*d.Seconds())/1e3)
+			}
 			if key == "unlimited" {
-				t.Logf("%s %s: %.0f req/s p50 %v p99 %v", tg.name, key, r.rps, r.p50.Round(time.Microsecond), r.p99.Round(time.Microsecond))
+				t.Logf("%s %s: %.0f req/s p50 %v p99 %v%s", tg.name, key, r.rps, r.p50.Round(time.Microsecond), r.p99.Round(time.Microsecond), cpu)
 				continue
 			}
 			acc := driveHot(t, tg.c, 32, key+"_acc", d)
-			t.Logf("%s %s: %.0f req/s p50 %v p99 %v; at 1000/s admitted per full second %v",
-				tg.name, key, r.rps, r.p50.Round(time.Microsecond), r.p99.Round(time.Microsecond), acc.fullSeconds())
+			t.Logf("%s %s: %.0f req/s p50 %v p99 %v%s; at 1000/s admitted per full second %v",
+				tg.name, key, r.rps, r.p50.Round(time.Microsecond), r.p99.Round(time.Microsecond), cpu, acc.fullSeconds())
 		}
 		if tg.name == "in-process" && local.failed() > 0 {
 			t.Errorf("in-process: %d token-server calls failed or met an open breaker: some decisions were the local fallback's", local.failed())
