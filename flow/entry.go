@@ -89,13 +89,14 @@ func (a *entryArgs) keyFor(r *Rule, opts []EntryOption) string {
 }
 
 // now reads the engine's clock: once per Entry, and at the Exits that
-// measure response time (see WithRTSampling).
-func (e *Engine) now() int64 {
-	if e.mono != nil {
-		return e.mono.Nanotime()
-	}
-	return clock.Nanotime(e.cf.clk)
-}
+// measure response time (see WithRTSampling). Small enough to inline.
+func (e *Engine) now() int64 { return e.mono.Nanotime() }
+
+// wallNanos reads a clock that is not clock.Monotonic as clock.Nanotime
+// does, in Unix nanoseconds.
+type wallNanos struct{ clk clock.Clock }
+
+func (w wallNanos) Nanotime() int64 { return clock.Nanotime(w.clk) }
 
 // entryState is one Entry in progress: the call, its record, and the
 // first refusal. It lives on the stack.
