@@ -148,7 +148,12 @@ func (e *Engine) decide(ctx context.Context, resource string, opts []EntryOption
 	st.now = e.now()
 	ok := sys <= 0 || e.admitSystem(&st, sys)
 	if ok && rr != nil {
-		ok = e.admit(&st, opts)
+		// rr's checks in their compiled order, to the first refusal
+		// (st.refusal); a low-priority call may be shed before them.
+		ok = st.a.prio != PriorityLow || rr.cpuRule == nil || e.admitLow(&st)
+		for i := 0; ok && i < len(rr.checks); i++ {
+			ok = rr.checks[i].run(&st, opts)
+		}
 	}
 	if ok && st.wait > 0 {
 		ok = e.queue(&st)
@@ -167,20 +172,16 @@ func (e *Engine) decide(ctx context.Context, resource string, opts []EntryOption
 	return e.pass(&st), nil
 }
 
-// admit runs rr's checks in their compiled order; it stops at the first
-// refusal (st.refusal) and reports whether every check passed.
-func (e *Engine) admit(st *entryState, opts []EntryOption) bool {
-	if st.a.prio == PriorityLow && st.rr.cpuRule != nil && !e.keepLowForCPU() {
-		cr := st.rr.cpuRule
-		st.refusal = denial{cr: cr, level: cr.rule.Level, reason: ReasonPriority}
-		return false
+// admitLow lets a low-priority call to a resource with a cpuRule go on,
+// or refuses it (st.refusal) while the CPU controller sheds low calls
+// (see keepLowForCPU).
+func (e *Engine) admitLow(st *entryState) bool {
+	if e.keepLowForCPU() {
+		return true
 	}
-	for i := range st.rr.checks {
-		if !st.rr.checks[i].run(st, opts) {
-			return false
-		}
-	}
-	return true
+	cr := st.rr.cpuRule
+	st.refusal = denial{cr: cr, level: cr.rule.Level, reason: ReasonPriority}
+	return false
 }
 
 // admitSystem takes the call's place under the system guard, which is on
