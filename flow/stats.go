@@ -197,12 +197,21 @@ func (s *resourceStats) pass(now int64, waited time.Duration, lane uint32, last 
 		s.waitSum.Add(int64(waited))
 		s.waitHist.observe(int64(waited), 1)
 	}
-	idx := s.epochOf(now)
-	if last == nil || last.epoch.Load() != idx {
-		last = s.laneBucketAt(idx, lane)
+	if last == nil || !s.during(last, now) {
+		last = s.laneBucket(now, lane)
 	}
 	last.passed.Add(1)
 	return last
+}
+
+// during reports whether now is in b's epoch, as epochOf(now) ==
+// b.epoch, without a division: epoch*bucketNs <= now < that+bucketNs. b
+// is a bucket laneBucketAt claimed, so its epoch is one that some now fell
+// in (never the sentinel of a bucket not yet used), and the product does
+// not overflow.
+func (s *resourceStats) during(b *laneBucket, now int64) bool {
+	start := b.epoch.Load() * s.bucketNs
+	return now >= start && now-start < s.bucketNs
 }
 
 func (s *resourceStats) block(now int64, l Level) {
