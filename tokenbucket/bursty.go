@@ -130,7 +130,18 @@ func (c *rateConfig) storedAt(e, t int64) float64 {
 	case e <= t-c.burstNs: // full: exactly maxPermits, as Guava's min
 		return c.maxP
 	}
-	return min(c.maxP, float64(t-e)/c.interval)
+	return c.partial(t - e)
+}
+
+// partial is the permits idle time d (0 < d < burstNs) stores, Guava's
+// min(maxPermits, d/interval): the quotient can reach maxPermits just
+// short of a full bucket's span. Both are finite and positive here (a
+// +Inf rate has interval 0 and is decided before), so a compare is min.
+func (c *rateConfig) partial(d int64) float64 {
+	if p := float64(d) / c.interval; p < c.maxP {
+		return p
+	}
+	return c.maxP
 }
 
 // grant is Guava's reserveEarliestAvailable on the word at t: the new word,
@@ -156,7 +167,7 @@ func (c *rateConfig) grant(e, t int64, permits int) (next, at int64, left float6
 			if next <= t-c.burstNs {
 				return next, t, c.maxP // full, as storedAt reports it
 			}
-			return next, t, min(c.maxP, float64(t-next)/c.interval)
+			return next, t, c.partial(t - next)
 		}
 		return t, t, 0
 	}
