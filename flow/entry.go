@@ -101,10 +101,9 @@ func (w wallNanos) Nanotime() int64 { return clock.Nanotime(w.clk) }
 // entryState is one Entry in progress: the call, its record, and the
 // first refusal. It lives on the stack.
 type entryState struct {
-	eng      *Engine
-	resource string
-	rr       *resourceRules
-	a        entryArgs // the call's options, parsed (held by value: see decide)
+	eng *Engine
+	rr  *resourceRules // nil for a resource with no rule (the system guard's call)
+	a   entryArgs      // the call's options, parsed (held by value: see decide)
 	// c is the call's record once a check took something to give back or
 	// hold (see rec): a call refused before that never takes one.
 	c   *call
@@ -120,14 +119,14 @@ type entryState struct {
 // call's BlockError.
 type denial struct {
 	cr         *compiledRule // the refusing rule; nil for the system guard
-	level      Level
 	reason     string
 	key        string // the call's key at a keyed rule, for TopKeys
 	retryAfter time.Duration
-	never      bool
 	remaining  float64
 	limit      float64 // the limiter's own limit (adaptive); 0: the rule's
 	err        error   // the context's error of a cancelled wait
+	level      Level
+	never      bool
 }
 
 // decide admits the call and returns its Permit, or a zero Permit and the
@@ -142,8 +141,8 @@ func (e *Engine) decide(ctx context.Context, resource string, opts []EntryOption
 	// The parsed options live inside st, not beside it: st's contents reach
 	// the heap (a refusal's resource name, the token server's request), and
 	// escape analysis would take anything st points to along. For the same
-	// reason st never holds opts; admit passes them to the checks.
-	st := entryState{eng: e, resource: resource, rr: rr}
+	// reason st never holds opts; they are passed to each check.
+	st := entryState{eng: e, rr: rr}
 	st.a.parse(ctx, opts)
 	st.now = e.now()
 	ok := sys <= 0 || e.admitSystem(&st, sys)
@@ -166,7 +165,7 @@ func (e *Engine) decide(ctx context.Context, resource string, opts []EntryOption
 			e.putCall(st.c)
 		}
 		be = refusalIn(be)
-		e.refuse(&st, be)
+		e.refuse(&st, resource, be)
 		return Permit{}, be
 	}
 	return e.pass(&st), nil
@@ -254,7 +253,7 @@ func refusalIn(be *BlockError) *BlockError {
 // refuse is the one place a refusal is counted and written: into the
 // resource's statistics and the rule's count, TopKeys for a keyed rule,
 // and *be, written whole once.
-func (e *Engine) refuse(st *entryState, be *BlockError) {
+func (e *Engine) refuse(st *entryState, resource string, be *BlockError) {
 	r := &st.refusal
 	if st.rr != nil {
 		st.rr.stats.block(st.now, r.level)
@@ -274,7 +273,7 @@ func (e *Engine) refuse(st *entryState, be *BlockError) {
 	if r.never {
 		r.retryAfter = Never
 	}
-	*be = BlockError{Resource: st.resource, Level: r.level, RuleID: id, Reason: r.reason, RetryAfter: r.retryAfter,
+	*be = BlockError{Resource: resource, Level: r.level, RuleID: id, Reason: r.reason, RetryAfter: r.retryAfter,
 		Never: r.never, Limit: r.limit, Window: window, Remaining: r.remaining, Err: r.err}
 }
 
