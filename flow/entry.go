@@ -158,17 +158,30 @@ func (e *Engine) decide(ctx context.Context, resource string, opts []EntryOption
 		ok = e.queue(&st)
 	}
 	if !ok {
-		if st.c != nil || st.sysCounted { // took something (unruled implies sysCounted)
-			e.undo(&st)
-		}
-		if st.c != nil {
-			e.putCall(st.c)
-		}
-		be = refusalIn(be)
-		e.refuse(&st, resource, be)
-		return Permit{}, be
+		return Permit{}, e.refuse(&st, resource, be)
 	}
-	return e.pass(&st), nil
+	// Admitted: the record keeps what the call holds until Exit (token
+	// server grants too: Exit releases those that hold something and
+	// settles all of them on WithActualCost), the pass is counted, and
+	// the Permit handed out.
+	c := st.rec()
+	c.tokens = st.a.tokens
+	c.sysCounted, c.unruled = st.sysCounted, st.unruled
+	c.waited = st.wait
+	if rr == nil {
+		c.stats = nil
+	} else {
+		last := c.bucket // where this record's previous call counted, if in rr's statistics
+		if c.stats != rr.stats {
+			c.stats, last = rr.stats, nil
+		}
+		c.bucket = rr.stats.pass(st.now, st.wait, c.lane, last)
+		if rr.observers != nil {
+			feedObservers(rr, st.now, st.a.tokens)
+		}
+	}
+	c.start = st.now + int64(st.wait)
+	return c.permit(), nil
 }
 
 // admitLow lets a low-priority call to a resource with a cpuRule go on,
@@ -217,43 +230,21 @@ func (e *Engine) queue(st *entryState) bool {
 	return false
 }
 
-// pass finishes an admitted call: what it holds until Exit is kept (token
-// server grants too: Exit releases those that hold something and settles
-// all of them on WithActualCost), the pass is counted, and its Permit
-// returned.
-func (e *Engine) pass(st *entryState) Permit {
-	c := st.rec()
-	c.tokens = st.a.tokens
-	c.sysCounted, c.unruled = st.sysCounted, st.unruled
-	c.waited = st.wait
-	if rr := st.rr; rr == nil {
-		c.stats = nil
-	} else {
-		last := c.bucket // where this record's previous call counted, if in rr's statistics
-		if c.stats != rr.stats {
-			c.stats, last = rr.stats, nil
-		}
-		c.bucket = rr.stats.pass(st.now, st.wait, c.lane, last)
-		if rr.observers != nil {
-			feedObservers(rr, st.now, st.a.tokens)
-		}
+// refuse ends a refused call: what it took is given back and its record
+// returned to the pool; then the refusal is counted and written, here
+// and nowhere else: into the resource's statistics and the rule's count,
+// TopKeys for a keyed rule, and *be (a new BlockError when be is nil),
+// written whole once.
+func (e *Engine) refuse(st *entryState, resource string, be *BlockError) *BlockError {
+	if st.c != nil || st.sysCounted { // took something (unruled implies sysCounted)
+		e.undo(st)
 	}
-	c.start = st.now + int64(st.wait)
-	return c.permit()
-}
-
-// refusalIn is where a refusal is written: the caller's be, or a new one.
-func refusalIn(be *BlockError) *BlockError {
+	if st.c != nil {
+		e.putCall(st.c)
+	}
 	if be == nil {
-		return new(BlockError)
+		be = new(BlockError)
 	}
-	return be
-}
-
-// refuse is the one place a refusal is counted and written: into the
-// resource's statistics and the rule's count, TopKeys for a keyed rule,
-// and *be, written whole once.
-func (e *Engine) refuse(st *entryState, resource string, be *BlockError) {
 	r := &st.refusal
 	if st.rr != nil {
 		st.rr.stats.block(st.now, r.level)
@@ -275,6 +266,7 @@ func (e *Engine) refuse(st *entryState, resource string, be *BlockError) {
 	}
 	*be = BlockError{Resource: resource, Level: r.level, RuleID: id, Reason: r.reason, RetryAfter: r.retryAfter,
 		Never: r.never, Limit: r.limit, Window: window, Remaining: r.remaining, Err: r.err}
+	return be
 }
 
 // undo gives back everything the call took, local and cluster. Each

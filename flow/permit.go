@@ -92,7 +92,7 @@ type quotaNote struct {
 }
 
 // getCall takes a free record from the pool, or makes one. Its fields
-// from an earlier call are overwritten by pass before a Permit is made.
+// from an earlier call are overwritten by decide before a Permit is made.
 func (e *Engine) getCall() *call {
 	c, _ := e.calls.Get().(*call)
 	if c == nil {
