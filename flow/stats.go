@@ -79,6 +79,7 @@ type resourceStats struct {
 	name     string
 	ring     []statBucket
 	bucketNs int64
+	recent   atomic.Pointer[statBucket] // the ring bucket last found (see bucket)
 	// lanes holds one ring of laneBuckets per lane, lane l's bucket i at
 	// lanePad + l*stride + i (see lanePad); laneMask is lanes-1.
 	lanes            []laneBucket
@@ -141,7 +142,18 @@ func (s *resourceStats) epochOf(now int64) int64 {
 	return idx
 }
 
-func (s *resourceStats) bucket(now int64) *statBucket { return s.bucketAt(s.epochOf(now)) }
+// bucket is the ring's bucket for now, claimed for now's epoch as bucketAt
+// does. recent, the bucket a caller last found there, is tried first:
+// while now is in its epoch it is that bucket (an epoch's slot holds that
+// epoch), found without the two divisions of bucketAt(epochOf(now)).
+func (s *resourceStats) bucket(now int64) *statBucket {
+	if b := s.recent.Load(); b != nil && s.inEpoch(b.epoch.Load(), now) {
+		return b
+	}
+	b := s.bucketAt(s.epochOf(now))
+	s.recent.Store(b)
+	return b
+}
 
 func (s *resourceStats) bucketAt(idx int64) *statBucket {
 	b := &s.ring[uint64(idx)%uint64(len(s.ring))]
@@ -204,13 +216,19 @@ func (s *resourceStats) pass(now int64, waited time.Duration, lane uint32, last 
 	return last
 }
 
-// during reports whether now is in b's epoch, as epochOf(now) ==
-// b.epoch, without a division: epoch*bucketNs <= now < that+bucketNs. b
-// is a bucket laneBucketAt claimed, so its epoch is one that some now fell
-// in (never the sentinel of a bucket not yet used), and the product does
-// not overflow.
+// during reports whether now is in b's epoch (see inEpoch). b is a bucket
+// laneBucketAt returned.
 func (s *resourceStats) during(b *laneBucket, now int64) bool {
-	start := b.epoch.Load() * s.bucketNs
+	return s.inEpoch(b.epoch.Load(), now)
+}
+
+// inEpoch reports whether epochOf(now) == epoch without a division:
+// epoch*bucketNs <= now < that+bucketNs. epoch is that of a bucket
+// bucketAt or laneBucketAt returned, so one that some now fell in (never
+// the sentinel of a bucket not yet used), and the product does not
+// overflow.
+func (s *resourceStats) inEpoch(epoch, now int64) bool {
+	start := epoch * s.bucketNs
 	return now >= start && now-start < s.bucketNs
 }
 
