@@ -136,7 +136,7 @@ func (p Permit) Exit(opts ...ExitOption) {
 	c.taken = c.taken[:0]
 	if c.stats != nil {
 		if measured {
-			c.stats.exit(now, now-c.start, uint64(e.cf.rtMask)+1, failed, c.lane)
+			c.stats.exit(now, now-c.start, uint64(e.cf.rtMask)+1, failed, c.lane, c.bucket)
 		} else {
 			c.stats.exitUnmeasured(c.bucket, failed)
 		}

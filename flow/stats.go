@@ -268,9 +268,14 @@ func (s *resourceStats) failed(epoch int64) {
 
 // exit counts a completed call at now in lane with its response time rt,
 // which stands for w calls' (the sampling weight, see WithRTSampling).
-func (s *resourceStats) exit(now int64, rt int64, w uint64, failed bool, lane uint32) {
+// entered is the lane bucket its Entry counted it in: while now is in its
+// epoch the completion counts there, found without a division.
+func (s *resourceStats) exit(now int64, rt int64, w uint64, failed bool, lane uint32, entered *laneBucket) {
 	rt = max(rt, 0) // a clock set backwards
-	s.laneBucket(now, lane).completed.Add(1)
+	if entered == nil || !s.during(entered, now) {
+		entered = s.laneBucket(now, lane)
+	}
+	entered.completed.Add(1)
 	b := s.bucket(now)
 	b.rtSum.Add(rt * int64(w))
 	b.rtHist.observe(rt, w)
