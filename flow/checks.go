@@ -114,7 +114,7 @@ func (a *entryArgs) levelKey(l Level) string {
 // the call goes on as if cr had not applied.
 func (st *entryState) deny(cr *compiledRule, reason, key string, d algo.Decision) bool {
 	if cr.shadow.Load() {
-		st.eng.shadowRefused(st.resource, cr, reason)
+		st.eng.shadowRefused(st.rr.name, cr, reason)
 		return true
 	}
 	st.refusal = denial{cr: cr, level: cr.rule.Level, reason: reason, key: key,

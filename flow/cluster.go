@@ -88,7 +88,7 @@ func (st *entryState) cluster(g *clusterGroup, level Level, key string) bool {
 		return st.stayLocal(g)
 	}
 	// The boost never raises a cluster rule.
-	req := TokenRequest{Resource: st.resource, Level: level, Key: key, Tokens: st.a.tokens, Rules: g.rules, Factor: min(e.AdaptiveFactor(), 1)}
+	req := TokenRequest{Resource: st.rr.name, Level: level, Key: key, Tokens: st.a.tokens, Rules: g.rules, Factor: min(e.AdaptiveFactor(), 1)}
 	own := 0.0
 	if key == "" {
 		own = g.tally(st.now) // before asking (see answered)

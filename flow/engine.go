@@ -19,7 +19,9 @@ type Engine struct {
 	mu    sync.Mutex                // serialises LoadRules and SetAdaptiveFactor
 	stats map[string]*resourceStats // under mu; every resource that had rules
 
-	mono clock.Monotonic // the clock's cheap reading, when it has one
+	// mono reads the clock: the clock itself when it is Monotonic, else
+	// an adapter (wallNanos), so that now is one interface call.
+	mono clock.Monotonic
 
 	factor   atomic.Uint64 // adaptive factor, float64 bits
 	sysLimit atomic.Int64
@@ -57,7 +59,11 @@ func NewEngine(opts ...Option) *Engine {
 	case e.cf.clk == clock.Real():
 		e.cf.rtMask = rtMaskFor(8)
 	}
-	e.mono, _ = e.cf.clk.(clock.Monotonic)
+	if m, ok := e.cf.clk.(clock.Monotonic); ok {
+		e.mono = m
+	} else {
+		e.mono = wallNanos{e.cf.clk}
+	}
 	e.factor.Store(math.Float64bits(1))
 	e.rules.Store(&ruleSet{byResource: map[string]*resourceRules{}})
 	return e

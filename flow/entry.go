@@ -89,21 +89,21 @@ func (a *entryArgs) keyFor(r *Rule, opts []EntryOption) string {
 }
 
 // now reads the engine's clock: once per Entry, and at the Exits that
-// measure response time (see WithRTSampling).
-func (e *Engine) now() int64 {
-	if e.mono != nil {
-		return e.mono.Nanotime()
-	}
-	return clock.Nanotime(e.cf.clk)
-}
+// measure response time (see WithRTSampling). Small enough to inline.
+func (e *Engine) now() int64 { return e.mono.Nanotime() }
+
+// wallNanos reads a clock that is not clock.Monotonic as clock.Nanotime
+// does, in Unix nanoseconds.
+type wallNanos struct{ clk clock.Clock }
+
+func (w wallNanos) Nanotime() int64 { return clock.Nanotime(w.clk) }
 
 // entryState is one Entry in progress: the call, its record, and the
 // first refusal. It lives on the stack.
 type entryState struct {
-	eng      *Engine
-	resource string
-	rr       *resourceRules
-	a        entryArgs // the call's options, parsed (held by value: see decide)
+	eng *Engine
+	rr  *resourceRules // nil for a resource with no rule (the system guard's call)
+	a   entryArgs      // the call's options, parsed (held by value: see decide)
 	// c is the call's record once a check took something to give back or
 	// hold (see rec): a call refused before that never takes one.
 	c   *call
@@ -119,14 +119,14 @@ type entryState struct {
 // call's BlockError.
 type denial struct {
 	cr         *compiledRule // the refusing rule; nil for the system guard
-	level      Level
 	reason     string
 	key        string // the call's key at a keyed rule, for TopKeys
 	retryAfter time.Duration
-	never      bool
 	remaining  float64
 	limit      float64 // the limiter's own limit (adaptive); 0: the rule's
 	err        error   // the context's error of a cancelled wait
+	level      Level
+	never      bool
 }
 
 // decide admits the call and returns its Permit, or a zero Permit and the
@@ -141,45 +141,59 @@ func (e *Engine) decide(ctx context.Context, resource string, opts []EntryOption
 	// The parsed options live inside st, not beside it: st's contents reach
 	// the heap (a refusal's resource name, the token server's request), and
 	// escape analysis would take anything st points to along. For the same
-	// reason st never holds opts; admit passes them to the checks.
-	st := entryState{eng: e, resource: resource, rr: rr}
+	// reason st never holds opts; they are passed to each check.
+	st := entryState{eng: e, rr: rr}
 	st.a.parse(ctx, opts)
 	st.now = e.now()
 	ok := sys <= 0 || e.admitSystem(&st, sys)
 	if ok && rr != nil {
-		ok = e.admit(&st, opts)
+		// rr's checks in their compiled order, to the first refusal
+		// (st.refusal); a low-priority call may be shed before them.
+		ok = st.a.prio != PriorityLow || rr.cpuRule == nil || e.admitLow(&st)
+		for i := 0; ok && i < len(rr.checks); i++ {
+			ok = rr.checks[i].run(&st, opts)
+		}
 	}
 	if ok && st.wait > 0 {
 		ok = e.queue(&st)
 	}
 	if !ok {
-		if st.c != nil || st.sysCounted { // took something (unruled implies sysCounted)
-			e.undo(&st)
-		}
-		if st.c != nil {
-			e.putCall(st.c)
-		}
-		be = refusalIn(be)
-		e.refuse(&st, be)
-		return Permit{}, be
+		return Permit{}, e.refuse(&st, resource, be)
 	}
-	return e.pass(&st), nil
+	// Admitted: the record keeps what the call holds until Exit (token
+	// server grants too: Exit releases those that hold something and
+	// settles all of them on WithActualCost), the pass is counted, and
+	// the Permit handed out.
+	c := st.rec()
+	c.tokens = st.a.tokens
+	c.sysCounted, c.unruled = st.sysCounted, st.unruled
+	c.waited = st.wait
+	if rr == nil {
+		c.stats = nil
+	} else {
+		last := c.bucket // where this record's previous call counted, if in rr's statistics
+		if c.stats != rr.stats {
+			c.stats, last = rr.stats, nil
+		}
+		c.bucket = rr.stats.pass(st.now, st.wait, c.lane, last)
+		if rr.observers != nil {
+			feedObservers(rr, st.now, st.a.tokens)
+		}
+	}
+	c.start = st.now + int64(st.wait)
+	return c.permit(), nil
 }
 
-// admit runs rr's checks in their compiled order; it stops at the first
-// refusal (st.refusal) and reports whether every check passed.
-func (e *Engine) admit(st *entryState, opts []EntryOption) bool {
-	if st.a.prio == PriorityLow && st.rr.cpuRule != nil && !e.keepLowForCPU() {
-		cr := st.rr.cpuRule
-		st.refusal = denial{cr: cr, level: cr.rule.Level, reason: ReasonPriority}
-		return false
+// admitLow lets a low-priority call to a resource with a cpuRule go on,
+// or refuses it (st.refusal) while the CPU controller sheds low calls
+// (see keepLowForCPU).
+func (e *Engine) admitLow(st *entryState) bool {
+	if e.keepLowForCPU() {
+		return true
 	}
-	for i := range st.rr.checks {
-		if !st.rr.checks[i].run(st, opts) {
-			return false
-		}
-	}
-	return true
+	cr := st.rr.cpuRule
+	st.refusal = denial{cr: cr, level: cr.rule.Level, reason: ReasonPriority}
+	return false
 }
 
 // admitSystem takes the call's place under the system guard, which is on
@@ -216,43 +230,21 @@ func (e *Engine) queue(st *entryState) bool {
 	return false
 }
 
-// pass finishes an admitted call: what it holds until Exit is kept (token
-// server grants too: Exit releases those that hold something and settles
-// all of them on WithActualCost), the pass is counted, and its Permit
-// returned.
-func (e *Engine) pass(st *entryState) Permit {
-	c := st.rec()
-	c.tokens = st.a.tokens
-	c.sysCounted, c.unruled = st.sysCounted, st.unruled
-	c.waited = st.wait
-	if rr := st.rr; rr == nil {
-		c.stats = nil
-	} else {
-		last := c.bucket // where this record's previous call counted, if in rr's statistics
-		if c.stats != rr.stats {
-			c.stats, last = rr.stats, nil
-		}
-		c.bucket = rr.stats.pass(st.now, st.wait, c.lane, last)
-		if rr.observers != nil {
-			feedObservers(rr, st.now, st.a.tokens)
-		}
+// refuse ends a refused call: what it took is given back and its record
+// returned to the pool; then the refusal is counted and written, here
+// and nowhere else: into the resource's statistics and the rule's count,
+// TopKeys for a keyed rule, and *be (a new BlockError when be is nil),
+// written whole once.
+func (e *Engine) refuse(st *entryState, resource string, be *BlockError) *BlockError {
+	if st.c != nil || st.sysCounted { // took something (unruled implies sysCounted)
+		e.undo(st)
 	}
-	c.start = st.now + int64(st.wait)
-	return c.permit()
-}
-
-// refusalIn is where a refusal is written: the caller's be, or a new one.
-func refusalIn(be *BlockError) *BlockError {
+	if st.c != nil {
+		e.putCall(st.c)
+	}
 	if be == nil {
-		return new(BlockError)
+		be = new(BlockError)
 	}
-	return be
-}
-
-// refuse is the one place a refusal is counted and written: into the
-// resource's statistics and the rule's count, TopKeys for a keyed rule,
-// and *be, written whole once.
-func (e *Engine) refuse(st *entryState, be *BlockError) {
 	r := &st.refusal
 	if st.rr != nil {
 		st.rr.stats.block(st.now, r.level)
@@ -272,8 +264,9 @@ func (e *Engine) refuse(st *entryState, be *BlockError) {
 	if r.never {
 		r.retryAfter = Never
 	}
-	*be = BlockError{Resource: st.resource, Level: r.level, RuleID: id, Reason: r.reason, RetryAfter: r.retryAfter,
+	*be = BlockError{Resource: resource, Level: r.level, RuleID: id, Reason: r.reason, RetryAfter: r.retryAfter,
 		Never: r.never, Limit: r.limit, Window: window, Remaining: r.remaining, Err: r.err}
+	return be
 }
 
 // undo gives back everything the call took, local and cluster. Each

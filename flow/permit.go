@@ -92,7 +92,7 @@ type quotaNote struct {
 }
 
 // getCall takes a free record from the pool, or makes one. Its fields
-// from an earlier call are overwritten by pass before a Permit is made.
+// from an earlier call are overwritten by decide before a Permit is made.
 func (e *Engine) getCall() *call {
 	c, _ := e.calls.Get().(*call)
 	if c == nil {
@@ -120,19 +120,7 @@ func (p Permit) Exit(opts ...ExitOption) {
 	}
 	// From here the record is this goroutine's alone: not yet in the
 	// pool, so no Entry can hand it out, and no other Exit matches gen.
-	var failed, settle bool
-	var cost int
-	for i := range opts {
-		failed = failed || opts[i].err != nil
-		if opts[i].hasCost {
-			settle, cost = true, opts[i].cost
-		}
-	}
 	e := c.eng
-	if settle {
-		c.settle(cost)
-	}
-	c.taken = c.taken[:0]
 	// Response time is measured on a random 1 in rtMask+1 of Exits, each
 	// standing for rtMask+1 calls: the clock read is most of an Exit's
 	// cost. Adaptive limits learn from the same sample.
@@ -140,6 +128,44 @@ func (p Permit) Exit(opts ...ExitOption) {
 	var now int64
 	if measured {
 		now = e.now()
+	}
+	failed := false
+	if len(opts) > 0 || c.holds() {
+		failed = c.exitHeld(opts, measured, now)
+	}
+	c.taken = c.taken[:0]
+	if c.stats != nil {
+		if measured {
+			c.stats.exit(now, now-c.start, uint64(e.cf.rtMask)+1, failed, c.lane, c.bucket)
+		} else {
+			c.stats.exitUnmeasured(c.bucket, failed)
+		}
+	}
+	e.calls.Put(c)
+}
+
+// holds reports whether the call has more to end at Exit than its
+// statistics: a breaker, a throttle, a held permit or grant, a place under
+// the system guard.
+func (c *call) holds() bool {
+	return len(c.brk) > 0 || len(c.thr) > 0 || len(c.held) > 0 || len(c.grants) > 0 || c.sysCounted
+}
+
+// exitHeld is the part of Exit for a call that holds more than its
+// statistics or was given options: it settles the actual cost, tells
+// breakers and throttles the outcome, releases what the call holds, and
+// reports whether the call failed (WithError with a non-nil error).
+func (c *call) exitHeld(opts []ExitOption, measured bool, now int64) (failed bool) {
+	var settle bool
+	var cost int
+	for i := range opts {
+		failed = failed || opts[i].err != nil
+		if opts[i].hasCost {
+			settle, cost = true, opts[i].cost
+		}
+	}
+	if settle {
+		c.settle(cost)
 	}
 	if len(c.brk) > 0 {
 		c.exitBreakers(failed)
@@ -150,21 +176,14 @@ func (p Permit) Exit(opts ...ExitOption) {
 	if len(c.held) > 0 || len(c.grants) > 0 {
 		c.release(measured, now, settle, cost)
 	}
-	if c.sysCounted {
+	if e := c.eng; c.sysCounted {
 		e.sysInFlight.Add(-1)
-	}
-	if c.unruled {
-		e.unruled.Add(-1)
-	}
-	c.sysCounted, c.unruled = false, false
-	if c.stats != nil {
-		if measured {
-			c.stats.exit(now, now-c.start, uint64(e.cf.rtMask)+1, failed, c.lane)
-		} else {
-			c.stats.exitUnmeasured(c.bucket, failed)
+		if c.unruled {
+			e.unruled.Add(-1)
 		}
 	}
-	e.calls.Put(c)
+	c.sysCounted, c.unruled = false, false
+	return failed
 }
 
 // release lets go of what the call held past Entry: concurrency permits

@@ -79,6 +79,7 @@ type resourceStats struct {
 	name     string
 	ring     []statBucket
 	bucketNs int64
+	recent   atomic.Pointer[statBucket] // the ring bucket last found (see bucket)
 	// lanes holds one ring of laneBuckets per lane, lane l's bucket i at
 	// lanePad + l*stride + i (see lanePad); laneMask is lanes-1.
 	lanes            []laneBucket
@@ -141,7 +142,18 @@ func (s *resourceStats) epochOf(now int64) int64 {
 	return idx
 }
 
-func (s *resourceStats) bucket(now int64) *statBucket { return s.bucketAt(s.epochOf(now)) }
+// bucket is the ring's bucket for now, claimed for now's epoch as bucketAt
+// does. recent, the bucket a caller last found there, is tried first:
+// while now is in its epoch it is that bucket (an epoch's slot holds that
+// epoch), found without the two divisions of bucketAt(epochOf(now)).
+func (s *resourceStats) bucket(now int64) *statBucket {
+	if b := s.recent.Load(); b != nil && s.inEpoch(b.epoch.Load(), now) {
+		return b
+	}
+	b := s.bucketAt(s.epochOf(now))
+	s.recent.Store(b)
+	return b
+}
 
 func (s *resourceStats) bucketAt(idx int64) *statBucket {
 	b := &s.ring[uint64(idx)%uint64(len(s.ring))]
@@ -197,12 +209,27 @@ func (s *resourceStats) pass(now int64, waited time.Duration, lane uint32, last 
 		s.waitSum.Add(int64(waited))
 		s.waitHist.observe(int64(waited), 1)
 	}
-	idx := s.epochOf(now)
-	if last == nil || last.epoch.Load() != idx {
-		last = s.laneBucketAt(idx, lane)
+	if last == nil || !s.during(last, now) {
+		last = s.laneBucket(now, lane)
 	}
 	last.passed.Add(1)
 	return last
+}
+
+// during reports whether now is in b's epoch (see inEpoch). b is a bucket
+// laneBucketAt returned.
+func (s *resourceStats) during(b *laneBucket, now int64) bool {
+	return s.inEpoch(b.epoch.Load(), now)
+}
+
+// inEpoch reports whether epochOf(now) == epoch without a division:
+// epoch*bucketNs <= now < that+bucketNs. epoch is that of a bucket
+// bucketAt or laneBucketAt returned, so one that some now fell in (never
+// the sentinel of a bucket not yet used), and the product does not
+// overflow.
+func (s *resourceStats) inEpoch(epoch, now int64) bool {
+	start := epoch * s.bucketNs
+	return now >= start && now-start < s.bucketNs
 }
 
 func (s *resourceStats) block(now int64, l Level) {
@@ -241,9 +268,14 @@ func (s *resourceStats) failed(epoch int64) {
 
 // exit counts a completed call at now in lane with its response time rt,
 // which stands for w calls' (the sampling weight, see WithRTSampling).
-func (s *resourceStats) exit(now int64, rt int64, w uint64, failed bool, lane uint32) {
+// entered is the lane bucket its Entry counted it in: while now is in its
+// epoch the completion counts there, found without a division.
+func (s *resourceStats) exit(now int64, rt int64, w uint64, failed bool, lane uint32, entered *laneBucket) {
 	rt = max(rt, 0) // a clock set backwards
-	s.laneBucket(now, lane).completed.Add(1)
+	if entered == nil || !s.during(entered, now) {
+		entered = s.laneBucket(now, lane)
+	}
+	entered.completed.Add(1)
 	b := s.bucket(now)
 	b.rtSum.Add(rt * int64(w))
 	b.rtHist.observe(rt, w)

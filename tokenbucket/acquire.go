@@ -27,9 +27,9 @@ func (l *Limiter) Acquire(ctx context.Context, permits int) (time.Duration, erro
 	}
 	// With a deadline: reserve only if the wait ends before it, as
 	// TryAcquire with the time left; without one, whatever the wait.
-	timeout := int64(unbounded)
+	timeout := time.Duration(unbounded)
 	if d, ok := ctx.Deadline(); ok {
-		timeout = int64(max(time.Until(d)/time.Microsecond, 0))
+		timeout = max(time.Until(d), 0)
 	}
 	r, _ := l.reserve(clock.Nanotime(l.rate.Load().clk), permits, timeout) // permits > 0
 	if !r.OK {

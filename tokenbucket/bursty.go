@@ -130,20 +130,32 @@ func (c *rateConfig) storedAt(e, t int64) float64 {
 	case e <= t-c.burstNs: // full: exactly maxPermits, as Guava's min
 		return c.maxP
 	}
-	return min(c.maxP, float64(t-e)/c.interval)
+	return c.partial(t - e)
 }
 
-// grant is Guava's reserveEarliestAvailable on the word at t: the new word
-// and the instant the call may go at.
-func (c *rateConfig) grant(e, t int64, permits int) (next, at int64) {
+// partial is the permits idle time d (0 < d < burstNs) stores, Guava's
+// min(maxPermits, d/interval): the quotient can reach maxPermits just
+// short of a full bucket's span. Both are finite and positive here (a
+// +Inf rate has interval 0 and is decided before), so a compare is min.
+func (c *rateConfig) partial(d int64) float64 {
+	if p := float64(d) / c.interval; p < c.maxP {
+		return p
+	}
+	return c.maxP
+}
+
+// grant is Guava's reserveEarliestAvailable on the word at t: the new word,
+// the instant the call may go at, and the permits the new word stores at t
+// (storedAt(next, t), known here without its checks).
+func (c *rateConfig) grant(e, t int64, permits int) (next, at int64, left float64) {
 	n := float64(permits)
 	switch {
 	case c.interval == 0:
 		// +Inf: permits cost nothing; a debt from a finite rate is still owed.
-		return e, max(e, t)
+		return e, max(e, t), c.maxP
 	case e >= t:
 		// Nothing stored: all fresh. The call goes at e; the next one pays.
-		return saturatedAdd(e, c.freshCost(n)), e
+		return saturatedAdd(e, c.freshCost(n)), e, 0
 	}
 	base := max(e, t-c.burstNs) // resync: idle time credited up to maxPermits
 	stored := c.storedAt(base, t)
@@ -151,14 +163,18 @@ func (c *rateConfig) grant(e, t int64, permits int) (next, at int64) {
 		// All from the store: free, and nextFree stays at now, so e stays
 		// at or before now (even were the float to round up).
 		if d := c.span(n); d < t-base {
-			return base + d, t
+			next = base + d // < t: what is left is stored
+			if next <= t-c.burstNs {
+				return next, t, c.maxP // full, as storedAt reports it
+			}
+			return next, t, c.partial(t - next)
 		}
-		return t, t
+		return t, t, 0
 	}
 	// The store emptied, the rest fresh from now on: Guava's
 	// (long)((n-stored)*stable), computed on the time the permits stand
 	// for, exact in nanoseconds where the float of stored is not.
-	return saturatedAdd(t, wholeMicros(n*c.interval-float64(t-base))), t
+	return saturatedAdd(t, wholeMicros(n*c.interval-float64(t-base))), t, 0
 }
 
 // refund gives permits back to the word at t: fresh ones first, never
@@ -187,32 +203,33 @@ func (c *rateConfig) refund(e, t int64, permits int) int64 {
 }
 
 // reserve is Guava's tryAcquire decision and reservation at now, with a
-// timeout in whole microseconds, >= 0, or unbounded (reserve whatever the
-// wait). Errors only for invalid permits (<= 0). A warming-up limiter
-// decides under its lock (warming.go); a bursty one on its word: Guava's
-// canAcquire, then its reserveEarliestAvailable (grant).
-func (l *Limiter) reserve(now int64, permits int, timeoutMicros int64) (Reservation, error) {
+// timeout >= 0, counted in whole microseconds as Guava's is, or unbounded
+// (reserve whatever the wait). Errors only for invalid permits (<= 0). A
+// warming-up limiter decides under its lock (warming.go); a bursty one on
+// its word: Guava's canAcquire, then its reserveEarliestAvailable (grant).
+// The timeout is cut to microseconds only where it is compared: a call
+// that owes nothing never needs it.
+func (l *Limiter) reserve(now int64, permits int, timeout time.Duration) (Reservation, error) {
 	switch {
 	case permits <= 0:
 		return Reservation{}, errPermits(permits)
 	case l.warm != nil:
-		return l.warm.tryReserve(l, l.micros(now), permits, timeoutMicros), nil
+		return l.warm.tryReserve(l, l.micros(now), permits, wholeMicrosOf(timeout)), nil
 	}
 	t := l.micros(now) * 1000
 	for {
 		e := l.word.Load()
-		if e > t && timeoutMicros != unbounded && (e == never || e-timeoutMicros*1000 > t) {
+		if e > t && timeout != unbounded && (e == never || e-wholeMicrosOf(timeout)*1000 > t) {
 			// Guava's canAcquire is false: refused on one load, with no
 			// write. The word held e at a moment after the caller's now.
-			// (timeoutMicros*1000 does not overflow: a Duration's micros.)
+			// (A Duration's whole micros times 1000 does not overflow.)
 			return Reservation{Wait: waitFor(e, t)}, nil
 		}
 		c := l.rate.Load() // after the word: see above
-		next, at := c.grant(e, t, permits)
+		next, at, stored := c.grant(e, t, permits)
 		if next == e || l.word.CompareAndSwap(e, next) {
 			// Granted: nothing to write (a +Inf rate, or permits worth
 			// less than a nanosecond), or the word was still e.
-			stored := c.storedAt(next, t)
 			return Reservation{OK: true, Wait: waitFor(at, t), Stored: stored,
 				Refill: refill(c.maxP-stored, c.stable)}, nil
 		}
@@ -270,6 +287,15 @@ func (l *Limiter) fill(t, burst int64) {
 		}
 		// A call moved the word: look again.
 	}
+}
+
+// wholeMicrosOf is a timeout in whole microseconds; unbounded stays
+// unbounded.
+func wholeMicrosOf(d time.Duration) int64 {
+	if d == unbounded {
+		return unbounded
+	}
+	return int64(d / time.Microsecond)
 }
 
 // waitFor is the wait until at, from t: saturated when at is never.

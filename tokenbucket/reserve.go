@@ -37,7 +37,7 @@ type Reservation struct {
 // difference. What it takes is taken from the same store either way, so a
 // stale now never makes the limiter grant more than its rate.
 func (l *Limiter) TryReserveAt(now int64, permits int, maxWait time.Duration) (Reservation, error) {
-	return l.reserve(now, permits, int64(max(maxWait/time.Microsecond, 0)))
+	return l.reserve(now, permits, max(maxWait, 0))
 }
 
 // refill is Reservation.Refill: missing permits at cool micros each.
