@@ -92,6 +92,18 @@ func BenchmarkPeersBlock(b *testing.B) {
 			}
 		}
 	})
+	// Decide refuses as Entry does, with the refusal returned by value:
+	// what flowhttp's and flowgrpc's middleware call.
+	b.Run("flowgate-decide", func(b *testing.B) {
+		e := peerEngine(b, nil, blockRule)
+		primeBlocked(e)
+		b.ReportAllocs()
+		for b.Loop() {
+			if e.Decide("r").Allowed {
+				b.Fatal("flowgate passed")
+			}
+		}
+	})
 	b.Run("xrate", func(b *testing.B) {
 		l := xrate.NewLimiter(xrate.Every(time.Hour), 1)
 		l.Allow()
