@@ -39,6 +39,7 @@ out="$root/bench/floor.txt"
 	echo "# cpu: $(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1), nproc $(nproc)"
 	echo "# load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
 } >"$out"
+set -f # BENCH's families are split on spaces, never expanded as file names
 i=0
 while [ "$i" -lt "$ROUNDS" ]; do
 	for side in base work; do
