@@ -146,7 +146,7 @@ func (c *rateConfig) partial(d int64) float64 {
 
 // grant is Guava's reserveEarliestAvailable on the word at t: the new word,
 // the instant the call may go at, and the permits the new word stores at t
-// (storedAt(next, t), known here without its checks).
+// (storedAt(next, t)).
 func (c *rateConfig) grant(e, t int64, permits int) (next, at int64, left float64) {
 	n := float64(permits)
 	switch {
@@ -164,10 +164,7 @@ func (c *rateConfig) grant(e, t int64, permits int) (next, at int64, left float6
 		// at or before now (even were the float to round up).
 		if d := c.span(n); d < t-base {
 			next = base + d // < t: what is left is stored
-			if next <= t-c.burstNs {
-				return next, t, c.maxP // full, as storedAt reports it
-			}
-			return next, t, c.partial(t - next)
+			return next, t, c.storedAt(next, t)
 		}
 		return t, t, 0
 	}
