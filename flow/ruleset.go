@@ -216,6 +216,8 @@ func (cr *compiledRule) globalLimiter(now int64) limiter {
 	return cr.global
 }
 
+// refreshGlobal sets the global limiter to the effective limit when its
+// generation moved on since the limiter was last set.
 func (cr *compiledRule) refreshGlobal(now int64) {
 	if g := cr.gen.Load(); cr.globalGen.Load() != g {
 		cr.global.SetLimit(now, cr.limit())
