@@ -205,6 +205,8 @@ var simConfigs = []struct {
 // of 1×–5× with FLOWGATE_SIM=full) and holds the figures the outbound
 // guards promise: without protection the retry storm, with the throttle
 // and budget together goodput >= 90% of C at 5× with amplification <= 1.1.
+// The simulation is deterministic, so every row of docs/outbound.md's
+// table that it ran must read exactly as the docs print it.
 func TestOverloadSimulation(t *testing.T) {
 	loads := []float64{1, 3, 5}
 	if os.Getenv("FLOWGATE_SIM") == "full" {
@@ -229,6 +231,7 @@ func TestOverloadSimulation(t *testing.T) {
 		}
 	}
 	t.Logf("overload simulation (virtual time, C=%v/s):\n%s", simC, b.String())
+	checkSimTable(t, got)
 	if r := got["no protection@5"]; r.amplification < 2 || r.goodput > 0.5 {
 		t.Errorf("no protection at 5x: goodput %.2f, amplification %.2f: want the retry storm (amplification >= 2, goodput <= 50%%)", r.goodput, r.amplification)
 	}
@@ -238,4 +241,54 @@ func TestOverloadSimulation(t *testing.T) {
 	if r := got["retry_budget@5"]; r.amplification > 1.3 {
 		t.Errorf("retry budget at 5x: amplification %.2f, want <= 1.3 (ratio 0.2 plus the minimum)", r.amplification)
 	}
+}
+
+// simDocNames maps the guard column of docs/outbound.md's table to
+// simConfigs' names.
+var simDocNames = map[string]string{"none": "no protection", "both, `window` 10s": "both, window 10s"}
+
+// checkSimTable compares each row of the overload table in
+// docs/outbound.md whose guard and load the run computed with the
+// figures of got, cell by cell as the table prints them.
+func checkSimTable(t *testing.T, got map[string]simResult) {
+	t.Helper()
+	doc, err := os.ReadFile("../docs/outbound.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	checked := 0
+	for _, line := range strings.Split(string(doc), "\n") {
+		cells := strings.Split(strings.Trim(line, "| "), " | ")
+		if len(cells) != 6 || !strings.HasSuffix(cells[1], "×") {
+			continue
+		}
+		guard := cells[0]
+		if n, ok := simDocNames[guard]; ok {
+			guard = n
+		}
+		r, ok := got[guard+"@"+strings.TrimSuffix(cells[1], "×")]
+		if !ok {
+			continue // a load this run did not compute (FLOWGATE_SIM=full runs all)
+		}
+		checked++
+		if want, have := strings.Join(cells[2:], " | "), simRow(r); want != have {
+			t.Errorf("docs/outbound.md: %s at %s reads %q, the simulation gives %q", cells[0], cells[1], want, have)
+		}
+	}
+	if checked == 0 {
+		t.Error("docs/outbound.md: no row of the overload table matched a configuration the simulation ran")
+	}
+}
+
+// simRow is r as a row of docs/outbound.md's table prints it, from the
+// goodput column on.
+func simRow(r simResult) string {
+	p99, rec := "–", "none"
+	if r.p99 > 0 {
+		p99 = r.p99.String()
+	}
+	if r.recovery >= 0 {
+		rec = r.recovery.String()
+	}
+	return fmt.Sprintf("%.0f%% | %.2f | %s | %s", 100*r.goodput, r.amplification, p99, rec)
 }

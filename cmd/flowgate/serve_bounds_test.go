@@ -87,8 +87,11 @@ func TestServeBoundsNamesAndCaches(t *testing.T) {
 	}
 	grown := int64(heapInUse()) - int64(before)
 	t.Logf("300 refused 1 MB resources (and a 1 MB namespace and key): heap %+d KiB", grown>>10)
-	if grown > 8<<20 {
-		t.Errorf("heap grew %d KiB over 300 refused requests, want < 8 MiB (nothing of them is kept)", grown>>10)
+	// Less than one of the names: not one of them is kept. (Seen on the
+	// 2-core test machine, 2026-11-27, five runs with and without -race:
+	// 49 to 226 KiB.)
+	if grown >= 1<<20 {
+		t.Errorf("heap grew %d KiB over 300 refused requests, want < 1 MiB (the size of one name: none of them may be kept)", grown>>10)
 	}
 	if keys := limiterKeys(t, rdb); len(keys) != 0 {
 		t.Errorf("Redis holds limiter state after refused requests: %d keys", len(keys))
