@@ -34,7 +34,15 @@ var hashings = []struct {
 }{
 	{"maphash", nil},
 	{"one hash", func(string) uint64 { return 42 }},
-	{"three hashes", func(k string) uint64 { return uint64(len(k)+int(k[len(k)-1])) % 3 }},
+	{"three hashes", func(k string) uint64 { return uint64(len(k)+int(lastByte(k))) % 3 }},
+}
+
+// lastByte is k's last byte, 0 for "".
+func lastByte(k string) byte {
+	if k == "" {
+		return 0
+	}
+	return k[len(k)-1]
 }
 
 // newTable is New with the shard hash replaced by hash (nil: maphash).
