@@ -140,8 +140,8 @@ func (cr *compiledRule) peekKey(key string, now int64) limiter {
 // the table locked at a time (for snapshots: fn must be quick).
 func (cr *compiledRule) eachKeyLimiter(fn func(limiter)) {
 	if b := cr.keys.buckets; b != nil {
-		b.Each(func(_ string, en *bucketKey) { fn(&en.tb) })
+		b.Each(func(en *bucketKey) { fn(&en.tb) })
 	} else {
-		cr.keys.plain.Each(func(_ string, en *keyEntry) { fn(en.lim) })
+		cr.keys.plain.Each(func(en *keyEntry) { fn(en.lim) })
 	}
 }

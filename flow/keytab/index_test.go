@@ -84,7 +84,7 @@ func TestEntrySize(t *testing.T) {
 // TestInlineAndLongKeys: keys on both sides of inlineKey, keys one byte
 // apart in length, and keys differing only past the inline length (or only
 // in their last byte) each have a value of their own, found again, listed
-// by Each under their own key, and forgotten alone.
+// by Each, and forgotten alone.
 func TestInlineAndLongKeys(t *testing.T) {
 	at := strings.Repeat("k", inlineKey)
 	keys := []string{
@@ -108,11 +108,16 @@ func TestInlineAndLongKeys(t *testing.T) {
 			if tb.Len() != len(keys) || serial != len(keys) {
 				t.Fatalf("%d keys held, %d values made, want %d", tb.Len(), serial, len(keys))
 			}
-			tb.Each(func(k string, v *val) {
-				if v != got[k] {
-					t.Fatalf("Each: key of %d bytes with another key's value", len(k))
+			n := 0
+			tb.Each(func(v *val) {
+				if v != got[v.key] {
+					t.Fatalf("Each: a value of a key of %d bytes not the one held", len(v.key))
 				}
+				n++
 			})
+			if n != len(keys) {
+				t.Fatalf("Each saw %d values, want %d", n, len(keys))
+			}
 			for i, k := range keys {
 				if !tb.Forget(k) || tb.Peek(k, 2) != nil {
 					t.Fatalf("key of %d bytes not forgotten", len(k))

@@ -338,19 +338,21 @@ func (t *Table[V]) SweepAll(now int64) {
 	}
 }
 
-// Each calls fn with every key held and its value, one shard locked at a
-// time: fn must be quick and must not use the table.
-func (t *Table[V]) Each(fn func(key string, v *V)) {
+// Each calls fn with the value of every key held, one shard locked at a
+// time: fn must be quick and must not use the table. It passes no key: a
+// short key would be a string made for the call (a value that needs its
+// key can hold it).
+func (t *Table[V]) Each(fn func(v *V)) {
 	for i := range t.shards {
 		s := &t.shards[i]
 		s.mu.Lock()
 		for _, sl := range s.byHash.slots {
 			if e := sl.e; e != nil {
-				fn(string(e.buf[:e.n]), &e.val)
+				fn(&e.val)
 			}
 		}
-		for k, e := range s.spill {
-			fn(k, &e.val)
+		for _, e := range s.spill {
+			fn(&e.val)
 		}
 		s.mu.Unlock()
 	}
