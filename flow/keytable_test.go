@@ -1,6 +1,7 @@
 package flow
 
 import (
+	"errors"
 	"reflect"
 	"runtime"
 	"strconv"
@@ -392,5 +393,37 @@ func TestMaxKeysBound(t *testing.T) {
 	r.MaxKeys++
 	if err := r.Validate(); err == nil {
 		t.Fatalf("MaxKeys %d accepted", r.MaxKeys)
+	}
+}
+
+// TestKeyTableKinds: a token-bucket or warm-up rule keeps each key's
+// bucket in the key's entry (found again as the same bucket, its own per
+// key); any other algorithm keeps a limiter of its own per key.
+func TestKeyTableKinds(t *testing.T) {
+	for _, a := range []Algorithm{AlgoTokenBucket, AlgoWarmUp, AlgoSlidingWindow, AlgoConcurrency} {
+		r := Rule{ID: "u", Resource: "r", Level: LevelUser, Algorithm: a, Limit: 10}
+		if a == AlgoWarmUp {
+			r.Warmup = time.Second
+		}
+		e, clk := newTestEngine(t, r)
+		cr := e.rules.Load().compiled[0]
+		_, isBucket := cr.global.(*algo.Bucket)
+		wantBuckets := a == AlgoTokenBucket || a == AlgoWarmUp
+		if isBucket || (cr.keys.buckets != nil) != wantBuckets || (cr.keys.plain != nil) == wantBuckets {
+			t.Fatalf("%v: buckets table %v, plain table %v", a, cr.keys.buckets != nil, cr.keys.plain != nil)
+		}
+		now := clk.Nanotime()
+		a1, err1 := cr.keyLimiter("a", now)
+		a2, err2 := cr.keyLimiter("a", now)
+		b1, err3 := cr.keyLimiter("b", now)
+		if err := errors.Join(err1, err2, err3); err != nil {
+			t.Fatal(err)
+		}
+		if a1 != a2 || a1 == b1 || cr.peekKey("a", now) != a1 {
+			t.Fatalf("%v: a key's limiter not found again, or shared with another key", a)
+		}
+		if _, ok := a1.(*algo.Bucket); ok != wantBuckets {
+			t.Fatalf("%v: limiter %T", a, a1)
+		}
 	}
 }
