@@ -17,7 +17,9 @@ func TestIndexAgainstMap(t *testing.T) {
 	ref := map[uint64]*entry[val]{}
 	// Homes are bits 32 and up: put most hashes on the last few homes of
 	// any table size, so runs wrap around to slot 0.
-	hash := func() uint64 { return uint64(rng.IntN(300)) | uint64(1<<31-rng.IntN(4))<<32 }
+	hash := func() uint64 {
+		return uint64(rng.IntN(300)) | uint64(1<<31-rng.IntN(4))<<32 | uint64(rng.IntN(3))<<56
+	}
 	check := func(step int) {
 		t.Helper()
 		if x.n != len(ref) {
@@ -28,8 +30,8 @@ func TestIndexAgainstMap(t *testing.T) {
 				t.Fatalf("step %d: get(%#x) = %p, want %p", step, h, got, e)
 			}
 		}
-		if 4*x.n > 3*len(x.slots) {
-			t.Fatalf("step %d: %d of %d slots in use", step, x.n, len(x.slots))
+		if 4*x.n > 3*len(x.slots) || len(x.ptrs)-len(x.free) != x.n {
+			t.Fatalf("step %d: %d of %d slots in use, %d numbers of %d free", step, x.n, len(x.slots), len(x.free), len(x.ptrs))
 		}
 	}
 	for step := range 20000 {
@@ -37,7 +39,11 @@ func TestIndexAgainstMap(t *testing.T) {
 		switch op := rng.IntN(10); {
 		case op < 5:
 			e := &entry[val]{last: int64(step)}
-			x.set(h, e)
+			if ref[h] != nil {
+				x.replace(h, e)
+			} else if !x.add(h, e) {
+				t.Fatalf("step %d: add refused", step)
+			}
 			ref[h] = e
 		case op < 9:
 			x.delete(h)
@@ -155,5 +161,23 @@ func TestLongKeysEvictAndIdle(t *testing.T) {
 	tb.SweepAll(300) // all but long("c"), used at 200, are idle
 	if tb.Len() != 1 || tb.Peek(long("c"), 300) == nil {
 		t.Fatalf("after SweepAll: %d keys, want long(c) alone", tb.Len())
+	}
+}
+
+// TestNumberReuse: a key forgotten frees its number, which the next key
+// admitted takes; the forgotten key's holder keeps its own value, and
+// neither key finds the other's.
+func TestNumberReuse(t *testing.T) {
+	tb := New[val](10, 0)
+	serial := 0
+	a := get(t, tb, "a", 1, &serial)
+	tb.Forget("a")
+	b := get(t, tb, "b", 2, &serial)
+	if s := &tb.shards[0]; len(s.byHash.ptrs) != 1 || s.byHash.ptrs[0] == nil || &s.byHash.ptrs[0].val != b {
+		t.Fatal("b did not take a's freed number")
+	}
+	a2 := get(t, tb, "a", 3, &serial)
+	if a2 == a || a2 == b || a.key != "a" || a.n != 1 || tb.Peek("b", 3) != b {
+		t.Fatalf("after reuse: a's old value %+v, new %p, b %p", *a, a2, b)
 	}
 }

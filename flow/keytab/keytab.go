@@ -59,31 +59,33 @@ const (
 // longer key, or a short one whose hash another short key held when it
 // was admitted (a 64-bit collision: all but never by chance, and one
 // aimed at without the seed costs the key a second lookup, never its own
-// value), has it in spill, a Go map by the key itself. A lookup compares
+// value), or one admitted when byHash held maxNums keys, has it in spill,
+// a Go map by the key itself. A lookup compares
 // the key either way: with the entry's own bytes for byHash, by the map
-// in spill. byHash rather than one map by key string: its slots are 16
-// bytes, not 24, the hash the shard was picked by is reused, and the
-// compare reads the entry the call reads anyway, so a lookup among
-// millions of keys reads less memory that no cache holds.
+// in spill. byHash rather than a Go map: its slots are 4 bytes, not 16 or
+// 24, the hash the shard was picked by is reused, and the compare reads
+// the entry the call reads anyway, so a lookup among millions of keys
+// reads less memory that no cache holds.
 //
-// A shard is 64 bytes (TestShardSize), so that in the shards' slice (whose
-// size is a power of two times 64, which the allocator places on a 64-byte
-// boundary) two shards' locks never share a cache line and calls for keys
-// of different shards do not contend through it.
+// A shard is 128 bytes (TestShardSize), so that in the shards' slice
+// (whose size is a power of two times 128, which the allocator places on
+// a 128-byte boundary) two shards' locks never share a cache line and
+// calls for keys of different shards do not contend through it.
 type shard[V any] struct {
 	mu        sync.Mutex
 	byHash    index[V]
-	spill     map[string]*entry[V] // nil until a long key or a collision
+	spill     map[string]*entry[V] // nil until a long key, a collision or a full byHash
 	capacity  int
 	lastSweep int64
+	_         [16]byte
 }
 
 // inlineKey is the longest key an entry holds in its own bytes. With the
 // flow engine's value for a token-bucket rule (the bucket and a
 // generation, 56 bytes) an entry is then 128 bytes, a size the allocator
 // places on a 128-byte boundary: two neighbouring cache lines. Keys up to
-// 63 bytes take in client IPs of either family, UUIDs and most user ids.
-const inlineKey = 63
+// 55 bytes take in client IPs of either family, UUIDs and most user ids.
+const inlineKey = 55
 
 // longKey marks an entry whose key is longer than inlineKey: its bytes
 // are spill's map key only.
@@ -94,7 +96,8 @@ const longKey = math.MaxUint8
 type entry[V any] struct {
 	val  V
 	last int64
-	n    uint8 // the key's length, or longKey
+	h    uint64 // the key's hash, when the entry is in byHash
+	n    uint8  // the key's length, or longKey
 	buf  [inlineKey]byte
 }
 
@@ -153,8 +156,7 @@ func (s *shard[V]) put(h uint64, key string, e *entry[V]) {
 	e.n = longKey
 	if len(key) <= inlineKey {
 		e.n = uint8(copy(e.buf[:], key))
-		if s.byHash.get(h) == nil {
-			s.byHash.set(h, e)
+		if s.byHash.get(h) == nil && s.byHash.add(h, e) {
 			return
 		}
 	}
@@ -171,7 +173,7 @@ func (s *shard[V]) put(h uint64, key string, e *entry[V]) {
 func (s *shard[V]) replace(h uint64, key string, old, e *entry[V]) {
 	e.n, e.buf = old.n, old.buf
 	if s.byHash.get(h) == old {
-		s.byHash.set(h, e)
+		s.byHash.replace(h, e)
 	} else {
 		s.spill[strings.Clone(key)] = e // as put: not the caller's string
 	}
@@ -346,8 +348,8 @@ func (t *Table[V]) Each(fn func(v *V)) {
 	for i := range t.shards {
 		s := &t.shards[i]
 		s.mu.Lock()
-		for _, sl := range s.byHash.slots {
-			if e := sl.e; e != nil {
+		for _, e := range s.byHash.ptrs {
+			if e != nil {
 				fn(&e.val)
 			}
 		}

@@ -80,8 +80,8 @@ func TestSharesSumToMaxKeys(t *testing.T) {
 // TestShardSize: shards lie side by side in one slice; each must fill a
 // cache line, or two shards' locks share one.
 func TestShardSize(t *testing.T) {
-	if n := reflect.TypeFor[shard[val]]().Size(); n != 64 {
-		t.Fatalf("a shard is %d B, want 64", n)
+	if n := reflect.TypeFor[shard[val]]().Size(); n != 128 {
+		t.Fatalf("a shard is %d B, want 128", n)
 	}
 }
 
