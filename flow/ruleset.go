@@ -2,6 +2,7 @@ package flow
 
 import (
 	"errors"
+	"fmt"
 	"math"
 	"reflect"
 	"sort"
@@ -96,16 +97,16 @@ type compiledRule struct {
 func (cr *compiledRule) limit() float64 { return math.Float64frombits(cr.limitBits.Load()) }
 
 func (cr *compiledRule) newLimiter(now int64) (limiter, error) {
-	limit := cr.limit()
-	if p := cr.proto.Load(); p != nil && p.limit == limit {
-		return p.tb.Clone(), nil
+	p, lim, err := cr.protoOrLimiter(now)
+	if p != nil {
+		return p.Clone(), nil
 	}
-	return cr.buildLimiter(limit, now)
+	return lim, err
 }
 
 // initKey fills en, a new key's entry, with a new limiter at the current
 // limit. The generation is read first, so that a limit changed meanwhile
-// is applied on the key's next call (keyEntry.refresh).
+// is applied on the key's next call (refreshKey).
 func (cr *compiledRule) initKey(en *keyEntry, now int64) error {
 	g := keyGen(cr)
 	lim, err := cr.newLimiter(now)
@@ -117,19 +118,44 @@ func (cr *compiledRule) initKey(en *keyEntry, now int64) error {
 	return nil
 }
 
-// buildLimiter is newLimiter without a prototype at limit.
-func (cr *compiledRule) buildLimiter(limit float64, now int64) (limiter, error) {
+// initBucketKey is initKey for a token-bucket rule: the key's bucket, a
+// clone of the rule's prototype, is made in the entry itself.
+func (cr *compiledRule) initBucketKey(en *bucketKey, now int64) error {
+	g := keyGen(cr)
+	p, _, err := cr.protoOrLimiter(now)
+	if err != nil {
+		return err
+	}
+	if p == nil { // the rule's table holds buckets only when its limiter is one
+		return fmt.Errorf("flow: rule %q: no token bucket to clone for a key", cr.rule.ID)
+	}
+	p.CloneInto(&en.tb)
+	en.gen.Store(g)
+	return nil
+}
+
+// protoOrLimiter returns, for a keyed token-bucket rule, the prototype its
+// keys are cloned from at the current limit (built when there is none at
+// this limit); for any other rule, a new limiter at that limit.
+func (cr *compiledRule) protoOrLimiter(now int64) (*algo.Bucket, limiter, error) {
+	limit := cr.limit()
+	if p := cr.proto.Load(); p != nil && p.limit == limit {
+		return p.tb, nil, nil
+	}
 	lim, err := newLimiter(&cr.rule, limit, cr.clk, now)
+	if err != nil {
+		return nil, nil, err
+	}
 	if t, ok := lim.(*algo.Throttle); ok && cr.seed != 0 {
 		t.Reseed(cr.seed)
 	}
 	if tb, ok := lim.(*algo.Bucket); ok && cr.keyed {
-		// This bucket becomes the rule's prototype; the key gets a clone.
-		// Racing builders each store theirs: any one will do.
+		// This bucket becomes the rule's prototype, which never admits a
+		// call. Racing builders each store theirs: any one will do.
 		cr.proto.Store(&bucketProto{tb: tb, limit: limit})
-		return tb.Clone(), nil
+		return tb, nil, nil
 	}
-	return lim, err
+	return nil, lim, nil
 }
 
 // bucketProto is the token bucket the keys of a user or ip rule are cloned
@@ -357,7 +383,7 @@ func (e *Engine) newCompiled(r Rule, factor float64, now int64) (*compiledRule, 
 		return nil, err
 	}
 	if cr.keyed {
-		cr.keys = newKeyTable(r.MaxKeys, r.IdleTTL)
+		cr.keys = newKeyTable(r.MaxKeys, r.IdleTTL, lim)
 	} else {
 		cr.global = lim
 	}

@@ -14,14 +14,15 @@ import (
 // table reads no clock and starts no goroutine.
 //
 // A key's seeded hash (hash/maphash, a seed per table) picks one of up to
-// maxShards shards, each a mutex and Go maps of entries that hold their
-// key: a key is found by comparing it with the entry's key, never by its
-// hash alone, so two keys never share a value however their hashes fall
-// (see shard). Each shard holds at most its share of MaxKeys (the shares
-// sum to MaxKeys exactly).
+// maxShards shards, each a mutex and two tables of entries that hold their
+// key (a short key's bytes in the entry, a long one as a Go map's key): a
+// key is found by comparing it with the entry's key, never by its hash
+// alone, so two keys never share a value however their hashes fall (see
+// shard). Each shard holds at most its share of MaxKeys (the shares sum
+// to MaxKeys exactly).
 //
 // When a full shard must admit a new key it samples up to evictSamples of
-// its entries (a Go map's iteration starts at a random place), drops those
+// its entries (from a random place on), drops those
 // idle past the TTL and, when none is, the least recently used of the
 // sample: an approximate LRU, as Redis' allkeys-lru, exact when a shard
 // holds no more than evictSamples keys. Idle keys are forgotten lazily: a
@@ -53,32 +54,57 @@ const (
 	sweepDiv     = 4
 )
 
-// shard is one mutex and the maps it guards. A key's entry is in byHash
-// under the key's hash, or in spill when another key held that hash when
-// it was admitted (a 64-bit collision: all but never by chance, and one
+// shard is one mutex and the tables it guards. A key of at most inlineKey
+// bytes has its entry in byHash (see index) under the key's hash; a
+// longer key, or a short one whose hash another short key held when it
+// was admitted (a 64-bit collision: all but never by chance, and one
 // aimed at without the seed costs the key a second lookup, never its own
-// value); a lookup compares the entry's key either way. byHash rather than one map by key string: its slots are
-// 16 bytes, not 24, and the hash the shard was picked by is reused, so a
-// lookup among millions of keys reads less memory that no cache holds.
+// value), or one admitted when byHash held maxNums keys, has it in spill,
+// a Go map by the key itself. A lookup compares
+// the key either way: with the entry's own bytes for byHash, by the map
+// in spill. byHash rather than a Go map: its slots are 4 bytes, not 16 or
+// 24, the hash the shard was picked by is reused, and the compare reads
+// the entry the call reads anyway, so a lookup among millions of keys
+// reads less memory that no cache holds.
 //
-// The padding makes a shard 64 bytes, so that in the shards' slice (whose
-// size is a power of two times 64, which the allocator places on a 64-byte
-// boundary) two shards' locks never share a cache line and calls for keys
-// of different shards do not contend through it.
+// A shard is 128 bytes (TestShardSize), so that in the shards' slice
+// (whose size is a power of two times 128, which the allocator places on
+// a 128-byte boundary) two shards' locks never share a cache line and
+// calls for keys of different shards do not contend through it.
 type shard[V any] struct {
 	mu        sync.Mutex
-	byHash    map[uint64]*entry[V]
-	spill     map[string]*entry[V] // nil until a collision
+	byHash    index[V]
+	spill     map[string]*entry[V] // nil until a long key, a collision or a full byHash
 	capacity  int
 	lastSweep int64
-	_         [24]byte
+	_         [16]byte
 }
 
-// entry is one key, its value, and when it was last used (Get), in ns.
+// inlineKey is the longest key an entry holds in its own bytes. With the
+// flow engine's value for a token-bucket rule (the bucket and a
+// generation, 56 bytes) an entry is then 128 bytes, a size the allocator
+// places on a 128-byte boundary: two neighbouring cache lines. Keys up to
+// 55 bytes take in client IPs of either family, UUIDs and most user ids.
+const inlineKey = 55
+
+// longKey marks an entry whose key is longer than inlineKey: its bytes
+// are spill's map key only.
+const longKey = math.MaxUint8
+
+// entry is one key's value and when the key was last used (Get), in ns,
+// with the key's bytes when it is short.
 type entry[V any] struct {
-	key  string
 	val  V
 	last int64
+	h    uint64 // the key's hash, when the entry is in byHash
+	n    uint8  // the key's length, or longKey
+	buf  [inlineKey]byte
+}
+
+// holds reports whether e, an entry of byHash, is key's.
+func (e *entry[V]) holds(key string) bool {
+	n := int(e.n)
+	return n <= inlineKey && n == len(key) && string(e.buf[:n]) == key
 }
 
 // New returns a table of at most maxKeys keys (none when maxKeys <= 0:
@@ -101,7 +127,6 @@ func New[V any](maxKeys int, idleTTL time.Duration) *Table[V] {
 		if i < maxKeys%n {
 			s.capacity++
 		}
-		s.byHash = make(map[uint64]*entry[V])
 	}
 	return t
 }
@@ -115,8 +140,10 @@ func (t *Table[V]) hashOf(key string) uint64 {
 
 // find returns key's entry, idle or not, or nil.
 func (s *shard[V]) find(h uint64, key string) *entry[V] {
-	if e := s.byHash[h]; e != nil && e.key == key {
-		return e
+	if len(key) <= inlineKey {
+		if e := s.byHash.get(h); e != nil && e.holds(key) {
+			return e
+		}
 	}
 	if len(s.spill) > 0 {
 		return s.spill[key]
@@ -124,37 +151,45 @@ func (s *shard[V]) find(h uint64, key string) *entry[V] {
 	return nil
 }
 
-// put stores e, whose key hashes to h and is not held.
-func (s *shard[V]) put(h uint64, e *entry[V]) {
-	if s.byHash[h] == nil {
-		s.byHash[h] = e
-		return
+// put stores e for key, which hashes to h and is not held.
+func (s *shard[V]) put(h uint64, key string, e *entry[V]) {
+	e.n = longKey
+	if len(key) <= inlineKey {
+		e.n = uint8(copy(e.buf[:], key))
+		if s.byHash.get(h) == nil && s.byHash.add(h, e) {
+			return
+		}
 	}
 	if s.spill == nil {
 		s.spill = make(map[string]*entry[V])
 	}
-	s.spill[e.key] = e
+	// The table keeps a copy of the key: the caller's string may share
+	// memory with a larger one (a request header) that the table would
+	// otherwise keep alive.
+	s.spill[strings.Clone(key)] = e
 }
 
-// replace puts e in the place of old, the entry of the same key (hashing to h).
-func (s *shard[V]) replace(h uint64, old, e *entry[V]) {
-	if s.byHash[h] == old {
-		s.byHash[h] = e
+// replace puts e in the place of old, key's entry (key hashes to h).
+func (s *shard[V]) replace(h uint64, key string, old, e *entry[V]) {
+	e.n, e.buf = old.n, old.buf
+	if s.byHash.get(h) == old {
+		s.byHash.replace(h, e)
 	} else {
-		s.spill[e.key] = e
+		s.spill[strings.Clone(key)] = e // as put: not the caller's string
 	}
 }
 
-// remove drops e, whose key hashes to h.
-func (s *shard[V]) remove(h uint64, e *entry[V]) {
-	if s.byHash[h] == e {
-		delete(s.byHash, h)
+// remove drops e, key's entry (key hashes to h). An entry of byHash is
+// found by h alone, so key may then be "".
+func (s *shard[V]) remove(h uint64, key string, e *entry[V]) {
+	if s.byHash.get(h) == e {
+		s.byHash.delete(h)
 	} else {
-		delete(s.spill, e.key)
+		delete(s.spill, key)
 	}
 }
 
-func (s *shard[V]) len() int { return len(s.byHash) + len(s.spill) }
+func (s *shard[V]) len() int { return s.byHash.n + len(s.spill) }
 
 // idle reports whether an entry last used at last is idle past the TTL at now.
 func (t *Table[V]) idle(last, now int64) bool { return now-last > t.ttl }
@@ -192,8 +227,7 @@ func (t *Table[V]) add(s *shard[V], h uint64, key string, old *entry[V], now int
 		return &e.val, nil
 	}
 	if old != nil {
-		e.key = old.key
-		s.replace(h, old, e)
+		s.replace(h, key, old, e)
 		return &e.val, nil
 	}
 	if now-s.lastSweep >= t.sweepEvery {
@@ -203,21 +237,13 @@ func (t *Table[V]) add(s *shard[V], h uint64, key string, old *entry[V], now int
 	if s.len() >= s.capacity {
 		t.evict(s, now)
 	}
-	// The table keeps a copy of the key: the caller's string may share
-	// memory with a larger one (a request header) that the table would
-	// otherwise keep alive.
-	e.key = strings.Clone(key)
-	s.put(h, e)
+	s.put(h, key, e)
 	return &e.val, nil
 }
 
 // sweep forgets every key of s idle past the TTL; s is locked.
 func (t *Table[V]) sweep(s *shard[V], now int64) {
-	for h, e := range s.byHash {
-		if t.idle(e.last, now) {
-			delete(s.byHash, h)
-		}
-	}
+	s.byHash.sweep(func(e *entry[V]) bool { return t.idle(e.last, now) })
 	for k, e := range s.spill {
 		if t.idle(e.last, now) {
 			delete(s.spill, k)
@@ -230,21 +256,22 @@ func (t *Table[V]) sweep(s *shard[V], now int64) {
 func (t *Table[V]) evict(s *shard[V], now int64) {
 	type victim struct {
 		h uint64
+		k string // spill's entries: the key ("" for byHash's, see remove)
 		e *entry[V]
 	}
 	var sample [evictSamples]victim
 	n := 0
-	for h, e := range s.byHash {
-		sample[n] = victim{h, e}
-		if n++; n == evictSamples {
-			break
-		}
-	}
-	for _, e := range s.spill {
+	s.byHash.sample(func(h uint64, e *entry[V]) bool {
+		sample[n] = victim{h: h, e: e}
+		n++
+		return n < evictSamples
+	})
+	for k, e := range s.spill {
 		if n == evictSamples {
 			break
 		}
-		sample[n] = victim{t.hashOf(e.key), e}
+		// h 0: byHash holds no entry of spill, whatever its hash.
+		sample[n] = victim{k: k, e: e}
 		n++
 	}
 	var oldest *victim
@@ -252,14 +279,14 @@ func (t *Table[V]) evict(s *shard[V], now int64) {
 	for i := range sample[:n] {
 		v := &sample[i]
 		if t.idle(v.e.last, now) {
-			s.remove(v.h, v.e)
+			s.remove(v.h, v.k, v.e)
 			dropped = true
 		} else if oldest == nil || v.e.last < oldest.e.last {
 			oldest = v
 		}
 	}
 	if !dropped && oldest != nil {
-		s.remove(oldest.h, oldest.e)
+		s.remove(oldest.h, oldest.k, oldest.e)
 	}
 }
 
@@ -284,7 +311,7 @@ func (t *Table[V]) Forget(key string) bool {
 	defer s.mu.Unlock()
 	e := s.find(h, key)
 	if e != nil {
-		s.remove(h, e)
+		s.remove(h, key, e)
 	}
 	return e != nil
 }
@@ -313,17 +340,21 @@ func (t *Table[V]) SweepAll(now int64) {
 	}
 }
 
-// Each calls fn with every key held and its value, one shard locked at a
-// time: fn must be quick and must not use the table.
-func (t *Table[V]) Each(fn func(key string, v *V)) {
+// Each calls fn with the value of every key held, one shard locked at a
+// time: fn must be quick and must not use the table. It passes no key: a
+// short key would be a string made for the call (a value that needs its
+// key can hold it).
+func (t *Table[V]) Each(fn func(v *V)) {
 	for i := range t.shards {
 		s := &t.shards[i]
 		s.mu.Lock()
-		for _, e := range s.byHash {
-			fn(e.key, &e.val)
+		for _, e := range s.byHash.ptrs {
+			if e != nil {
+				fn(&e.val)
+			}
 		}
 		for _, e := range s.spill {
-			fn(e.key, &e.val)
+			fn(&e.val)
 		}
 		s.mu.Unlock()
 	}

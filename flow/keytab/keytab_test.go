@@ -34,7 +34,15 @@ var hashings = []struct {
 }{
 	{"maphash", nil},
 	{"one hash", func(string) uint64 { return 42 }},
-	{"three hashes", func(k string) uint64 { return uint64(len(k)+int(k[len(k)-1])) % 3 }},
+	{"three hashes", func(k string) uint64 { return uint64(len(k)+int(lastByte(k))) % 3 }},
+}
+
+// lastByte is k's last byte, 0 for "".
+func lastByte(k string) byte {
+	if k == "" {
+		return 0
+	}
+	return k[len(k)-1]
 }
 
 // newTable is New with the shard hash replaced by hash (nil: maphash).
@@ -72,8 +80,8 @@ func TestSharesSumToMaxKeys(t *testing.T) {
 // TestShardSize: shards lie side by side in one slice; each must fill a
 // cache line, or two shards' locks share one.
 func TestShardSize(t *testing.T) {
-	if n := reflect.TypeFor[shard[val]]().Size(); n != 64 {
-		t.Fatalf("a shard is %d B, want 64", n)
+	if n := reflect.TypeFor[shard[val]]().Size(); n != 128 {
+		t.Fatalf("a shard is %d B, want 128", n)
 	}
 }
 
@@ -293,7 +301,7 @@ func TestNoKeys(t *testing.T) {
 	}
 }
 
-// TestEach: Each visits every key held once, with its value.
+// TestEach: Each visits the value of every key held, once.
 func TestEach(t *testing.T) {
 	for _, hg := range hashings {
 		t.Run(hg.name, func(t *testing.T) {
@@ -302,15 +310,20 @@ func TestEach(t *testing.T) {
 			for i := range 2000 {
 				get(t, tb, strconv.Itoa(i), 0, &serial)
 			}
-			seen := map[string]bool{}
-			tb.Each(func(k string, v *val) {
-				if v.key != k || seen[k] {
-					t.Fatalf("Each: key %q with the value of %q (seen before: %v)", k, v.key, seen[k])
+			seen := map[string]*val{}
+			tb.Each(func(v *val) {
+				if seen[v.key] != nil {
+					t.Errorf("Each: the value of %q twice", v.key)
 				}
-				seen[k] = true
+				seen[v.key] = v
 			})
 			if len(seen) != 2000 {
 				t.Fatalf("Each saw %d keys, want 2000", len(seen))
+			}
+			for k, v := range seen {
+				if tb.Peek(k, 0) != v {
+					t.Fatalf("Each: a value of %q not the one held", k)
+				}
 			}
 		})
 	}
