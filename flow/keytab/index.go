@@ -30,6 +30,9 @@ type index[V any] struct {
 	ptrs  []*entry[V] // by number; nil: a free number
 	free  []uint32    // free numbers
 	n     int         // slots in use
+	// most is the numbers the index may hand out, maxNums when 0 (tests
+	// set fewer, to fill an index without sixteen million keys).
+	most int
 }
 
 const (
@@ -81,7 +84,7 @@ func (x *index[V]) add(h uint64, e *entry[V]) bool {
 	case len(x.free) > 0:
 		num = x.free[len(x.free)-1]
 		x.free = x.free[:len(x.free)-1]
-	case len(x.ptrs) < maxNums:
+	case len(x.ptrs) < x.capacity():
 		num = uint32(len(x.ptrs))
 		x.ptrs = append(x.ptrs, nil)
 	default:
@@ -95,6 +98,14 @@ func (x *index[V]) add(h uint64, e *entry[V]) bool {
 	x.place(tag(h) | (num + 1))
 	x.n++
 	return true
+}
+
+// capacity is the numbers x may hand out: most, or maxNums.
+func (x *index[V]) capacity() int {
+	if x.most > 0 {
+		return x.most
+	}
+	return maxNums
 }
 
 // replace makes e the entry of h, which is held.

@@ -3,6 +3,7 @@ package keytab
 import (
 	"math/rand/v2"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -179,5 +180,60 @@ func TestNumberReuse(t *testing.T) {
 	a2 := get(t, tb, "a", 3, &serial)
 	if a2 == a || a2 == b || a.key != "a" || a.n != 1 || tb.Peek("b", 3) != b {
 		t.Fatalf("after reuse: a's old value %+v, new %p, b %p", *a, a2, b)
+	}
+}
+
+// TestFullIndexSpills: a short key admitted when its shard's index has
+// handed out all its numbers goes to spill, the Go map by key, and is
+// found, kept apart, evicted and forgotten there like any other; a number
+// freed in the index is taken again by the next key.
+func TestFullIndexSpills(t *testing.T) {
+	for _, hg := range hashings {
+		t.Run(hg.name, func(t *testing.T) {
+			tb := newTable(1000, time.Minute, hg.hash)
+			for i := range tb.shards {
+				tb.shards[i].byHash.most = 3
+			}
+			serial := 0
+			const n = 20
+			got := make([]*val, n)
+			for i := range got {
+				got[i] = get(t, tb, "k"+strconv.Itoa(i), 1, &serial)
+			}
+			inIndex, inSpill := 0, 0
+			for i := range tb.shards {
+				inIndex += tb.shards[i].byHash.n
+				inSpill += len(tb.shards[i].spill)
+			}
+			if inIndex > 3*len(tb.shards) || inSpill < n-3*len(tb.shards) || inIndex+inSpill != n {
+				t.Fatalf("%d keys in the indexes (at most 3 each), %d in spill, want %d in all", inIndex, inSpill, n)
+			}
+			for i, v := range got {
+				if again := get(t, tb, "k"+strconv.Itoa(i), 2, &serial); again != v {
+					t.Fatalf("k%d: a second Get found another value", i)
+				}
+			}
+			// Forget every key, then admit them again: each gets a new
+			// value, none an old one, and the index's freed numbers are
+			// used again (it never holds more than 3 numbers).
+			for i := range got {
+				if !tb.Forget("k" + strconv.Itoa(i)) {
+					t.Fatalf("k%d not held", i)
+				}
+			}
+			for i := range got {
+				if v := get(t, tb, "k"+strconv.Itoa(i), 3, &serial); v == got[i] {
+					t.Fatalf("k%d came back with its forgotten value", i)
+				}
+			}
+			for i := range tb.shards {
+				if x := &tb.shards[i].byHash; len(x.ptrs) > 3 {
+					t.Fatalf("shard %d's index handed out %d numbers, want at most 3", i, len(x.ptrs))
+				}
+			}
+			if tb.Len() != n {
+				t.Fatalf("%d keys held, want %d", tb.Len(), n)
+			}
+		})
 	}
 }

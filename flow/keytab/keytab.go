@@ -77,7 +77,7 @@ type shard[V any] struct {
 	spill     map[string]*entry[V] // nil until a long key, a collision or a full byHash
 	capacity  int
 	lastSweep int64
-	_         [16]byte
+	_         [8]byte
 }
 
 // inlineKey is the longest key an entry holds in its own bytes. With the
