@@ -117,8 +117,12 @@ func (st *entryState) deny(cr *compiledRule, reason, key string, d algo.Decision
 		st.eng.shadowRefused(st.rr.name, cr, reason)
 		return true
 	}
-	st.refusal = denial{cr: cr, level: cr.rule.Level, reason: reason, key: key,
-		retryAfter: d.RetryAfter, never: d.Never, remaining: d.Remaining, limit: d.Limit}
+	// Field by field into the zero refusal (no check refused before): a
+	// composite literal would be built on the stack and copied in 16-byte
+	// reads of stores still in flight, a stall on every refusal.
+	r := &st.refusal
+	r.cr, r.level, r.reason, r.key = cr, cr.rule.Level, reason, key
+	r.retryAfter, r.never, r.remaining, r.limit = d.RetryAfter, d.Never, d.Remaining, d.Limit
 	return false
 }
 

@@ -264,8 +264,11 @@ func (e *Engine) refuse(st *entryState, resource string, be *BlockError) *BlockE
 	if r.never {
 		r.retryAfter = Never
 	}
-	*be = BlockError{Resource: resource, Level: r.level, RuleID: id, Reason: r.reason, RetryAfter: r.retryAfter,
-		Never: r.never, Limit: r.limit, Window: window, Remaining: r.remaining, Err: r.err}
+	// Every field, one by one (see deny: a composite literal would be
+	// copied through the stack).
+	be.Resource, be.Level, be.RuleID, be.Reason = resource, r.level, id, r.reason
+	be.RetryAfter, be.Never, be.Limit, be.Window = r.retryAfter, r.never, r.limit, window
+	be.Remaining, be.Err = r.remaining, r.err
 	return be
 }
 
