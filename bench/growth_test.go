@@ -129,6 +129,35 @@ func BenchmarkGrowthActive(b *testing.B) {
 	b.Run("1000000", func(b *testing.B) { growthTracked(b, 1_000_000, 1000) })
 }
 
+// BenchmarkGrowthUsersRandom is GrowthUsers with the tracked users called
+// in a shuffled order (fixed seed) instead of the order they were first
+// seen: every call's key, entry and limiter are then somewhere no cache
+// holds, as when a million clients call at random, where GrowthUsers lets
+// the processor read the entries of consecutive users in turn.
+func BenchmarkGrowthUsersRandom(b *testing.B) {
+	for _, n := range []int{1000, 1_000_000} {
+		b.Run(strconv.Itoa(n), func(b *testing.B) {
+			users := growthUserKeys(n)
+			order := rand.New(rand.NewPCG(1, 2)).Perm(n)
+			shuffled := make([]string, n)
+			for i, j := range order {
+				shuffled[i] = users[j]
+			}
+			e := peerEngine(b, nil, growthRule("u", "r", flow.LevelUser, 2*n))
+			m := &mutexMap{m: make(map[string]*xrate.Limiter, n)}
+			for _, u := range users {
+				if !growthEntry(e, flow.WithUser(u)) || !m.allow(u) {
+					b.Fatal("refused while warming")
+				}
+			}
+			b.Run("flowgate", func(b *testing.B) {
+				growthLoop(b, 1, func(i int) bool { return growthEntry(e, flow.WithUser(shuffled[i%n])) })
+			})
+			b.Run("xrate", func(b *testing.B) { growthLoop(b, 1, func(i int) bool { return m.allow(shuffled[i%n]) }) })
+		})
+	}
+}
+
 // growthTracked tracks n users, then calls for the first active of them in
 // turn.
 func growthTracked(b *testing.B, n, active int) {
