@@ -66,7 +66,7 @@ func BenchmarkFloorParts(b *testing.B) {
 	b.Run("alloc.BlockError", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			errSink = newBlockError("r")
+			errSink = newBlockError()
 		}
 	})
 	if sink == 42 {
@@ -76,11 +76,14 @@ func BenchmarkFloorParts(b *testing.B) {
 
 var errSink error
 
+// refuser is the refusing rule's shared description, made when rules load.
+var refuser = flow.Refuser{Resource: "r", Level: flow.LevelGlobal, RuleID: "block", Reason: flow.ReasonRateLimited, Window: time.Hour}
+
 // newBlockError allocates a refusal as a refused Entry does.
 //
 //go:noinline
-func newBlockError(resource string) error {
+func newBlockError() error {
 	be := new(flow.BlockError)
-	*be = flow.BlockError{Resource: resource, Level: flow.LevelGlobal, RuleID: "block", Reason: flow.ReasonRateLimited, RetryAfter: time.Second, Limit: 1, Window: time.Hour}
+	*be = flow.BlockError{Refuser: &refuser, RetryAfter: time.Second, Limit: 1}
 	return be
 }

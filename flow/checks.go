@@ -19,6 +19,8 @@ type resourceRules struct {
 	// scales (Adaptive), nil when none: low-priority calls are shed before
 	// its checks while the controller cuts (see Engine.keepLowForCPU).
 	cpuRule *compiledRule
+	// guard describes the system guard's refusals of this resource.
+	guard [2]Refuser
 }
 
 // checkKind is what a check asks.

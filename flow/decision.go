@@ -11,9 +11,13 @@ type Decision struct {
 	// Permit is the admitted call: Exit it when the call ends. The zero
 	// Permit when refused.
 	Permit Permit
-	// Block says why the call was refused; the zero value when admitted.
+	// Block says why the call was refused. When admitted its fields are
+	// zero: its Refuser is a shared empty one, so that reading them is safe.
 	Block BlockError
 }
+
+// noRefuser is an admitted Decision's Refuser: all zero.
+var noRefuser Refuser
 
 // Decide is Entry without the error: it decides exactly as Entry does and
 // returns the outcome by value, so that a refused call allocates nothing
@@ -24,6 +28,9 @@ func (e *Engine) Decide(resource string, opts ...EntryOption) (d Decision) {
 	var err error
 	d.Permit, err = e.decide(context.Background(), resource, opts, &d.Block)
 	d.Allowed = err == nil
+	if d.Allowed {
+		d.Block.Refuser = &noRefuser
+	}
 	return d
 }
 

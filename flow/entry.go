@@ -249,26 +249,26 @@ func (e *Engine) refuse(st *entryState, resource string, be *BlockError) *BlockE
 	if st.rr != nil {
 		st.rr.stats.block(st.now, r.level)
 	}
-	var id string
-	var window time.Duration
+	var by *Refuser
 	if cr := r.cr; cr != nil {
 		cr.refused.Add(1) // BlockedByRule
 		if r.key != "" {
 			e.recordRefusal(cr, r.key, st.now) // TopKeys: refusals only, not would-be ones
 		}
-		id, window = cr.rule.ID, cr.rule.Window
+		by = cr.refuser(r.reason)
 		if r.limit <= 0 {
 			r.limit = cr.limit()
 		}
+	} else {
+		by = st.rr.systemRefuser(resource, r.reason)
 	}
 	if r.never {
 		r.retryAfter = Never
 	}
 	// Every field, one by one (see deny: a composite literal would be
 	// copied through the stack).
-	be.Resource, be.Level, be.RuleID, be.Reason = resource, r.level, id, r.reason
-	be.RetryAfter, be.Never, be.Limit, be.Window = r.retryAfter, r.never, r.limit, window
-	be.Remaining, be.Err = r.remaining, r.err
+	be.Refuser, be.RetryAfter, be.Limit = by, r.retryAfter, r.limit
+	be.Remaining, be.Never, be.Err = r.remaining, r.never, r.err
 	return be
 }
 

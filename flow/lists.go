@@ -44,10 +44,6 @@ type v6Set struct {
 // newListRule finishes compiling an allow or deny rule: it holds no
 // limiter, only its values.
 func newListRule(cr *compiledRule) (*compiledRule, error) {
-	cr.reason = ReasonDenied
-	if cr.rule.Algorithm == AlgoAllow {
-		cr.reason = ReasonNotAllowed
-	}
 	l := &valueList{}
 	if cr.rule.Level != LevelIP {
 		l.strs = make(map[string]struct{}, len(cr.rule.Values))

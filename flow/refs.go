@@ -59,7 +59,7 @@ func (rs *ruleSet) linkRefs(stats map[string]*resourceStats, window time.Duratio
 				st = newResourceStats(ref, window, buckets)
 				stats[ref] = st
 			}
-			rr = &resourceRules{name: ref, stats: st}
+			rr = newResourceRules(ref, st)
 			rs.byResource[ref] = rr
 		}
 		rr.observers = append(rr.observers, cr)

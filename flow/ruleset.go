@@ -31,6 +31,9 @@ type compiledRule struct {
 	keyed   bool
 	cluster bool   // decided by a token server (one is configured)
 	reason  string // BlockError.Reason when this rule refuses
+	// refusers describe this rule's refusals (see refuser), shared by
+	// every BlockError it returns.
+	refusers []Refuser
 	// classed: the limiter holds permits in flight and honours priority
 	// (concurrency, adaptive_concurrency): Entry asks it through
 	// algo.ClassLimiter and Exit releases it.
@@ -306,7 +309,7 @@ func (e *Engine) compile(rules []Rule, old *ruleSet, now int64) (*ruleSet, map[s
 				st = newResourceStats(r.Resource, e.cf.statsWindow, e.cf.statsBuckets)
 				stats[r.Resource] = st
 			}
-			rs.byResource[r.Resource] = &resourceRules{name: r.Resource, stats: st}
+			rs.byResource[r.Resource] = newResourceRules(r.Resource, st)
 			plans[r.Resource] = &resourcePlan{}
 		}
 		plans[r.Resource].add(cr)
@@ -346,22 +349,17 @@ func (e *Engine) newCompiled(r Rule, factor float64, now int64) (*compiledRule, 
 		clk:     e.cf.clk,
 		keyed:   r.Level.keyed(),
 		cluster: r.Cluster != nil && e.cf.ts != nil,
-		reason:  ReasonRateLimited,
+		reason:  reasonOf(r.Algorithm),
 	}
+	cr.refusers = newRefusers(&r, cr.reason)
 	switch r.Algorithm {
 	case AlgoConcurrency, AlgoAdaptiveConcurrency:
-		cr.reason = ReasonConcurrency
 		cr.classed = !cr.cluster
 		cr.holds = true
 		cr.shares = reserveOf(&r).shares()
 	case AlgoCircuitBreaker:
-		cr.reason = ReasonBreakerOpen
 		cr.cluster = false // validation refuses a Cluster spec on a breaker
 	case AlgoClientThrottle, AlgoRetryBudget:
-		cr.reason = ReasonThrottled
-		if r.Algorithm == AlgoRetryBudget {
-			cr.reason = ReasonRetryBudget
-		}
 		cr.cluster = false // validation refuses a Cluster spec on them
 	case AlgoAllow, AlgoDeny:
 		return newListRule(cr)
@@ -394,6 +392,25 @@ func (e *Engine) newCompiled(r Rule, factor float64, now int64) (*compiledRule, 
 		cr.solo = soloGroup(cr)
 	}
 	return cr, nil
+}
+
+// reasonOf is BlockError.Reason when a rule of algorithm a refuses.
+func reasonOf(a Algorithm) string {
+	switch a {
+	case AlgoConcurrency, AlgoAdaptiveConcurrency:
+		return ReasonConcurrency
+	case AlgoCircuitBreaker:
+		return ReasonBreakerOpen
+	case AlgoClientThrottle:
+		return ReasonThrottled
+	case AlgoRetryBudget:
+		return ReasonRetryBudget
+	case AlgoAllow:
+		return ReasonNotAllowed
+	case AlgoDeny:
+		return ReasonDenied
+	}
+	return ReasonRateLimited
 }
 
 // copyRules copies rules deeply (cluster specs too): the snapshot must not

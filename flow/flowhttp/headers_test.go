@@ -62,16 +62,16 @@ func TestSetBlockedHeaders(t *testing.T) {
 		be   flow.BlockError
 		want map[string]string
 	}{
-		{"rate", flow.BlockError{RuleID: "r", RetryAfter: 1500 * time.Millisecond, Limit: 10, Window: 10 * time.Second},
+		{"rate", flow.BlockError{Refuser: &flow.Refuser{RuleID: "r", Window: 10 * time.Second}, RetryAfter: 1500 * time.Millisecond, Limit: 10},
 			map[string]string{"Retry-After": "2", "RateLimit-Policy": `"r";q=10;w=10`, "RateLimit": `"r";r=0;t=2`,
 				"X-RateLimit-Limit": "10", "X-RateLimit-Remaining": "0", "X-RateLimit-Reset": "2"}},
-		{"tiny wait still says 1", flow.BlockError{RuleID: "r", RetryAfter: time.Nanosecond, Limit: 1, Window: time.Second},
+		{"tiny wait still says 1", flow.BlockError{Refuser: &flow.Refuser{RuleID: "r", Window: time.Second}, RetryAfter: time.Nanosecond, Limit: 1},
 			map[string]string{"Retry-After": "1", "RateLimit": `"r";r=0;t=1`}},
-		{"unknown wait", flow.BlockError{RuleID: "c", Limit: 4, Window: time.Second, Reason: flow.ReasonConcurrency},
+		{"unknown wait", flow.BlockError{Refuser: &flow.Refuser{RuleID: "c", Window: time.Second, Reason: flow.ReasonConcurrency}, Limit: 4},
 			map[string]string{"Retry-After": "", "RateLimit-Policy": `"c";q=4`, "RateLimit": `"c";r=0`, "X-RateLimit-Reset": ""}},
-		{"never", flow.BlockError{RuleID: "n", Never: true, RetryAfter: flow.Never, Limit: 1, Window: time.Second},
+		{"never", flow.BlockError{Refuser: &flow.Refuser{RuleID: "n", Window: time.Second}, Never: true, RetryAfter: flow.Never, Limit: 1},
 			map[string]string{"Retry-After": "", "RateLimit": `"n";r=0`}},
-		{"system guard", flow.BlockError{Level: flow.LevelSystem, Reason: flow.ReasonSystemOverload},
+		{"system guard", flow.BlockError{Refuser: &flow.Refuser{Level: flow.LevelSystem, Reason: flow.ReasonSystemOverload}},
 			map[string]string{"Retry-After": "", "RateLimit-Policy": "", "RateLimit": "", "X-RateLimit-Limit": ""}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

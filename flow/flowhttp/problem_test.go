@@ -34,10 +34,10 @@ func checkProblemJSON(t *testing.T, p Problem) {
 
 func TestProblemAppendJSON(t *testing.T) {
 	for _, id := range []string{"orders", `q"uo\te`, "tab\tnl\ncr\r", "<script>&", "\x00\x1f\x7f", "é世界", "bad\xffutf8", "\u2028\u2029", ""} {
-		be := &flow.BlockError{RuleID: id, Reason: flow.ReasonRateLimited, Level: flow.LevelUser, RetryAfter: 2 * time.Second}
+		be := &flow.BlockError{Refuser: &flow.Refuser{RuleID: id, Reason: flow.ReasonRateLimited, Level: flow.LevelUser}, RetryAfter: 2 * time.Second}
 		checkProblemJSON(t, NewProblem(be))
 	}
-	got := string(NewProblem(&flow.BlockError{RuleID: "r", Reason: "rate limited", RetryAfter: time.Second}).AppendJSON(nil))
+	got := string(NewProblem(&flow.BlockError{Refuser: &flow.Refuser{RuleID: "r", Reason: "rate limited"}, RetryAfter: time.Second}).AppendJSON(nil))
 	want := `{"type":"about:blank","title":"Too Many Requests","status":429,"detail":"rate limited at the global level by rule \"r\"","retryAfter":1,"level":"global","rule":"r"}`
 	if got != want {
 		t.Errorf("AppendJSON =\n%s\nwant\n%s", got, want)
@@ -48,7 +48,7 @@ func FuzzProblemAppendJSON(f *testing.F) {
 	f.Add("orders", "rate limited", int64(1500))
 	f.Add("\xff\x00<", "\u2028", int64(0))
 	f.Fuzz(func(t *testing.T, id, reason string, retryMs int64) {
-		be := &flow.BlockError{RuleID: id, Reason: reason, RetryAfter: time.Duration(retryMs) * time.Millisecond}
+		be := &flow.BlockError{Refuser: &flow.Refuser{RuleID: id, Reason: reason}, RetryAfter: time.Duration(retryMs) * time.Millisecond}
 		checkProblemJSON(t, NewProblem(be))
 	})
 }
