@@ -35,9 +35,9 @@ const (
 //
 // What refused the call (Resource, Level, RuleID, Reason, Window) is read
 // through the embedded *Refuser, which the refusing rule shares with every
-// refusal it makes; the rest are this call's own. So a refusal is one
-// 64-byte allocation, not one for each fact: a flood of refused calls is
-// a refusing service's main work.
+// refusal it makes; the rest are this call's own. So a refused Entry
+// allocates 64 bytes whatever the names' lengths: under a flood, refusals
+// are most of what a service does.
 type BlockError struct {
 	*Refuser // what refused the call; read-only, shared
 	// RetryAfter is the honest time until this call would have passed; 0 when
@@ -58,7 +58,8 @@ type BlockError struct {
 // Refuser is what refused a call: the resource entered and the refusing
 // rule (or the system guard), with the reason. The engine makes one per
 // rule and reason when rules load, and every BlockError of that rule and
-// reason points to it: never change one.
+// reason points to it: never change one. (The system guard's refusal of a
+// resource that has no rules makes one for the call.)
 type Refuser struct {
 	Resource string        // the resource that was entered
 	Level    Level         // the refusing rule's level; LevelSystem for the system guard
