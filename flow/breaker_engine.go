@@ -71,7 +71,7 @@ func (st *entryState) breaker(cr *compiledRule, key string) bool {
 		e.breakerMoved(cr, key, algo.BreakerMove{From: algo.BreakerOpen, To: algo.BreakerHalfOpen}, st.now)
 	}
 	if !v.OK {
-		return st.deny(cr, ReasonBreakerOpen, key, algo.Decision{RetryAfter: v.RetryAfter})
+		return st.deny(cr, ReasonBreakerOpen, key, algo.Decision{Verdict: algo.Refused, Wait: v.RetryAfter})
 	}
 	c := st.rec()
 	c.brk = append(c.brk, breakerUse{b: b, cr: cr, key: key, v: v})

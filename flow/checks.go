@@ -122,9 +122,11 @@ func (st *entryState) deny(cr *compiledRule, reason, key string, d algo.Decision
 	// Field by field into the zero refusal (no check refused before): a
 	// composite literal would be built on the stack and copied in 16-byte
 	// reads of stores still in flight, a stall on every refusal.
+	// d refused: its Wait is the time until the call would pass. The
+	// limit is the rule's unless the limiter sets its own (see local).
 	r := &st.refusal
 	r.cr, r.level, r.reason, r.key = cr, cr.rule.Level, reason, key
-	r.retryAfter, r.never, r.remaining, r.limit = d.RetryAfter, d.Never, d.Remaining, d.Limit
+	r.retryAfter, r.never, r.remaining = d.Wait, d.Verdict == algo.Never, d.Remaining
 	return false
 }
 
@@ -150,12 +152,8 @@ func (st *entryState) local(cr *compiledRule, lim limiter, key string) bool {
 	} else {
 		d = lim.TryAcquire(st.now, st.a.tokens, cr.rule.MaxWait)
 	}
-	if !d.OK {
-		reason := cr.reason
-		if d.Shed {
-			reason = ReasonPriority
-		}
-		return st.deny(cr, reason, key, d)
+	if !d.OK() {
+		return st.denyLocal(cr, lim, key, d)
 	}
 	c := st.rec()
 	c.taken = append(c.taken, takenLim{lim: lim, cr: cr, at: st.now + int64(d.Wait)})
@@ -166,6 +164,25 @@ func (st *entryState) local(cr *compiledRule, lim limiter, key string) bool {
 	}
 	st.note(cr, d.Wait, d.Remaining, d.Reset)
 	return true
+}
+
+// denyLocal is deny for local's refusal d by lim, with the limit of a
+// limiter that sets its own (adaptive_concurrency) read after the
+// decision: the Decision has no room for it, and a refusal can afford
+// the extra call (the limit the controller set since, if it moved, is
+// the one a retry meets).
+func (st *entryState) denyLocal(cr *compiledRule, lim limiter, key string, d algo.Decision) bool {
+	reason := cr.reason
+	if d.Verdict == algo.Shed {
+		reason = ReasonPriority
+	}
+	if st.deny(cr, reason, key, d) {
+		return true // a shadow rule: the call goes on
+	}
+	if own, ok := lim.(algo.OwnLimit); ok {
+		st.refusal.limit = own.Limit()
+	}
+	return false
 }
 
 // resourcePlan is a resource's rules sorted by what they check, from which

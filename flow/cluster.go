@@ -106,7 +106,10 @@ func (st *entryState) cluster(g *clusterGroup, level Level, key string) bool {
 		if i < 0 || i >= len(g.crs) {
 			i = 0
 		}
-		d := algo.Decision{RetryAfter: max(0, res.RetryAfter), Remaining: res.Remaining, Never: res.RetryAfter == Never}
+		d := algo.Decision{Verdict: algo.Refused, Wait: max(0, res.RetryAfter), Remaining: res.Remaining}
+		if res.RetryAfter == Never {
+			d.Verdict = algo.Never
+		}
 		return st.deny(g.crs[i], ReasonClusterLimited, "", d)
 	}
 	if key == "" && g.answered(&res, req.Tokens, req.Factor, st.now, e.now(), own) {

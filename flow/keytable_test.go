@@ -335,7 +335,7 @@ func TestEvictedKeyLimiterHeld(t *testing.T) {
 		go func() { // the call that took held's limiter before its eviction
 			defer wg.Done()
 			for i := range 3000 {
-				if held.TryAcquire(step(), 1, 0).OK {
+				if held.TryAcquire(step(), 1, 0).OK() {
 					heldNet++
 					if i%2 == 0 {
 						held.Refund(step(), 1)
@@ -352,7 +352,7 @@ func TestEvictedKeyLimiterHeld(t *testing.T) {
 					t.Errorf("%v: the evicted limiter came back to its key", algo)
 					return
 				}
-				if l.TryAcquire(step(), 1, 0).OK {
+				if l.TryAcquire(step(), 1, 0).OK() {
 					successors[l]++
 				}
 				for j := range 4 {

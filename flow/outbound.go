@@ -59,13 +59,13 @@ func (st *entryState) throttle(cr *compiledRule, key string) bool {
 		return true
 	}
 	d := t.TryAcquire(st.now, 1, 0)
-	if !d.OK && !st.deny(cr, ReasonThrottled, key, d) {
+	if !d.OK() && !st.deny(cr, ReasonThrottled, key, d) {
 		return false
 	}
 	// A call a shadow throttle would have refused goes on: it too is told
 	// the answer, or the shadow rule would count requests without accepts.
 	c := st.rec()
-	if d.OK {
+	if d.OK() {
 		c.taken = append(c.taken, takenLim{lim: t, cr: cr, at: st.now})
 	}
 	c.thr = append(c.thr, throttleUse{t: t})
@@ -92,7 +92,7 @@ func (st *entryState) budget(cr *compiledRule, key string) bool {
 		return true
 	}
 	d := b.TryAcquire(st.now, 1, 0)
-	if !d.OK {
+	if !d.OK() {
 		return st.deny(cr, ReasonRetryBudget, key, d)
 	}
 	cr.out.retries.Add(1)

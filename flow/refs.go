@@ -24,7 +24,7 @@ import "time"
 func (st *entryState) ref(cr *compiledRule) bool {
 	lim, _ := cr.limiterFor("", st.now) // global: never fails
 	d := lim.TryAcquire(st.now, 1, 0)
-	if !d.OK {
+	if !d.OK() {
 		return st.deny(cr, ReasonRefResourceHot, "", d)
 	}
 	lim.Refund(st.now, 1)

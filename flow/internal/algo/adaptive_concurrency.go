@@ -97,6 +97,7 @@ const (
 )
 
 var _ Limiter = (*adaptiveConcurrency)(nil)
+var _ OwnLimit = (*adaptiveConcurrency)(nil)
 var _ ClassLimiter = (*adaptiveConcurrency)(nil)
 var _ RTTObserver = (*adaptiveConcurrency)(nil)
 
@@ -123,15 +124,17 @@ func (a *adaptiveConcurrency) TryAcquireClass(_ int64, n int, p Priority, share 
 		share *= math.Float64frombits(a.dyn[p+1].Load())
 	}
 	d := acquireUpTo(&a.inFlight, int64(n), ClassCap(limit, share), limit)
-	if !d.OK {
+	if !d.OK() {
 		// Load first: no cache-line write per refusal once the bit is set.
 		if bit := uint32(1) << (p + 1); a.refusedBy.Load()&bit == 0 {
 			a.refusedBy.Or(bit)
 		}
 	}
-	d.Limit = float64(limit)
 	return d
 }
+
+// Limit is the limit the algorithm has set itself (OwnLimit).
+func (a *adaptiveConcurrency) Limit() float64 { return float64(a.limit.Load()) }
 
 func (a *adaptiveConcurrency) Refund(_ int64, n int) { a.Release(n) }
 

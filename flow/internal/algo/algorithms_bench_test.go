@@ -45,7 +45,7 @@ func BenchmarkAlgorithms(b *testing.B) {
 			conc := c.algo == Concurrency
 			b.ReportAllocs()
 			for b.Loop() {
-				if d := l.TryAcquire(clock.Nanotime(clk), 1, 0); d.OK && conc {
+				if d := l.TryAcquire(clock.Nanotime(clk), 1, 0); d.OK() && conc {
 					testRelease(l, 1)
 				}
 			}
@@ -57,7 +57,7 @@ func BenchmarkAlgorithms(b *testing.B) {
 			b.ReportAllocs()
 			b.RunParallel(func(pb *testing.PB) {
 				for pb.Next() {
-					if d := l.TryAcquire(clock.Nanotime(clk), 1, 0); d.OK && conc {
+					if d := l.TryAcquire(clock.Nanotime(clk), 1, 0); d.OK() && conc {
 						testRelease(l, 1)
 					}
 				}
@@ -108,7 +108,7 @@ func TestAlgorithmsZeroAlloc(t *testing.T) {
 		l := benchLimiter(t, c.algo, 10, clk)
 		allocs := testing.AllocsPerRun(1000, func() {
 			now := clk.Nanotime()
-			if d := l.TryAcquire(now, 1, 50*time.Millisecond); d.OK {
+			if d := l.TryAcquire(now, 1, 50*time.Millisecond); d.OK() {
 				l.Refund(now+int64(d.Wait), 1)
 			}
 			l.TryAcquire(now, 2, 0)

@@ -2,6 +2,7 @@ package algo
 
 import (
 	"math"
+	"reflect"
 	"sync"
 	"testing"
 	"time"
@@ -118,7 +119,7 @@ func newTestLimiter(t testing.TB, r Spec, limit float64) (Limiter, *clock.Fake) 
 func drain(t *testing.T, l Limiter, now int64) (int, Decision) {
 	t.Helper()
 	for i := 0; i < 1000; i++ {
-		if d := l.TryAcquire(now, 1, 0); !d.OK {
+		if d := l.TryAcquire(now, 1, 0); !d.OK() {
 			return i, d
 		} else if d.Wait != 0 {
 			t.Fatalf("call %d: waited %v with maxWait 0", i, d.Wait)
@@ -137,24 +138,24 @@ func TestAlgorithmsAdmitUpToLimitThenRefuseHonestly(t *testing.T) {
 			if got != c.burst {
 				t.Fatalf("admitted %d at once, want %d", got, c.burst)
 			}
-			if d.Never {
+			if d.Verdict == Never {
 				t.Fatalf("a 1-permit call refused as never: %+v", d)
 			}
 			if !c.rate {
-				if d.RetryAfter != 0 {
-					t.Fatalf("retryAfter %v, want 0 (unknown)", d.RetryAfter)
+				if d.Wait != 0 {
+					t.Fatalf("retryAfter %v, want 0 (unknown)", d.Wait)
 				}
 				return
 			}
-			if d.RetryAfter <= 0 {
-				t.Fatalf("retryAfter %v, want > 0", d.RetryAfter)
+			if d.Wait <= 0 {
+				t.Fatalf("retryAfter %v, want > 0", d.Wait)
 			}
 			// Honest: still refused a microsecond earlier, admitted on time.
-			if e := l.TryAcquire(now+int64(d.RetryAfter-time.Microsecond), 1, 0); e.OK {
-				t.Fatalf("admitted 1µs before retryAfter %v", d.RetryAfter)
+			if e := l.TryAcquire(now+int64(d.Wait-time.Microsecond), 1, 0); e.OK() {
+				t.Fatalf("admitted 1µs before retryAfter %v", d.Wait)
 			}
-			if e := l.TryAcquire(now+int64(d.RetryAfter), 1, 0); !e.OK {
-				t.Fatalf("refused at retryAfter %v: %+v", d.RetryAfter, e)
+			if e := l.TryAcquire(now+int64(d.Wait), 1, 0); !e.OK() {
+				t.Fatalf("refused at retryAfter %v: %+v", d.Wait, e)
 			}
 		})
 	}
@@ -184,7 +185,7 @@ func TestAlgorithmsRefundRestores(t *testing.T) {
 			now := clk.Nanotime()
 			for i := 0; i < 3; i++ { // several take/refund rounds must not leak permits either way
 				d := l.TryAcquire(now, 1, 0)
-				if !d.OK {
+				if !d.OK() {
 					t.Fatalf("round %d: refused: %+v", i, d)
 				}
 				l.Refund(now, 1)
@@ -206,7 +207,7 @@ func TestAlgorithmsNeverForImpossibleRequests(t *testing.T) {
 					if !c.rate && wait > 0 {
 						continue // concurrency caps never queue
 					}
-					if d := l.TryAcquire(now, n, wait); d.OK || !d.Never {
+					if d := l.TryAcquire(now, n, wait); d.OK() || d.Verdict != Never {
 						t.Fatalf("TryAcquire(%d, maxWait %v) = %+v, want never", n, wait, d)
 					}
 				}
@@ -214,7 +215,7 @@ func TestAlgorithmsNeverForImpossibleRequests(t *testing.T) {
 			if c.algo == SentinelWarmUp {
 				return // cold: the whole limit passes only once warm (TestSentinelWarmUp...)
 			}
-			if d := l.TryAcquire(now, c.impossible-1, 0); !d.OK {
+			if d := l.TryAcquire(now, c.impossible-1, 0); !d.OK() {
 				t.Fatalf("TryAcquire(%d), the whole limit, refused: %+v", c.impossible-1, d)
 			}
 		})
@@ -231,7 +232,7 @@ func throughput(t *testing.T, c algoCase, limit float64) int {
 	n := 0
 	step := r.Window / 80
 	for i := 0; i < 800; i++ {
-		if d := l.TryAcquire(clk.Nanotime(), 1, 0); d.OK {
+		if d := l.TryAcquire(clk.Nanotime(), 1, 0); d.OK() {
 			n++
 			if !c.rate { // concurrency, adaptive_concurrency
 				testRelease(l, 1) // calls finish at once: never more than one in flight
@@ -274,7 +275,7 @@ func TestAlgorithmsConcurrentExactAtOneInstant(t *testing.T) {
 				go func() {
 					defer wg.Done()
 					for range tries {
-						if l.TryAcquire(now, 1, 0).OK {
+						if l.TryAcquire(now, 1, 0).OK() {
 							admitted[w]++
 						}
 						_ = testRemaining(l, now)
@@ -309,7 +310,7 @@ func TestAlgorithmsConcurrentMixed(t *testing.T) {
 					for i := range 200 {
 						now := clk.Nanotime()
 						d := l.TryAcquire(now, 1+i%2, time.Duration(w%3)*50*time.Millisecond)
-						if d.OK {
+						if d.OK() {
 							if i%5 == 0 {
 								l.Refund(now+int64(d.Wait), 1+i%2)
 							} else {
@@ -371,4 +372,14 @@ func testRelease(l Limiter, n int) {
 // a Remainer.
 func testRemaining(l Limiter, now int64) float64 {
 	return l.(Remainer).Remaining(now)
+}
+
+// TestDecisionFitsRegisters keeps Decision within what the compiler passes
+// in registers (at most four fields, at most four words): one field more
+// and every TryAcquire returns it through memory again.
+func TestDecisionFitsRegisters(t *testing.T) {
+	typ := reflect.TypeFor[Decision]()
+	if n, size := typ.NumField(), typ.Size(); n > 4 || size > 32 {
+		t.Fatalf("Decision has %d fields, %d bytes; want at most 4 and 32", n, size)
+	}
 }

@@ -292,7 +292,7 @@ var _ Limiter = (*Breaker)(nil)
 
 // A Breaker sits in a rule's key table beside limiters; as a Limiter it
 // admits everything and holds nothing (the engine calls Check and Record).
-func (b *Breaker) TryAcquire(int64, int, time.Duration) Decision { return Decision{OK: true} }
+func (b *Breaker) TryAcquire(int64, int, time.Duration) Decision { return Decision{Verdict: Granted} }
 func (b *Breaker) Refund(int64, int)                             {}
 func (b *Breaker) Release(int)                                   {}
 func (b *Breaker) SetLimit(int64, float64)                       {}

@@ -105,9 +105,9 @@ func (t *Throttle) TryAcquire(now int64, n int, _ time.Duration) Decision {
 	t.req[b] += float64(n)
 	t.totReq += float64(n)
 	if p > 0 && t.draw() < p {
-		return Decision{RetryAfter: time.Duration(t.step), Remaining: 0}
+		return Decision{Verdict: Refused, Wait: time.Duration(t.step), Remaining: 0}
 	}
-	return Decision{OK: true, Remaining: 1 - p}
+	return Decision{Verdict: Granted, Remaining: 1 - p}
 }
 
 // Refund takes back n requests counted at at whose call did not go out

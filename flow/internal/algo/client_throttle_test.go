@@ -25,7 +25,7 @@ func TestThrottleRefusalRate(t *testing.T) {
 	now := int64(0)
 	// Warm the window: 1000 requests, 100 accepted.
 	for i := range 1000 {
-		if d := th.TryAcquire(now, 1, 0); d.OK && i%10 == 0 {
+		if d := th.TryAcquire(now, 1, 0); d.OK() && i%10 == 0 {
 			th.Record(now, true)
 		}
 	}
@@ -40,7 +40,7 @@ func TestThrottleRefusalRate(t *testing.T) {
 	for range n {
 		r, a := th.Counts(now)
 		want += RejectProbability(r, a, 2)
-		if !th.TryAcquire(now, 1, 0).OK {
+		if !th.TryAcquire(now, 1, 0).OK() {
 			refused++
 		}
 	}
@@ -57,7 +57,7 @@ func TestThrottleAdmitsWhileAccepted(t *testing.T) {
 	for i := range 10000 {
 		now := int64(i) * int64(time.Millisecond)
 		d := th.TryAcquire(now, 1, 0)
-		if !d.OK {
+		if !d.OK() {
 			t.Fatalf("call %d refused with every call accepted", i)
 		}
 		th.Record(now, true)
@@ -77,7 +77,7 @@ func TestThrottleWindowForgets(t *testing.T) {
 	if r, a := th.Counts(later); r != 0 || a != 0 {
 		t.Fatalf("counts a window later = %v, %v, want 0, 0", r, a)
 	}
-	if !th.TryAcquire(later, 1, 0).OK {
+	if !th.TryAcquire(later, 1, 0).OK() {
 		t.Fatal("refused after the window forgot the refusals")
 	}
 }

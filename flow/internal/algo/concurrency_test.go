@@ -13,26 +13,26 @@ func TestConcurrencyCapsAndReleases(t *testing.T) {
 	l, clk := newTestLimiter(t, concSpec(), 3)
 	now := clk.Nanotime()
 	for i := range 3 {
-		if d := l.TryAcquire(now, 1, 0); !d.OK || d.Remaining != float64(2-i) {
+		if d := l.TryAcquire(now, 1, 0); !d.OK() || d.Remaining != float64(2-i) {
 			t.Fatalf("call %d = %+v, want ok with remaining %d", i, d, 2-i)
 		}
 	}
 	// maxWait is ignored: in-flight calls end when they end.
-	if d := l.TryAcquire(now, 1, time.Hour); d.OK || d.Never || d.RetryAfter != 0 || d.Wait != 0 {
+	if d := l.TryAcquire(now, 1, time.Hour); d.Verdict != Refused || d.Wait != 0 {
 		t.Fatalf("4th call = %+v, want refused, retryAfter 0 (unknown)", d)
 	}
 	testRelease(l, 1)
-	if d := l.TryAcquire(now, 1, 0); !d.OK {
+	if d := l.TryAcquire(now, 1, 0); !d.OK() {
 		t.Fatalf("after a release = %+v, want ok", d)
 	}
 	testRelease(l, 3)
 	if got := testRemaining(l, now); got != 3 {
 		t.Fatalf("remaining after releasing all = %v, want 3", got)
 	}
-	if d := l.TryAcquire(now, 4, 0); !d.Never {
+	if d := l.TryAcquire(now, 4, 0); d.Verdict != Never {
 		t.Fatalf("4 permits at cap 3 = %+v, want never", d)
 	}
-	if d := l.TryAcquire(now, 3, 0); !d.OK {
+	if d := l.TryAcquire(now, 3, 0); !d.OK() {
 		t.Fatalf("3 permits at cap 3 = %+v, want ok", d)
 	}
 }
@@ -43,7 +43,7 @@ func TestConcurrencySetLimit(t *testing.T) {
 	drain(t, l, now)
 	l.SetLimit(now, 1) // three in flight stay; nobody new until below 1
 	testRelease(l, 2)
-	if d := l.TryAcquire(now, 1, 0); d.OK {
+	if d := l.TryAcquire(now, 1, 0); d.OK() {
 		t.Fatalf("one in flight at cap 1: %+v, want refused", d)
 	}
 	l.SetLimit(now, 5)

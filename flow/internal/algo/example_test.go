@@ -21,7 +21,7 @@ func ExampleNew() {
 	now := clk.Nanotime()
 	for range 4 {
 		d := l.TryAcquire(now, 1, 0)
-		fmt.Printf("ok=%v remaining=%v retryAfter=%v\n", d.OK, d.Remaining, d.RetryAfter)
+		fmt.Printf("ok=%v remaining=%v retryAfter=%v\n", d.OK(), d.Remaining, d.Wait)
 	}
 	// Output:
 	// ok=true remaining=2 retryAfter=0s

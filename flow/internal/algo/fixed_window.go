@@ -62,23 +62,23 @@ func (w *fixedWindow) TryAcquire(now int64, n int, maxWait time.Duration) Decisi
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if k > w.cap {
-		return Decision{Never: true}
+		return Decision{Verdict: Never}
 	}
 	w.roll(now)
 	toEnd := nonNeg((w.idx+1)*w.window - now)
 	if w.cur+k <= w.cap {
 		w.cur += k
-		return Decision{OK: true, Remaining: float64(w.cap - w.cur), Reset: toEnd}
+		return Decision{Verdict: Granted, Remaining: float64(w.cap - w.cur), Reset: toEnd}
 	}
 	if w.next+k <= w.cap {
 		if toEnd <= maxWait {
 			w.next += k
-			return Decision{OK: true, Wait: toEnd, Reset: toEnd}
+			return Decision{Verdict: Granted, Wait: toEnd, Reset: toEnd}
 		}
-		return Decision{RetryAfter: toEnd, Reset: toEnd}
+		return Decision{Verdict: Refused, Wait: toEnd, Reset: toEnd}
 	}
 	// The next window is booked up by queued calls; the one after is empty.
-	return Decision{RetryAfter: toEnd + time.Duration(w.window), Reset: toEnd}
+	return Decision{Verdict: Refused, Wait: toEnd + time.Duration(w.window), Reset: toEnd}
 }
 
 // Refund gives permits back to the window they were counted in: next when

@@ -17,11 +17,11 @@ func TestFixedWindowAlignedToTheSecond(t *testing.T) {
 	l, clk := newTestLimiter(t, fixedSpec(), 10) // 250ms after a whole second
 	now := clk.Nanotime()
 	d := l.TryAcquire(now, 1, 0)
-	if !d.OK || d.Remaining != 9 || d.Reset != 750*time.Millisecond {
+	if !d.OK() || d.Remaining != 9 || d.Reset != 750*time.Millisecond {
 		t.Fatalf("first call = %+v, want remaining 9, reset 750ms (window [0s, 1s))", d)
 	}
-	if _, d := drain(t, l, now); d.RetryAfter != 750*time.Millisecond {
-		t.Fatalf("retryAfter %v, want 750ms: the window's end", d.RetryAfter)
+	if _, d := drain(t, l, now); d.Wait != 750*time.Millisecond {
+		t.Fatalf("retryAfter %v, want 750ms: the window's end", d.Wait)
 	}
 }
 
@@ -38,11 +38,11 @@ func TestFixedWindowAlignedToTheEpochNotTheOrigin(t *testing.T) {
 			t.Fatal(err)
 		}
 		toSecond := (time.Second - start%time.Second) % time.Second
-		if n, d := drain(t, l, clk.Nanotime()); n != 10 || d.RetryAfter != toSecond {
-			t.Fatalf("origin %v: admitted %d, retryAfter %v; want 10 and %v (the next whole second)", start, n, d.RetryAfter, toSecond)
+		if n, d := drain(t, l, clk.Nanotime()); n != 10 || d.Wait != toSecond {
+			t.Fatalf("origin %v: admitted %d, retryAfter %v; want 10 and %v (the next whole second)", start, n, d.Wait, toSecond)
 		}
 		clk.Advance(toSecond - 1)
-		if d := l.TryAcquire(clk.Nanotime(), 1, 0); d.OK {
+		if d := l.TryAcquire(clk.Nanotime(), 1, 0); d.OK() {
 			t.Fatalf("origin %v: admitted 1ns before the second", start)
 		}
 		clk.Advance(1)
@@ -70,28 +70,28 @@ func TestFixedWindowMaxWaitReservesTheNextWindow(t *testing.T) {
 	now := clk.Nanotime()
 	drain(t, l, now)
 	for i := range 10 {
-		if d := l.TryAcquire(now, 1, time.Second); !d.OK || d.Wait != 750*time.Millisecond {
+		if d := l.TryAcquire(now, 1, time.Second); !d.OK() || d.Wait != 750*time.Millisecond {
 			t.Fatalf("queued call %d = %+v, want wait 750ms for the next window", i, d)
 		}
 	}
 	// The next window is booked up: the one after is the honest answer.
-	if d := l.TryAcquire(now, 1, time.Second); d.OK || d.RetryAfter != 1750*time.Millisecond {
+	if d := l.TryAcquire(now, 1, time.Second); d.OK() || d.Wait != 1750*time.Millisecond {
 		t.Fatalf("11th queued call = %+v, want refused, retryAfter 1.75s", d)
 	}
 	// A refund at the queued moment frees a reservation.
 	l.Refund(now+int64(750*time.Millisecond), 1)
-	if d := l.TryAcquire(now, 1, time.Second); !d.OK || d.Wait != 750*time.Millisecond {
+	if d := l.TryAcquire(now, 1, time.Second); !d.OK() || d.Wait != 750*time.Millisecond {
 		t.Fatalf("after a refund = %+v, want the freed reservation", d)
 	}
 	// A refund in the current window while calls are queued is ambiguous: kept.
 	l.Refund(now, 1)
-	if d := l.TryAcquire(now, 1, 0); d.OK {
+	if d := l.TryAcquire(now, 1, 0); d.OK() {
 		t.Fatalf("ambiguous refund was applied: %+v", d)
 	}
 	// In the next window the reservations count.
 	clk.Advance(750 * time.Millisecond)
-	if got, d := drain(t, l, clk.Nanotime()); got != 0 || d.RetryAfter != time.Second {
-		t.Fatalf("next window admitted %d, retryAfter %v; want 0 and 1s (all reserved)", got, d.RetryAfter)
+	if got, d := drain(t, l, clk.Nanotime()); got != 0 || d.Wait != time.Second {
+		t.Fatalf("next window admitted %d, retryAfter %v; want 0 and 1s (all reserved)", got, d.Wait)
 	}
 }
 
@@ -102,7 +102,7 @@ func TestFixedWindowSetLimitKeepsCount(t *testing.T) {
 		l.TryAcquire(now, 1, 0)
 	}
 	l.SetLimit(now, 5)
-	if d := l.TryAcquire(now, 1, 0); d.OK || testRemaining(l, now) != 0 {
+	if d := l.TryAcquire(now, 1, 0); d.OK() || testRemaining(l, now) != 0 {
 		t.Fatalf("6 taken, limit lowered to 5: %+v, remaining %v; want refused, 0", d, testRemaining(l, now))
 	}
 	l.SetLimit(now, 20)
@@ -125,7 +125,7 @@ func TestFixedWindowConcurrentExact(t *testing.T) {
 			defer wg.Done()
 			for range 500 {
 				now := clk.Nanotime()
-				if d := l.TryAcquire(now, 1, 0); d.OK {
+				if d := l.TryAcquire(now, 1, 0); d.OK() {
 					// The window the limiter counted it in: a reading that
 					// went stale while another goroutine moved to the next
 					// window is counted there, as the limiter documents.
@@ -166,7 +166,7 @@ func TestFixedWindowRandomTrafficNeverOverbooks(t *testing.T) {
 			maxWait = time.Duration(rng.IntN(int(1500 * time.Millisecond)))
 		}
 		d := l.TryAcquire(now, n, maxWait)
-		if !d.OK {
+		if !d.OK() {
 			continue
 		}
 		at := now + int64(d.Wait)

@@ -52,7 +52,7 @@ func (b *leakyBucket) TryAcquire(now int64, n int, maxWait time.Duration) Decisi
 	// once and charge nothing (its slot becomes now). Refuse it for good, as
 	// Sentinel's throttling checker refuses a batch above its threshold.
 	if int64(n) > b.cap.Load() {
-		return Decision{Never: true}
+		return Decision{Verdict: Never}
 	}
 	cost := b.cost(n)
 	for {
@@ -62,19 +62,19 @@ func (b *leakyBucket) TryAcquire(now int64, n int, maxWait time.Duration) Decisi
 			// Early enough: go now. The slot becomes now, not last+cost, so
 			// idle time is not banked as a burst (Sentinel does the same).
 			if b.last.CompareAndSwap(last, now) {
-				return Decision{OK: true, Reset: b.resetAt(now, now)}
+				return Decision{Verdict: Granted, Reset: b.resetAt(now, now)}
 			}
 			continue // another call moved the queue: decide again
 		}
 		wait := slot - now
 		if wait > int64(maxWait) {
 			// Honest: with nothing else admitted, this call passes at slot.
-			return Decision{RetryAfter: time.Duration(wait), Reset: b.resetAt(last, now)}
+			return Decision{Verdict: Refused, Wait: time.Duration(wait), Reset: b.resetAt(last, now)}
 		}
 		// Queue: take the slot. A failed CAS means someone took a slot in
 		// between, and ours moves back by their cost, so decide again.
 		if b.last.CompareAndSwap(last, slot) {
-			return Decision{OK: true, Wait: time.Duration(wait), Reset: b.resetAt(slot, now)}
+			return Decision{Verdict: Granted, Wait: time.Duration(wait), Reset: b.resetAt(slot, now)}
 		}
 	}
 }

@@ -17,10 +17,10 @@ func TestLeakyBucketSpacingExact(t *testing.T) {
 	var admitted []int64
 	for range 2000 { // a call every millisecond for 2s
 		now := clk.Nanotime()
-		if d := l.TryAcquire(now, 1, 0); d.OK {
+		if d := l.TryAcquire(now, 1, 0); d.OK() {
 			admitted = append(admitted, now)
-		} else if d.RetryAfter <= 0 || d.RetryAfter > 100*time.Millisecond {
-			t.Fatalf("retryAfter %v, want in (0, 100ms]", d.RetryAfter)
+		} else if d.Wait <= 0 || d.Wait > 100*time.Millisecond {
+			t.Fatalf("retryAfter %v, want in (0, 100ms]", d.Wait)
 		}
 		clk.Advance(time.Millisecond)
 	}
@@ -47,11 +47,11 @@ func TestLeakyBucketTokensAreSpacings(t *testing.T) {
 	now := clk.Nanotime()
 	l.TryAcquire(now, 1, 0)
 	d := l.TryAcquire(now, 3, 0)
-	if d.OK || d.RetryAfter != 300*time.Millisecond {
+	if d.OK() || d.Wait != 300*time.Millisecond {
 		t.Fatalf("3 permits right after 1 = %+v, want refused for 3 spacings (300ms)", d)
 	}
-	now += int64(d.RetryAfter)
-	if d := l.TryAcquire(now, 3, 0); !d.OK {
+	now += int64(d.Wait)
+	if d := l.TryAcquire(now, 3, 0); !d.OK() {
 		t.Fatalf("3 permits at retryAfter refused: %+v", d)
 	}
 }
@@ -61,22 +61,22 @@ func TestLeakyBucketQueuesWithinMaxWait(t *testing.T) {
 	l, clk := newTestLimiter(t, leakySpec(), 10)
 	now := clk.Nanotime()
 	for i, want := range []time.Duration{0, 100 * time.Millisecond, 200 * time.Millisecond} {
-		if d := l.TryAcquire(now, 1, maxWait); !d.OK || d.Wait != want {
+		if d := l.TryAcquire(now, 1, maxWait); !d.OK() || d.Wait != want {
 			t.Fatalf("call %d = %+v, want queued for %v", i, d, want)
 		}
 	}
 	d := l.TryAcquire(now, 1, maxWait)
-	if d.OK || d.RetryAfter != 300*time.Millisecond {
+	if d.OK() || d.Wait != 300*time.Millisecond {
 		t.Fatalf("4th call = %+v, want refused: its slot is 300ms away", d)
 	}
 	// Refunding the latest slot gives it back.
 	l.Refund(now+int64(200*time.Millisecond), 1)
-	if d := l.TryAcquire(now, 1, maxWait); !d.OK || d.Wait != 200*time.Millisecond {
+	if d := l.TryAcquire(now, 1, maxWait); !d.OK() || d.Wait != 200*time.Millisecond {
 		t.Fatalf("after refunding the latest slot = %+v, want the 200ms slot", d)
 	}
 	// A slot with a later one queued behind it is kept: no double booking.
 	l.Refund(now+int64(100*time.Millisecond), 1)
-	if d := l.TryAcquire(now, 1, time.Second); !d.OK || d.Wait != 300*time.Millisecond {
+	if d := l.TryAcquire(now, 1, time.Second); !d.OK() || d.Wait != 300*time.Millisecond {
 		t.Fatalf("after refunding a middle slot = %+v, want the next free slot, 300ms", d)
 	}
 }
@@ -84,16 +84,16 @@ func TestLeakyBucketQueuesWithinMaxWait(t *testing.T) {
 func TestLeakyBucketNeverAboveLimit(t *testing.T) {
 	l, clk := newTestLimiter(t, leakySpec(), 10)
 	now := clk.Nanotime()
-	if d := l.TryAcquire(now, 11, 0); !d.Never {
+	if d := l.TryAcquire(now, 11, 0); d.Verdict != Never {
 		t.Fatalf("11 permits at limit 10 without a queue = %+v, want never", d)
 	}
 	// With a queue too: an idle bucket would let it go at once, free.
-	if d := l.TryAcquire(now, 11, 2*time.Second); !d.Never {
+	if d := l.TryAcquire(now, 11, 2*time.Second); d.Verdict != Never {
 		t.Fatalf("11 permits with maxWait 2s = %+v, want never", d)
 	}
 	// The whole limit queues its 10 spacings behind a call.
 	l.TryAcquire(now, 1, 0)
-	if d := l.TryAcquire(now, 10, 2*time.Second); !d.OK || d.Wait != time.Second {
+	if d := l.TryAcquire(now, 10, 2*time.Second); !d.OK() || d.Wait != time.Second {
 		t.Fatalf("10 permits with maxWait 2s = %+v, want queued 1s", d)
 	}
 }
@@ -104,7 +104,7 @@ func TestLeakyBucketSetLimitKeepsQueue(t *testing.T) {
 	l.TryAcquire(now, 1, time.Second)
 	l.TryAcquire(now, 1, time.Second) // slot at +100ms
 	l.SetLimit(now, 5)                // 200ms spacing from now on
-	if d := l.TryAcquire(now, 1, time.Second); !d.OK || d.Wait != 300*time.Millisecond {
+	if d := l.TryAcquire(now, 1, time.Second); !d.OK() || d.Wait != 300*time.Millisecond {
 		t.Fatalf("after halving = %+v, want the slot 200ms after the queued one (300ms)", d)
 	}
 }
@@ -126,7 +126,7 @@ func TestLeakyBucketRandomTrafficKeepsSpacing(t *testing.T) {
 		n := 1 + rng.IntN(3)
 		maxWait := time.Duration(rng.IntN(3)) * 200 * time.Millisecond
 		d := l.TryAcquire(now, n, maxWait)
-		if !d.OK {
+		if !d.OK() {
 			continue
 		}
 		at := now + int64(d.Wait)

@@ -63,15 +63,38 @@ type RTTObserver interface {
 	Observe(at, rtt int64)
 }
 
-// Decision is the outcome of one TryAcquire: a small value, returned by
-// value so that deciding never allocates.
+// Decision is the outcome of one TryAcquire, returned by value so that
+// deciding never allocates. It has four fields of eight bytes at most on
+// purpose: the compiler keeps a struct that small in registers, while a
+// larger one is returned through memory and read back by the caller right
+// after the callee stored it, a stall on every call.
 type Decision struct {
-	OK         bool
-	Wait       time.Duration // OK: queue this long before going ahead (leaky bucket, MaxWait)
-	RetryAfter time.Duration // !OK: honest time until this request would pass; 0 when unknown
-	Never      bool          // !OK: this request can never pass (e.g. more permits than the limit)
-	Remaining  float64       // permits left after this decision
-	Reset      time.Duration // time until the quota is fully restored / the window resets
-	Shed       bool          // !OK: refused for the call's priority (the whole limit had room)
-	Limit      float64       // the limiter's own current limit (adaptive); 0: the rule's
+	Verdict Verdict // Granted, or why not
+	// Wait is, when Granted, how long the call must queue before going
+	// ahead (leaky bucket, MaxWait); when refused, the honest time until
+	// this request would pass, 0 when unknown.
+	Wait      time.Duration
+	Remaining float64       // permits left after this decision
+	Reset     time.Duration // time until the quota is fully restored / the window resets
+}
+
+// OK reports whether the permits were granted.
+func (d Decision) OK() bool { return d.Verdict == Granted }
+
+// Verdict is how a TryAcquire ended. The zero Verdict is Refused, so the
+// zero Decision refuses with nothing more to say.
+type Verdict uint8
+
+const (
+	Refused Verdict = iota // not now: Decision.Wait says when
+	Granted                // taken: Decision.Wait says how long to queue first
+	Never                  // refused, and this request can never pass (e.g. more permits than the limit)
+	Shed                   // refused for the call's priority class: the whole limit had room
+)
+
+// OwnLimit is a Limiter that sets its limit itself (adaptive_concurrency).
+// The engine asks it for that limit only when it refuses a call, to report
+// it, so the Decision of every call need not carry it.
+type OwnLimit interface {
+	Limit() float64
 }

@@ -95,7 +95,7 @@ type Spec struct {
 //   - a request of more permits than the limiter can ever grant at once (a
 //     counting algorithm's or leaky_bucket's capacity, a token bucket's larger
 //     of limit and burst, a hotspot's limit plus burst) is refused with
-//     Decision.Never before anything is taken, queued or not;
+//     the Verdict Never before anything is taken, queued or not;
 //   - Refund(at, n) is called with the moment the permits were taken for:
 //     the call's now, or now+Decision.Wait when it queued. Every limiter is
 //     safe when given the plain now for a queued call too: where it cannot

@@ -30,18 +30,22 @@ func ClassCap(limit int64, share float64) int64 {
 // whether the refusal was for the class). Lock-free: one CAS loop.
 func acquireUpTo(inFlight *atomic.Int64, k, classLimit, full int64) Decision {
 	if k > full {
-		return Decision{Never: true}
+		return Decision{Verdict: Never}
 	}
 	for {
 		cur := inFlight.Load()
 		if cur+k > classLimit {
 			// Shed: the whole limit had room, the class's share had not.
-			return Decision{Shed: cur+k <= full, Remaining: float64(max(full-cur, 0))}
+			v := Refused
+			if cur+k <= full {
+				v = Shed
+			}
+			return Decision{Verdict: v, Remaining: float64(max(full-cur, 0))}
 		}
 		// A failed CAS means another call took or released permits in
 		// between: decide again on the new count.
 		if inFlight.CompareAndSwap(cur, cur+k) {
-			return Decision{OK: true, Remaining: float64(full - cur - k)}
+			return Decision{Verdict: Granted, Remaining: float64(full - cur - k)}
 		}
 	}
 }

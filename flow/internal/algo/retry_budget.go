@@ -77,11 +77,11 @@ func (b *Budget) TryAcquire(now int64, n int, _ time.Duration) Decision {
 	b.advance(now)
 	// The epsilon keeps 5 deposits of 0.2 from falling short of 1.
 	if b.balance()+1e-9 < float64(n) {
-		return Decision{RetryAfter: time.Duration(b.step), Remaining: math.Max(0, b.balance())}
+		return Decision{Verdict: Refused, Wait: time.Duration(b.step), Remaining: math.Max(0, b.balance())}
 	}
 	b.slot[floorMod(b.head, budgetSlots)] -= float64(n)
 	b.sum -= float64(n)
-	return Decision{OK: true, Remaining: b.balance()}
+	return Decision{Verdict: Granted, Remaining: b.balance()}
 }
 
 // Refund gives back n retries withdrawn at at whose call did not go out.

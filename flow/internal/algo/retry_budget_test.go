@@ -7,7 +7,7 @@ import (
 
 func drainBudget(b *Budget, now int64) int {
 	n := 0
-	for b.TryAcquire(now, 1, 0).OK {
+	for b.TryAcquire(now, 1, 0).OK() {
 		n++
 		if n > 1e6 {
 			break
@@ -46,7 +46,7 @@ func TestBudgetDepositsAndExpiry(t *testing.T) {
 	if got := b.Remaining(int64(12*time.Second + 500*time.Millisecond)); got != 0 {
 		t.Fatalf("remaining after the deposits expired = %v, want 0", got)
 	}
-	if b.TryAcquire(int64(13*time.Second), 1, 0).OK {
+	if b.TryAcquire(int64(13*time.Second), 1, 0).OK() {
 		t.Fatal("retry passed with an empty budget and no minimum")
 	}
 }
@@ -54,11 +54,11 @@ func TestBudgetDepositsAndExpiry(t *testing.T) {
 func TestBudgetRefund(t *testing.T) {
 	b := newBudget(BudgetSpec{Ratio: 1, TTL: time.Second}, 0)
 	b.Deposit(0, 1)
-	if !b.TryAcquire(0, 1, 0).OK || b.TryAcquire(0, 1, 0).OK {
+	if !b.TryAcquire(0, 1, 0).OK() || b.TryAcquire(0, 1, 0).OK() {
 		t.Fatal("one deposit at ratio 1 should allow exactly one retry")
 	}
 	b.Refund(0, 1)
-	if !b.TryAcquire(0, 1, 0).OK {
+	if !b.TryAcquire(0, 1, 0).OK() {
 		t.Fatal("a refunded retry was not given back")
 	}
 }

@@ -75,7 +75,7 @@ func (h *sentinelHotspot) TryAcquire(now int64, n int, maxWait time.Duration) De
 		// More than the limit and its burst never passes, queued or not:
 		// the queue's first call would otherwise go free at any size.
 		if int64(n) > h.count+h.burst {
-			return Decision{Never: true}
+			return Decision{Verdict: Never}
 		}
 		return h.queue(now, int64(n), maxWait)
 	}
@@ -86,28 +86,28 @@ func (h *sentinelHotspot) TryAcquire(now int64, n int, maxWait time.Duration) De
 func (h *hotState) reject(now, k int64) Decision {
 	top := h.count + h.burst
 	if k > top {
-		return Decision{Never: true}
+		return Decision{Verdict: Never}
 	}
 	ms := h.unixMs(now)
 	if !h.started {
 		h.started, h.last, h.tokens = true, ms, top-k
-		return Decision{OK: true, Remaining: float64(h.tokens), Reset: h.until(now, ms+h.dur+1)}
+		return Decision{Verdict: Granted, Remaining: float64(h.tokens), Reset: h.until(now, ms+h.dur+1)}
 	}
 	elapsed := ms - h.last
 	if elapsed > h.dur {
 		v := min(h.refill(elapsed)+h.tokens, top) - k
 		if v >= 0 {
 			h.tokens, h.last = v, ms
-			return Decision{OK: true, Remaining: float64(v), Reset: h.until(now, ms+h.dur+1)}
+			return Decision{Verdict: Granted, Remaining: float64(v), Reset: h.until(now, ms+h.dur+1)}
 		}
 	} else if h.tokens >= k {
 		h.tokens -= k
-		return Decision{OK: true, Remaining: float64(h.tokens), Reset: h.until(now, h.last+h.dur+1)}
+		return Decision{Verdict: Granted, Remaining: float64(h.tokens), Reset: h.until(now, h.last+h.dur+1)}
 	}
 	// The first millisecond both past the window and with enough refilled.
 	need := (k - h.tokens) * h.dur
 	at := h.last + max(h.dur+1, need/h.count+min(need%h.count, 1))
-	return Decision{RetryAfter: h.until(now, at), Reset: h.until(now, at)}
+	return Decision{Verdict: Refused, Wait: h.until(now, at), Reset: h.until(now, at)}
 }
 
 // queue is Sentinel's throttlingTrafficShapingController for one value;
@@ -116,21 +116,21 @@ func (h *hotState) queue(now, k int64, maxWait time.Duration) Decision {
 	ms := h.unixMs(now)
 	if !h.started {
 		h.started, h.last = true, ms
-		return Decision{OK: true}
+		return Decision{Verdict: Granted}
 	}
 	expected := h.last + k*h.dur/h.count
 	wait := expected - ms
 	if wait <= 0 {
 		h.last = ms
-		return Decision{OK: true}
+		return Decision{Verdict: Granted}
 	}
 	if time.Duration(wait)*time.Millisecond < maxWait {
 		h.last = expected
-		return Decision{OK: true, Wait: time.Duration(wait) * time.Millisecond}
+		return Decision{Verdict: Granted, Wait: time.Duration(wait) * time.Millisecond}
 	}
 	// It passes from the first millisecond whose wait is under maxWait.
 	at := expected - (int64(maxWait)+int64(time.Millisecond)-1)/int64(time.Millisecond) + 1
-	return Decision{RetryAfter: h.until(now, at)}
+	return Decision{Verdict: Refused, Wait: h.until(now, at)}
 }
 
 // Refund gives tokens back (reject); a queued slot is kept: the queue

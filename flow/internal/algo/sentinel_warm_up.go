@@ -153,7 +153,7 @@ func (w *sentinelWarmUp) TryAcquire(now int64, n int, maxWait time.Duration) Dec
 	qps := w.threshold()
 	k := int64(n)
 	if float64(k) > w.count {
-		return Decision{Never: true} // the threshold never exceeds count
+		return Decision{Verdict: Never} // the threshold never exceeds count
 	}
 	if maxWait > 0 {
 		return w.queue(now, k, qps, maxWait)
@@ -161,7 +161,7 @@ func (w *sentinelWarmUp) TryAcquire(now int64, n int, maxWait time.Duration) Dec
 	reset := w.untilEdge(now, 2)
 	if used := w.passes[0] + w.passes[1]; float64(used+k) <= qps {
 		w.passes[0] += k
-		return Decision{OK: true, Remaining: math.Max(0, math.Floor(qps)-float64(used+k)), Reset: reset}
+		return Decision{Verdict: Granted, Remaining: math.Max(0, math.Floor(qps)-float64(used+k)), Reset: reset}
 	}
 	// The earliest the count can drop: the previous bucket leaves at the
 	// next edge, the current one at the edge after.
@@ -169,7 +169,7 @@ func (w *sentinelWarmUp) TryAcquire(now int64, n int, maxWait time.Duration) Dec
 	if float64(w.passes[0]+k) > qps {
 		retry = reset
 	}
-	return Decision{RetryAfter: retry, Reset: reset}
+	return Decision{Verdict: Refused, Wait: retry, Reset: reset}
 }
 
 // queue is Sentinel's ThrottlingChecker at threshold qps; mu held.
@@ -177,22 +177,22 @@ func (w *warmState) queue(now, k int64, qps float64, maxWait time.Duration) Deci
 	if float64(k) > qps {
 		// More permits than the threshold now: Sentinel refuses it; it may
 		// pass once the rule is warmer, which happens at a second's sync.
-		return Decision{RetryAfter: w.untilSecond(now)}
+		return Decision{Verdict: Refused, Wait: w.untilSecond(now)}
 	}
 	cur := now + w.offset
 	interval := int64(math.Ceil(float64(k) / qps * float64(time.Second)))
 	if w.last+interval <= cur {
 		w.last = cur
 		w.passes[0] += k
-		return Decision{OK: true}
+		return Decision{Verdict: Granted}
 	}
 	wait := w.last + interval - cur
 	if wait > int64(maxWait) {
-		return Decision{RetryAfter: time.Duration(wait - int64(maxWait))}
+		return Decision{Verdict: Refused, Wait: time.Duration(wait - int64(maxWait))}
 	}
 	w.last += interval
 	w.passes[0] += k
-	return Decision{OK: true, Wait: time.Duration(wait)}
+	return Decision{Verdict: Granted, Wait: time.Duration(wait)}
 }
 
 // untilEdge is the time from now to the end of bucket idx+k-1.

@@ -23,7 +23,7 @@ func perSecond(t *testing.T, l Limiter, clk *clock.Fake, secs int, maxWait time.
 	for range secs {
 		n := 0
 		for range 40 {
-			if d := l.TryAcquire(clk.Nanotime(), 1, maxWait); d.OK {
+			if d := l.TryAcquire(clk.Nanotime(), 1, maxWait); d.OK() {
 				n++
 			}
 		}
@@ -70,17 +70,17 @@ func TestSentinelWarmUpQueues(t *testing.T) {
 		t.Fatal(err)
 	}
 	now := clk.Nanotime()
-	if d := l.TryAcquire(now, 1, time.Second); !d.OK || d.Wait != 0 {
+	if d := l.TryAcquire(now, 1, time.Second); !d.OK() || d.Wait != 0 {
 		t.Fatalf("first call %+v, want ok at once", d)
 	}
 	d := l.TryAcquire(now, 1, time.Second)
-	if want := 300 * time.Millisecond; !d.OK || d.Wait != want { // ⌈1e9/3.333…⌉ ns
+	if want := 300 * time.Millisecond; !d.OK() || d.Wait != want { // ⌈1e9/3.333…⌉ ns
 		t.Fatalf("second call %+v, want ok after %v", d, want)
 	}
 	for range 2 {
 		l.TryAcquire(now, 1, time.Second) // 600ms, 900ms
 	}
-	if d := l.TryAcquire(now, 1, time.Second); d.OK {
+	if d := l.TryAcquire(now, 1, time.Second); d.OK() {
 		t.Fatalf("fifth call %+v, want refused (its slot is 1.2s away)", d)
 	}
 }

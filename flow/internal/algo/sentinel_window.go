@@ -74,13 +74,13 @@ func (w *sentinelWindow) TryAcquire(now int64, n int, _ time.Duration) Decision 
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if k > w.cap {
-		return Decision{Never: true}
+		return Decision{Verdict: Never}
 	}
 	w.roll(now)
 	reset := w.untilEdge(now, 2) // both counted buckets gone
 	if w.cur+w.prev+k <= w.cap {
 		w.cur += k
-		return Decision{OK: true, Remaining: float64(w.cap - w.cur - w.prev), Reset: reset}
+		return Decision{Verdict: Granted, Remaining: float64(w.cap - w.cur - w.prev), Reset: reset}
 	}
 	// The previous bucket drops out at the next edge; if the current one
 	// alone leaves room then, that is when the call would pass.
@@ -88,7 +88,7 @@ func (w *sentinelWindow) TryAcquire(now int64, n int, _ time.Duration) Decision 
 	if w.cur+k > w.cap {
 		retry = reset
 	}
-	return Decision{RetryAfter: retry, Reset: reset}
+	return Decision{Verdict: Refused, Wait: retry, Reset: reset}
 }
 
 // Refund gives permits back to the current bucket when at lies in it.

@@ -21,8 +21,8 @@ func TestSentinelWindowCountsWholeBuckets(t *testing.T) {
 		t.Fatalf("passed %d at 499ms, want 10", n)
 	}
 	clk.Advance(time.Millisecond) // 500ms: a new bucket, the old one still counted
-	if n, d := drain(t, l, clk.Nanotime()); n != 0 || d.RetryAfter != 500*time.Millisecond {
-		t.Fatalf("at 500ms passed %d, retryAfter %v; want 0, 500ms (when [0,500ms) drops out)", n, d.RetryAfter)
+	if n, d := drain(t, l, clk.Nanotime()); n != 0 || d.Wait != 500*time.Millisecond {
+		t.Fatalf("at 500ms passed %d, retryAfter %v; want 0, 500ms (when [0,500ms) drops out)", n, d.Wait)
 	}
 	clk.Advance(499 * time.Millisecond) // 999ms
 	if n, _ := drain(t, l, clk.Nanotime()); n != 0 {

@@ -47,7 +47,7 @@ func over(l Limiter, clk *clock.Fake, d time.Duration) int {
 func admitted(l Limiter, now int64, most int) int {
 	n := 0
 	for range most {
-		if !l.TryAcquire(now, 1, 0).OK {
+		if !l.TryAcquire(now, 1, 0).OK() {
 			break
 		}
 		n++
@@ -67,7 +67,7 @@ func TestSettleChargeIsPaidByLaterCalls(t *testing.T) {
 
 			l, clk := newSettler(t, s)
 			now := clock.Nanotime(clk)
-			if !l.TryAcquire(now, 1, 0).OK {
+			if !l.TryAcquire(now, 1, 0).OK() {
 				t.Fatal("the first call was refused")
 			}
 			charged := l.(Settler).Settle(now, now, 5, 100)
@@ -90,7 +90,7 @@ func TestSettleMaxDebtBoundsACharge(t *testing.T) {
 		t.Run(s.Kind.String(), func(t *testing.T) {
 			l, clk := newSettler(t, s)
 			now := clock.Nanotime(clk)
-			if !l.TryAcquire(now, 1, 0).OK {
+			if !l.TryAcquire(now, 1, 0).OK() {
 				t.Fatal("the first call was refused")
 			}
 			charged := l.(Settler).Settle(now, now, 1000, 3)
@@ -121,7 +121,7 @@ func TestSettleRefundGivesBackAtMostWhatWasTaken(t *testing.T) {
 
 			l, clk := newSettler(t, s)
 			now := clock.Nanotime(clk)
-			if d := l.TryAcquire(now, 5, time.Second); !d.OK {
+			if d := l.TryAcquire(now, 5, time.Second); !d.OK() {
 				t.Fatalf("a call of 5 was refused: %+v", d)
 			}
 			if back := l.(Settler).Settle(now, now, -1000, 10); back > 1000 {

@@ -93,16 +93,16 @@ func (l *slidingLog) TryAcquire(now int64, n int, maxWait time.Duration) Decisio
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if int64(n) > l.cap {
-		return Decision{Never: true}
+		return Decision{Verdict: Never}
 	}
 	t := l.earliest(now, n)
 	wait := time.Duration(t - now)
 	if wait > 0 && wait > maxWait {
-		return Decision{RetryAfter: wait, Reset: l.reset(now)}
+		return Decision{Verdict: Refused, Wait: wait, Reset: l.reset(now)}
 	}
 	l.push(t, n)
 	return Decision{
-		OK:        true,
+		Verdict:   Granted,
 		Wait:      wait,
 		Remaining: float64(max(l.cap-l.inWindow(now), 0)),
 		Reset:     l.reset(now),

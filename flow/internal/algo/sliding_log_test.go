@@ -38,13 +38,13 @@ func TestSlidingLogExactAcrossTheBoundary(t *testing.T) {
 	for range got {
 		stamps = append(stamps, now)
 	}
-	if got != 10 || d.RetryAfter != time.Second {
-		t.Fatalf("admitted %d then retryAfter %v, want 10 then 1s", got, d.RetryAfter)
+	if got != 10 || d.Wait != time.Second {
+		t.Fatalf("admitted %d then retryAfter %v, want 10 then 1s", got, d.Wait)
 	}
 	for range 3000 { // every millisecond for 3s
 		clk.Advance(time.Millisecond)
 		now := clk.Nanotime()
-		if l.TryAcquire(now, 1, 0).OK {
+		if l.TryAcquire(now, 1, 0).OK() {
 			stamps = append(stamps, now)
 		}
 	}
@@ -75,9 +75,9 @@ func TestSlidingLogExactUnderRandomTraffic(t *testing.T) {
 			maxWait = time.Duration(rng.IntN(int(400 * time.Millisecond)))
 		}
 		d := l.TryAcquire(now, n, maxWait)
-		if !d.OK {
-			if !d.Never && d.RetryAfter <= 0 {
-				t.Fatalf("refused with retryAfter %v", d.RetryAfter)
+		if !d.OK() {
+			if d.Verdict != Never && d.Wait <= 0 {
+				t.Fatalf("refused with retryAfter %v", d.Wait)
 			}
 			continue
 		}
@@ -114,14 +114,14 @@ func TestSlidingLogRefundOfQueuedCall(t *testing.T) {
 	l.TryAcquire(base+int64(time.Second), 1, 0) // 1s
 	now := base + int64(2*time.Second)
 	d := l.TryAcquire(now, 1, 10*time.Second)
-	if !d.OK || d.Wait != 8*time.Second {
+	if !d.OK() || d.Wait != 8*time.Second {
 		t.Fatalf("queued call = %+v, want a wait of 8s (until the 0s entry leaves)", d)
 	}
 	l.Refund(now+int64(d.Wait), 1)
-	if e := l.TryAcquire(now, 1, 0); e.OK {
+	if e := l.TryAcquire(now, 1, 0); e.OK() {
 		t.Fatalf("after the refund a call at 2s was admitted with entries at 0s and 1s still in the window")
 	}
-	if e := l.TryAcquire(base+int64(10*time.Second), 1, 0); !e.OK {
+	if e := l.TryAcquire(base+int64(10*time.Second), 1, 0); !e.OK() {
 		t.Fatalf("at 10s the 0s entry has left: %+v, want ok", e)
 	}
 }
@@ -133,10 +133,10 @@ func TestSlidingLogRetryAfterIsTheOldestRelevantEntry(t *testing.T) {
 		l.TryAcquire(base+int64(i)*int64(100*time.Millisecond), 1, 0)
 	}
 	now := base + int64(500*time.Millisecond)
-	if d := l.TryAcquire(now, 1, 0); d.OK || d.RetryAfter != 500*time.Millisecond || d.Reset != 700*time.Millisecond {
+	if d := l.TryAcquire(now, 1, 0); d.OK() || d.Wait != 500*time.Millisecond || d.Reset != 700*time.Millisecond {
 		t.Fatalf("1 permit = %+v, want retryAfter 500ms (first entry leaves), reset 700ms", d)
 	}
-	if d := l.TryAcquire(now, 2, 0); d.OK || d.RetryAfter != 600*time.Millisecond {
+	if d := l.TryAcquire(now, 2, 0); d.OK() || d.Wait != 600*time.Millisecond {
 		t.Fatalf("2 permits = %+v, want retryAfter 600ms (second entry leaves)", d)
 	}
 	if got := testRemaining(l, now); got != 0 {
@@ -177,7 +177,7 @@ func TestSlidingLogConcurrentExact(t *testing.T) {
 			defer wg.Done()
 			for range 500 {
 				now := clk.Nanotime()
-				if d := l.TryAcquire(now, 1, 0); d.OK {
+				if d := l.TryAcquire(now, 1, 0); d.OK() {
 					mu.Lock()
 					stamps = append(stamps, now)
 					mu.Unlock()

@@ -108,21 +108,21 @@ func (s *slidingWindow) TryAcquire(now int64, n int, maxWait time.Duration) Deci
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if int64(n) > s.cap {
-		return Decision{Never: true}
+		return Decision{Verdict: Never}
 	}
 	k, f := s.roll(now)
 	whole, oldest := s.sums()
 	c := float64(s.cap)
 	if est := whole + oldest*(1-f); est+float64(n) <= c {
 		s.counts[s.hs] += int32(n)
-		return Decision{OK: true, Remaining: math.Max(0, math.Floor(c-est-float64(n))), Reset: s.reset(k, now)}
+		return Decision{Verdict: Granted, Remaining: math.Max(0, math.Floor(c-est-float64(n))), Reset: s.reset(k, now)}
 	}
 	wait := s.until(k, now, float64(n))
 	if wait <= maxWait {
 		s.counts[s.hs] += int32(n)
-		return Decision{OK: true, Wait: wait, Reset: s.reset(k, now)}
+		return Decision{Verdict: Granted, Wait: wait, Reset: s.reset(k, now)}
 	}
-	return Decision{RetryAfter: wait, Reset: s.reset(k, now)}
+	return Decision{Verdict: Refused, Wait: wait, Reset: s.reset(k, now)}
 }
 
 // until is how long until a call of n passes if nothing else is admitted:

@@ -22,7 +22,7 @@ func TestSlidingWindowSubWindowsAlignedToTheEpoch(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if d := l.TryAcquire(clk.Nanotime(), 1, 0); !d.OK || d.Reset != 1050*time.Millisecond {
+	if d := l.TryAcquire(clk.Nanotime(), 1, 0); !d.OK() || d.Reset != 1050*time.Millisecond {
 		t.Fatalf("call at .250 = %+v, want admitted with reset 1.05s (its sub-window [.200, .300) leaves at 1.300)", d)
 	}
 }
@@ -50,12 +50,12 @@ func TestSlidingWindowEstimator(t *testing.T) {
 			t.Errorf("buckets %d: remaining %v, want %v", tc.buckets, got, tc.remaining)
 		}
 		got, d := drain(t, l, now)
-		if got != tc.admitted || d.RetryAfter != tc.retry {
+		if got != tc.admitted || d.Wait != tc.retry {
 			t.Errorf("buckets %d: admitted %d then retryAfter %v, want %d then %v",
-				tc.buckets, got, d.RetryAfter, tc.admitted, tc.retry)
+				tc.buckets, got, d.Wait, tc.admitted, tc.retry)
 		}
 		// Honest: on time it passes.
-		if e := l.TryAcquire(now+int64(d.RetryAfter), 1, 0); !e.OK {
+		if e := l.TryAcquire(now+int64(d.Wait), 1, 0); !e.OK() {
 			t.Errorf("buckets %d: refused at retryAfter: %+v", tc.buckets, e)
 		}
 	}
@@ -78,14 +78,14 @@ func TestSlidingWindowMaxWaitCountsAtOnce(t *testing.T) {
 	now := clk.Nanotime()
 	drain(t, l, now)
 	d := l.TryAcquire(now, 1, 2*time.Second)
-	if !d.OK || d.Wait <= 0 {
+	if !d.OK() || d.Wait <= 0 {
 		t.Fatalf("queued call = %+v, want admitted with a wait", d)
 	}
 	// Counted at once: a second queued call must wait longer.
-	if e := l.TryAcquire(now, 1, 2*time.Second); !e.OK || e.Wait <= d.Wait {
+	if e := l.TryAcquire(now, 1, 2*time.Second); !e.OK() || e.Wait <= d.Wait {
 		t.Fatalf("second queued call = %+v, want a longer wait than %v", e, d.Wait)
 	}
-	if e := l.TryAcquire(now, 1, d.Wait); e.OK {
+	if e := l.TryAcquire(now, 1, d.Wait); e.OK() {
 		t.Fatalf("a call that may wait only %v was admitted: %+v", d.Wait, e)
 	}
 }
@@ -96,18 +96,18 @@ func TestSlidingWindowHonestRetryAfterEverywhere(t *testing.T) {
 		for i := range 3000 { // a 3-permit call every 7ms: always some refusals
 			now := clk.Nanotime()
 			d := l.TryAcquire(now, 3, 0)
-			if !d.OK && !d.Never {
-				if d.RetryAfter <= 0 {
-					t.Fatalf("buckets %d, call %d: retryAfter %v", b, i, d.RetryAfter)
+			if !d.OK() && d.Verdict != Never {
+				if d.Wait <= 0 {
+					t.Fatalf("buckets %d, call %d: retryAfter %v", b, i, d.Wait)
 				}
 				// Probe without changing state: a copy of the limiter.
 				sw := l.(*slidingWindow)
 				probe := &slidingWindow{width: sw.width, off: sw.off, head: sw.head, hs: sw.hs, cap: sw.cap, counts: append([]int32(nil), sw.counts...)}
-				if e := probe.TryAcquire(now+int64(d.RetryAfter)-1000, 3, 0); e.OK {
-					t.Fatalf("buckets %d, call %d: admitted 1µs before retryAfter %v", b, i, d.RetryAfter)
+				if e := probe.TryAcquire(now+int64(d.Wait)-1000, 3, 0); e.OK() {
+					t.Fatalf("buckets %d, call %d: admitted 1µs before retryAfter %v", b, i, d.Wait)
 				}
-				if e := probe.TryAcquire(now+int64(d.RetryAfter), 3, 0); !e.OK {
-					t.Fatalf("buckets %d, call %d: refused at retryAfter %v", b, i, d.RetryAfter)
+				if e := probe.TryAcquire(now+int64(d.Wait), 3, 0); !e.OK() {
+					t.Fatalf("buckets %d, call %d: refused at retryAfter %v", b, i, d.Wait)
 				}
 			}
 			clk.Advance(7 * time.Millisecond)

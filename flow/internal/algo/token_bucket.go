@@ -90,21 +90,21 @@ func (b *Bucket) TryAcquire(now int64, n int, maxWait time.Duration) Decision {
 	// A call of one permit never exceeds most (>= 1): only larger ones pay
 	// for the check.
 	if n > 1 && int64(n) > b.most() {
-		return Decision{Never: true}
+		return Decision{Verdict: Never}
 	}
 	res, err := b.l.TryReserveAt(now, n, maxWait)
 	switch {
 	case err != nil: // n <= 0: never valid
-		return Decision{Never: true}
+		return Decision{Verdict: Never}
 	case !res.OK:
 		// Refused: nothing is stored, and the debt is paid at res.Wait.
-		return Decision{RetryAfter: res.Wait, Reset: res.Wait + b.reset(0)}
+		return Decision{Verdict: Refused, Wait: res.Wait, Reset: res.Wait + b.reset(0)}
 	case b.warm: // no remaining permits nor reset time (see Remaining)
-		return Decision{OK: true, Wait: res.Wait}
+		return Decision{Verdict: Granted, Wait: res.Wait}
 	}
 	// What the reservation left, as it saw it: reading the bucket again
 	// could see another call's reservation.
-	return Decision{OK: true, Wait: res.Wait, Remaining: res.Stored, Reset: res.Refill}
+	return Decision{Verdict: Granted, Wait: res.Wait, Remaining: res.Stored, Reset: res.Refill}
 }
 
 // most is the largest request the bucket grants, from its rate now (so an

@@ -16,8 +16,8 @@ func TestTokenBucketStartsFull(t *testing.T) {
 		t.Fatalf("remaining on a fresh bucket = %v, want 40 (full)", got)
 	}
 	// 40 stored permits, then Guava's one request that goes into debt.
-	if got, d := drain(t, l, now); got != 41 || d.RetryAfter != 50*time.Millisecond {
-		t.Fatalf("admitted %d then retryAfter %v, want 41 then 50ms (one interval at 20/s)", got, d.RetryAfter)
+	if got, d := drain(t, l, now); got != 41 || d.Wait != 50*time.Millisecond {
+		t.Fatalf("admitted %d then retryAfter %v, want 41 then 50ms (one interval at 20/s)", got, d.Wait)
 	}
 }
 
@@ -47,8 +47,8 @@ func TestTokenBucketSetLimitScalesBurst(t *testing.T) {
 	if got := testRemaining(l, now); got != 20 {
 		t.Fatalf("remaining after halving the rate = %v, want 20", got)
 	}
-	if got, d := drain(t, l, now); got != 21 || d.RetryAfter != 100*time.Millisecond {
-		t.Fatalf("admitted %d then retryAfter %v, want 21 then 100ms", got, d.RetryAfter)
+	if got, d := drain(t, l, now); got != 21 || d.Wait != 100*time.Millisecond {
+		t.Fatalf("admitted %d then retryAfter %v, want 21 then 100ms", got, d.Wait)
 	}
 	// Built directly at an adaptive factor of 0.5: the same bucket.
 	r := bucketSpec(20, 40)
@@ -65,15 +65,15 @@ func TestTokenBucketMaxWaitQueuesAndRefunds(t *testing.T) {
 	d1 := l.TryAcquire(now, 1, 250*time.Millisecond)
 	d2 := l.TryAcquire(now, 1, 250*time.Millisecond)
 	d3 := l.TryAcquire(now, 1, 250*time.Millisecond)
-	if !d1.OK || d1.Wait != 100*time.Millisecond || !d2.OK || d2.Wait != 200*time.Millisecond {
+	if !d1.OK() || d1.Wait != 100*time.Millisecond || !d2.OK() || d2.Wait != 200*time.Millisecond {
 		t.Fatalf("queued calls = %+v, %+v; want waits 100ms and 200ms", d1, d2)
 	}
-	if d3.OK || d3.RetryAfter != 300*time.Millisecond {
+	if d3.OK() || d3.Wait != 300*time.Millisecond {
 		t.Fatalf("third queued call = %+v, want refused with retryAfter 300ms", d3)
 	}
 	// Refunding the last queued call at its moment gives its slot back.
 	l.Refund(now+int64(d2.Wait), 1)
-	if d := l.TryAcquire(now, 1, 250*time.Millisecond); !d.OK || d.Wait != 200*time.Millisecond {
+	if d := l.TryAcquire(now, 1, 250*time.Millisecond); !d.OK() || d.Wait != 200*time.Millisecond {
 		t.Fatalf("after the refund = %+v, want the 200ms slot again", d)
 	}
 }
@@ -82,11 +82,11 @@ func TestTokenBucketReset(t *testing.T) {
 	l, clk := newTestLimiter(t, bucketSpec(10, 10), 10)
 	now := clk.Nanotime()
 	d := l.TryAcquire(now, 4, 0)
-	if !d.OK || d.Remaining != 6 || d.Reset != 400*time.Millisecond {
+	if !d.OK() || d.Remaining != 6 || d.Reset != 400*time.Millisecond {
 		t.Fatalf("TryAcquire(4) = %+v, want ok, remaining 6, reset 400ms", d)
 	}
 	drain(t, l, now)
-	if d := l.TryAcquire(now, 1, 0); d.OK || d.Reset != 100*time.Millisecond+time.Second {
+	if d := l.TryAcquire(now, 1, 0); d.OK() || d.Reset != 100*time.Millisecond+time.Second {
 		t.Fatalf("refused = %+v, want reset 1.1s (100ms debt, then 10 permits at 100ms)", d)
 	}
 }
@@ -100,10 +100,10 @@ func TestTokenBucketStaleNow(t *testing.T) {
 	l, clk := newTestLimiter(t, bucketSpec(20, 40), 20)
 	clk.Advance(time.Second)
 	now := clk.Nanotime()
-	if d := l.TryAcquire(now, 1, 0); !d.OK || d.Remaining != 39 {
+	if d := l.TryAcquire(now, 1, 0); !d.OK() || d.Remaining != 39 {
 		t.Fatalf("first = %+v, want ok with 39 remaining", d)
 	}
-	if d := l.TryAcquire(now-int64(time.Millisecond), 1, 0); !d.OK || d.Wait != 0 || d.Remaining < 37.98-1e-9 || d.Remaining > 37.98+1e-9 {
+	if d := l.TryAcquire(now-int64(time.Millisecond), 1, 0); !d.OK() || d.Wait != 0 || d.Remaining < 37.98-1e-9 || d.Remaining > 37.98+1e-9 {
 		t.Fatalf("1ms stale = %+v, want ok at once with 37.98 remaining", d)
 	}
 	if got := testRemaining(l, now); got != 38 {

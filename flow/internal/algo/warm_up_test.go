@@ -16,7 +16,7 @@ func TestWarmUpGuavaColdStart(t *testing.T) {
 		t.Helper()
 		for i, w := range want {
 			d := l.TryAcquire(clk.Nanotime(), 1, time.Hour)
-			if !d.OK || d.Wait != w {
+			if !d.OK() || d.Wait != w {
 				t.Fatalf("acquire %d = %+v, want wait %v", i, d, w)
 			}
 			clk.Advance(d.Wait)
@@ -36,10 +36,10 @@ func TestWarmUpRefusesWhileCold(t *testing.T) {
 	r := withDefaults(Spec{Kind: WarmUp, Limit: 2, Warmup: 4 * time.Second})
 	l, clk := newTestLimiter(t, r, 2)
 	now := clk.Nanotime()
-	if d := l.TryAcquire(now, 1, 0); !d.OK {
+	if d := l.TryAcquire(now, 1, 0); !d.OK() {
 		t.Fatalf("first call refused: %+v", d)
 	}
-	if d := l.TryAcquire(now, 1, 0); d.OK || d.RetryAfter != 1375*time.Millisecond {
+	if d := l.TryAcquire(now, 1, 0); d.OK() || d.Wait != 1375*time.Millisecond {
 		t.Fatalf("second call = %+v, want refused for the cold interval 1.375s", d)
 	}
 	if got := testRemaining(l, now); got != 0 {
