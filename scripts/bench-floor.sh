@@ -21,7 +21,7 @@ BENCHTIME=${BENCHTIME:-500ms}
 # users' limiters) must not set the next one's costs (a refusal's
 # allocation then lands in cold memory: +60 ns seen). BENCH, when set, is
 # one family.
-BENCH=${BENCH:-'^BenchmarkFloorParts$ ^(BenchmarkPeersPass|BenchmarkPeersPassParallel|BenchmarkPeersBlock)$ ^BenchmarkGrowthLevels$ ^BenchmarkGrowthUsers$'}
+BENCH=${BENCH:-'^BenchmarkFloorParts$ ^BenchmarkFloorEssentials$ ^(BenchmarkPeersPass|BenchmarkPeersPassParallel|BenchmarkPeersBlock)$ ^BenchmarkGrowthLevels$ ^BenchmarkGrowthUsers$'}
 
 root=$(cd "$(dirname "$0")/.." && pwd)
 tmp=$(mktemp -d)
