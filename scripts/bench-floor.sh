@@ -32,9 +32,10 @@ git -C "$root" worktree add --detach "$tmp/base" "$BASE" >/dev/null 2>&1
 (cd "$root/bench" && $GO test -c -o "$tmp/work.test" .)
 
 out="$root/bench/floor.txt"
+dirty=$(git -C "$root" diff --quiet && git -C "$root" diff --cached --quiet || echo +dirty) # before out is rewritten
 {
 	echo "# date: $(date -u '+%Y-%m-%d %H:%M UTC')"
-	echo "# base: $(git -C "$root" rev-parse --short "$BASE")  work: $(git -C "$root" rev-parse --short HEAD)$(git -C "$root" diff --quiet || echo '+dirty')"
+	echo "# base: $(git -C "$root" rev-parse --short "$BASE")  work: $(git -C "$root" rev-parse --short HEAD)$dirty"
 	echo "# rounds: $ROUNDS, benchtime $BENCHTIME, interleaved base/work"
 	echo "# cpu: $(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1), nproc $(nproc)"
 	echo "# load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
