@@ -195,7 +195,8 @@ func hostOf(s string) string {
 
 // refuse answers a refused request. be is the Decision's, on ServeHTTP's
 // stack: the default handler reads it there, and only a handler given by
-// WithBlockedHandler, which may keep it, gets a copy on the heap.
+// WithBlockedHandler, which may keep or change it, gets a copy on the heap,
+// its Refuser (the rule's, shared by all its refusals) copied too.
 func (h *handler) refuse(w http.ResponseWriter, r *http.Request, be *flow.BlockError) {
 	if errors.Is(be.Err, context.Canceled) && r.Context().Err() != nil {
 		w.WriteHeader(StatusClientClosedRequest)
@@ -203,7 +204,9 @@ func (h *handler) refuse(w http.ResponseWriter, r *http.Request, be *flow.BlockE
 	}
 	SetBlockedHeaders(w.Header(), be)
 	if h.cf.customBlocked {
+		by := *be.Refuser
 		c := *be
+		c.Refuser = &by
 		h.cf.blocked(w, r, &c)
 		return
 	}

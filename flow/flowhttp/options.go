@@ -85,7 +85,8 @@ func WithProxyHeaders(names ...string) Option {
 
 // WithBlockedHandler replaces the response to a refused request. Default
 // WriteProblem (429, or 503 for an open circuit breaker, with an RFC 9457
-// problem body).
+// problem body). h is given a copy of the refusal, its Refuser included,
+// that it may keep and change.
 func WithBlockedHandler(h BlockedHandler) Option {
 	return func(cf *config) {
 		if h != nil {

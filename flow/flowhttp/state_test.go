@@ -1,6 +1,7 @@
 package flowhttp
 
 import (
+	"errors"
 	"net/http"
 	"testing"
 	"time"
@@ -54,8 +55,9 @@ func TestRefusalsDoNotShareHeaderValues(t *testing.T) {
 }
 
 // TestCustomBlockedHandlerKeepsItsRefusal: a handler given by
-// WithBlockedHandler may keep the *BlockError (the middleware decides
-// without allocating, so it hands such a handler its own copy).
+// WithBlockedHandler may keep the *BlockError, and change it (the
+// middleware decides without allocating, so it hands such a handler its
+// own copy, the shared Refuser included): the next refusal is unchanged.
 func TestCustomBlockedHandlerKeepsItsRefusal(t *testing.T) {
 	clk := clock.NewFake(epoch)
 	eng := newEngine(t, clk, flow.Rule{ID: "fw", Resource: "GET /", Algorithm: flow.AlgoFixedWindow, Limit: 1, Window: time.Minute})
@@ -63,6 +65,7 @@ func TestCustomBlockedHandlerKeepsItsRefusal(t *testing.T) {
 	h := Middleware(eng, WithResource(func(*http.Request) string { return "GET /" }),
 		WithBlockedHandler(func(w http.ResponseWriter, _ *http.Request, be *flow.BlockError) {
 			kept = append(kept, be)
+			be.RuleID = "hidden" // after the copy is checked below: must stay this handler's
 			w.WriteHeader(http.StatusServiceUnavailable)
 		}))(&okHandler{})
 	serve(h, http.MethodGet, "/", "192.0.2.1:1", nil)
@@ -74,9 +77,17 @@ func TestCustomBlockedHandlerKeepsItsRefusal(t *testing.T) {
 	if len(kept) != 2 || kept[0] == kept[1] {
 		t.Fatalf("got %d refusals (distinct: %v), want 2 distinct", len(kept), len(kept) == 2 && kept[0] != kept[1])
 	}
+	if kept[0].Refuser == kept[1].Refuser {
+		t.Fatal("the two refusals share one Refuser: a handler's change would reach the next")
+	}
 	for _, be := range kept {
-		if be.RuleID != "fw" || be.Resource != "GET /" || be.Reason != flow.ReasonRateLimited {
-			t.Fatalf("kept refusal: got %+v, want rule fw on GET / rate limited", *be)
+		if be.RuleID != "hidden" || be.Resource != "GET /" || be.Reason != flow.ReasonRateLimited {
+			t.Fatalf("kept refusal: got %+v by %+v, want the handler's rule ID on GET / rate limited", *be, *be.Refuser)
 		}
+	}
+	if _, err := eng.Entry("GET /"); err == nil {
+		t.Fatal("Entry passed")
+	} else if be := new(flow.BlockError); !errors.As(err, &be) || be.RuleID != "fw" {
+		t.Fatalf("Entry after the handler changed its copies: %v, want refused by rule fw", err)
 	}
 }
