@@ -131,7 +131,8 @@ func WithTokens(n int) EntryOption { return EntryOption{kind: optTokens, n: n} }
 // is refused (an open circuit breaker, a limit): Guard then returns what
 // fallback returns, e.g. a cached answer and nil. It is not called for the
 // outcome of fn, and Entry ignores it. Default: none, Guard returns the
-// *BlockError.
+// *BlockError. blocked is the call's own, but its Refuser is the rule's:
+// read it, never change it.
 func WithFallback(fallback func(ctx context.Context, blocked *BlockError) error) EntryOption {
 	return EntryOption{kind: optFallback, fb: fallback}
 }
