@@ -125,7 +125,7 @@ func (st *entryState) deny(cr *compiledRule, reason, key string, d algo.Decision
 	// d refused: its Wait is the time until the call would pass. The
 	// limit is the rule's unless the limiter sets its own (see local).
 	r := &st.refusal
-	r.cr, r.level, r.reason, r.key = cr, cr.rule.Level, reason, key
+	r.cr, r.reason, r.key = cr, reason, key
 	r.retryAfter, r.never, r.remaining = d.Wait, d.Verdict == algo.Never, d.Remaining
 	return false
 }
@@ -172,7 +172,7 @@ func (st *entryState) local(cr *compiledRule, lim limiter, key string) bool {
 // the extra call (the limit the controller set since, if it moved, is
 // the one a retry meets).
 func (st *entryState) denyLocal(cr *compiledRule, lim limiter, key string, d algo.Decision) bool {
-	reason := cr.reason
+	reason := cr.reason()
 	if d.Verdict == algo.Shed {
 		reason = ReasonPriority
 	}

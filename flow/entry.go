@@ -125,7 +125,6 @@ type denial struct {
 	remaining  float64
 	limit      float64 // the limiter's own limit (adaptive); 0: the rule's
 	err        error   // the context's error of a cancelled wait
-	level      Level
 	never      bool
 }
 
@@ -192,7 +191,7 @@ func (e *Engine) admitLow(st *entryState) bool {
 		return true
 	}
 	cr := st.rr.cpuRule
-	st.refusal = denial{cr: cr, level: cr.rule.Level, reason: ReasonPriority}
+	st.refusal = denial{cr: cr, reason: ReasonPriority}
 	return false
 }
 
@@ -207,7 +206,7 @@ func (e *Engine) admitSystem(st *entryState, sys int64) bool {
 		if n <= sys {
 			reason = ReasonPriority
 		}
-		st.refusal = denial{level: LevelSystem, reason: reason}
+		st.refusal = denial{reason: reason} // no rule: the system guard
 		return false
 	}
 	st.sysCounted = true
@@ -226,7 +225,7 @@ func (e *Engine) queue(st *entryState) bool {
 		return true
 	}
 	cr := st.waitRule
-	st.refusal = denial{cr: cr, level: cr.rule.Level, reason: ReasonWaitCancelled, err: err}
+	st.refusal = denial{cr: cr, reason: ReasonWaitCancelled, err: err}
 	return false
 }
 
@@ -234,7 +233,7 @@ func (e *Engine) queue(st *entryState) bool {
 // returned to the pool; then the refusal is counted and written, here
 // and nowhere else: into the resource's statistics and the rule's count,
 // TopKeys for a keyed rule, and *be (a new BlockError when be is nil),
-// written whole once.
+// each field written once, its description the rule's shared Refuser.
 func (e *Engine) refuse(st *entryState, resource string, be *BlockError) *BlockError {
 	if st.c != nil || st.sysCounted { // took something (unruled implies sysCounted)
 		e.undo(st)
@@ -246,9 +245,6 @@ func (e *Engine) refuse(st *entryState, resource string, be *BlockError) *BlockE
 		be = new(BlockError)
 	}
 	r := &st.refusal
-	if st.rr != nil {
-		st.rr.stats.block(st.now, r.level)
-	}
 	var by *Refuser
 	if cr := r.cr; cr != nil {
 		cr.refused.Add(1) // BlockedByRule
@@ -261,6 +257,9 @@ func (e *Engine) refuse(st *entryState, resource string, be *BlockError) *BlockE
 		}
 	} else {
 		by = st.rr.systemRefuser(resource, r.reason)
+	}
+	if st.rr != nil {
+		st.rr.stats.block(st.now, by.Level)
 	}
 	if r.never {
 		r.retryAfter = Never

@@ -106,7 +106,7 @@ func (be *BlockError) onHeap() error {
 }
 
 // newRefusers describes every refusal r can make: reason, the rule's own
-// (cr.reason), first, then those of a shed priority class, a cancelled
+// (compiledRule.reason), first, then those of a shed priority class, a cancelled
 // wait, and a cluster or related-resource rule's.
 func newRefusers(r *Rule, reason string) []Refuser {
 	reasons := []string{reason, ReasonPriority, ReasonWaitCancelled}
@@ -122,6 +122,10 @@ func newRefusers(r *Rule, reason string) []Refuser {
 	}
 	return rs
 }
+
+// reason is BlockError.Reason when cr refuses for itself (not for a
+// priority class, a cancelled wait, a cluster or a related resource).
+func (cr *compiledRule) reason() string { return cr.refusers[0].Reason }
 
 // refuser is cr's shared description of a refusal for reason.
 func (cr *compiledRule) refuser(reason string) *Refuser {

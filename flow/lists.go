@@ -163,5 +163,5 @@ func (st *entryState) list(cr *compiledRule, key string) bool {
 	if !cr.shadow.Load() {
 		st.rr.stats.listRefusal(cr.rule.Level, cr.rule.Algorithm == AlgoDeny)
 	}
-	return st.deny(cr, cr.reason, "", algo.Decision{})
+	return st.deny(cr, cr.reason(), "", algo.Decision{})
 }

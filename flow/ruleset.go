@@ -29,10 +29,9 @@ type compiledRule struct {
 	seed    uint64 // the engine's seed for client throttles (withSeed); 0: none
 	clk     clock.Clock
 	keyed   bool
-	cluster bool   // decided by a token server (one is configured)
-	reason  string // BlockError.Reason when this rule refuses
+	cluster bool // decided by a token server (one is configured)
 	// refusers describe this rule's refusals (see refuser), shared by
-	// every BlockError it returns.
+	// every BlockError it returns; the first is for its own reason.
 	refusers []Refuser
 	// classed: the limiter holds permits in flight and honours priority
 	// (concurrency, adaptive_concurrency): Entry asks it through
@@ -344,14 +343,13 @@ func takeReusable(reuse map[string][]*compiledRule, r *Rule) *compiledRule {
 
 func (e *Engine) newCompiled(r Rule, factor float64, now int64) (*compiledRule, error) {
 	cr := &compiledRule{
-		rule:    r,
-		seed:    e.cf.seed,
-		clk:     e.cf.clk,
-		keyed:   r.Level.keyed(),
-		cluster: r.Cluster != nil && e.cf.ts != nil,
-		reason:  reasonOf(r.Algorithm),
+		rule:     r,
+		seed:     e.cf.seed,
+		clk:      e.cf.clk,
+		keyed:    r.Level.keyed(),
+		cluster:  r.Cluster != nil && e.cf.ts != nil,
+		refusers: newRefusers(&r, reasonOf(r.Algorithm)),
 	}
-	cr.refusers = newRefusers(&r, cr.reason)
 	switch r.Algorithm {
 	case AlgoConcurrency, AlgoAdaptiveConcurrency:
 		cr.classed = !cr.cluster
