@@ -88,7 +88,8 @@ func TestRefusersShared(t *testing.T) {
 }
 
 // TestSystemGuardUnruled: the system guard refuses a resource without
-// rules with a Refuser made for the call, naming that resource.
+// rules with a Refuser made for the call, naming that resource: two
+// allocations, the one refusal that makes more than one.
 func TestSystemGuardUnruled(t *testing.T) {
 	e, _ := newTestEngine(t)
 	e.SetSystemLimit(1)
@@ -101,6 +102,13 @@ func TestSystemGuardUnruled(t *testing.T) {
 	var be *BlockError
 	if !errors.As(err, &be) || be.Resource != "b" || be.Level != LevelSystem || be.Reason != ReasonSystemOverload || be.RuleID != "" {
 		t.Fatalf("Entry(b) = %v, want refused by the system guard", err)
+	}
+	if testing.CoverMode() != "" || raceEnabled {
+		return // instrumented builds allocate
+	}
+	entry := func() { _, err = e.Entry("b") }
+	if objs, _ := allocated(1000, entry); err == nil || objs != 2 {
+		t.Fatalf("the guard's refusal of a resource without rules allocates %d objects, want 2 (the BlockError and its Refuser)", objs)
 	}
 }
 
