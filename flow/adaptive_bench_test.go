@@ -7,8 +7,9 @@ import "testing"
 //
 //	go test ./flow -run '^$' -bench 'RateAllow|EntryExit(Pass|Adaptive|Concurrency)' -benchmem -count 5
 //
-// On the real clock Exit measures 1 in 8 calls (WithRTSampling), and only
-// those feed the limit, so the window update costs little per call.
+// Every Exit of an adaptive_concurrency call reads the clock and feeds the
+// limit (WithRTSampling samples only the other calls); the window update
+// itself runs once a window.
 
 var (
 	adaptiveBenchRule = Rule{ID: "auto", Resource: "r", Algorithm: AlgoAdaptiveConcurrency, InitialLimit: 1000}

@@ -160,6 +160,8 @@ func (st *entryState) local(cr *compiledRule, lim limiter, key string) bool {
 	if cr.holds {
 		if h, ok := lim.(algo.Holder); ok {
 			c.held = append(c.held, h)
+			_, learns := h.(algo.RTTObserver)
+			c.learns = c.learns || learns
 		}
 	}
 	st.note(cr, d.Wait, d.Remaining, d.Reset)

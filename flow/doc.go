@@ -114,7 +114,7 @@
 // allow or deny fallback; on an engine without one they are decided locally
 // at their full Limit. Snapshot exposes lock-free statistics to packages
 // metrics and alerting; counts are exact, response times are measured on 1
-// call in 8 on the real clock (WithRTSampling). For operators (package
+// call in 32 under load on the real clock (WithRTSampling). For operators (package
 // admin), BlockedByRule counts refusals per rule, TopKeys lists the users
 // and IPs each keyed rule refuses most (a bounded Space-Saving summary, see
 // WithTopKeys), and InspectKey and ResetKey read and forget one key's

@@ -57,7 +57,7 @@ func NewEngine(opts ...Option) *Engine {
 	case e.cf.rtSampling > 0:
 		e.cf.rtMask = rtMaskFor(e.cf.rtSampling)
 	case e.cf.clk == clock.Real():
-		e.cf.rtMask = rtMaskFor(8)
+		e.cf.rtMask = rtMaskFor(32)
 	}
 	if m, ok := e.cf.clk.(clock.Monotonic); ok {
 		e.mono = m

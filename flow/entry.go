@@ -316,7 +316,7 @@ func (e *Engine) undo(st *entryState) {
 func (st *entryState) rec() *call {
 	if st.c == nil {
 		st.c = st.eng.getCall()
-		st.c.quota = quotaNote{}
+		st.c.quota, st.c.learns = quotaNote{}, false
 	}
 	return st.c
 }

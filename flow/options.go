@@ -30,19 +30,26 @@ type config struct {
 }
 
 // WithRTSampling has Exit measure response time on a random 1 in n calls
-// (n rounded up to a power of two, at most 1024; n <= 1 measures every
-// call). Default: 8 with clock.Real(), every call with any other clock.
+// once traffic is heavy (n rounded up to a power of two, at most 1024;
+// n <= 1 measures every call). Default: 32 with clock.Real(), every call
+// with any other clock.
 //
 // Measuring costs a clock read per Exit, about as much as the rest of Exit
-// together, so by default the real clock measures one call in eight. The
-// counts stay exact (Passed, Completed, InFlight, Errors, Blocked, in the
-// lifetime totals and the recent window); what is sampled is the response
-// time: each measured call stands for n, so RTSum and RTHist's counts are
-// unbiased estimates (RTHist's counts are multiples of n and add up to about
-// Completed), and the recent window's MinRT and MaxRT are over the measured
-// calls only. A call not measured counts as completed in the statistics
-// bucket of its Entry. Other clocks (clock.Fake in tests) are assumed cheap
-// to read and measure every call, so their figures are exact.
+// together, so under load the real clock measures one call in 32. Light
+// traffic is measured whole: every call is measured while the statistics
+// bucket its Entry counted in has counted no more than 8 calls in its
+// lane (the lanes spread a resource's counters over the CPUs: about 8 × 2
+// × GOMAXPROCS calls per bucket, at most 128), and so is every call an
+// adaptive_concurrency limit learns from. The counts stay exact (Passed,
+// Completed, InFlight, Errors, Blocked, in the lifetime totals and the
+// recent window); what is sampled is the response time: a call measured
+// by sampling stands for n, one measured whole for itself, so RTSum and
+// RTHist's counts are unbiased estimates (RTHist's counts add up to about
+// Completed), and the recent window's MinRT and MaxRT are over the
+// measured calls only. A call not measured counts as completed in the
+// statistics bucket of its Entry. Other clocks (clock.Fake in tests) are
+// assumed cheap to read and measure every call, so their figures are
+// exact.
 func WithRTSampling(n int) Option { return func(cf *config) { cf.rtSampling = max(n, 1) } }
 
 // rtMaskFor is the sampling mask for 1 in n (a power of two >= n, <= 1024).

@@ -52,6 +52,9 @@ type call struct {
 	quota  quotaNote
 	// sysCounted: counted in Engine.sysInFlight; unruled: in Engine.unruled.
 	sysCounted, unruled bool
+	// learns: an adaptive limit the call holds learns from its response
+	// time, so Exit measures it whatever the sampling (see rtWeight).
+	learns bool
 	// taken is what Entry took, so that a refusal can give it back and
 	// Exit can settle the call's actual cost; what the call still holds
 	// at Exit is also in held, grants and brk. The
@@ -121,10 +124,8 @@ func (p Permit) Exit(opts ...ExitOption) {
 	// From here the record is this goroutine's alone: not yet in the
 	// pool, so no Entry can hand it out, and no other Exit matches gen.
 	e := c.eng
-	// Response time is measured on a random 1 in rtMask+1 of Exits, each
-	// standing for rtMask+1 calls: the clock read is most of an Exit's
-	// cost. Adaptive limits learn from the same sample.
-	measured := c.stats != nil && (e.cf.rtMask == 0 || c.sample()&e.cf.rtMask == 0)
+	w := c.rtWeight(e.cf.rtMask)
+	measured := w > 0
 	var now int64
 	if measured {
 		now = e.now()
@@ -136,12 +137,37 @@ func (p Permit) Exit(opts ...ExitOption) {
 	c.taken = c.taken[:0]
 	if c.stats != nil {
 		if measured {
-			c.stats.exit(now, now-c.start, uint64(e.cf.rtMask)+1, failed, c.lane, c.bucket)
+			c.stats.exit(now, now-c.start, w, failed, c.lane, c.bucket)
 		} else {
 			c.stats.exitUnmeasured(c.bucket, failed)
 		}
 	}
 	e.calls.Put(c)
+}
+
+// exactPerLane is how many calls a statistics bucket counts in one lane
+// before sampling starts there: below that traffic every call is measured.
+const exactPerLane = 8
+
+// rtWeight is how many calls the response time this Exit measures stands
+// for, 0 when it measures none (see WithRTSampling): the clock read is
+// most of an unmeasured Exit's cost, so under load only a random 1 in
+// mask+1 calls pays it, each standing for mask+1. Every call is measured,
+// standing for itself, when the clock is cheap (mask 0), when an adaptive
+// limit learns from it (learns), and while its Entry's lane bucket has
+// counted no more than exactPerLane passes, so that light traffic, where
+// a sample would be thin, is measured whole. Either way each call's
+// expected weight is 1, so the sums stay unbiased.
+func (c *call) rtWeight(mask uint32) uint64 {
+	switch {
+	case c.stats == nil:
+		return 0
+	case mask == 0 || c.learns || c.bucket.passed.Load() <= exactPerLane:
+		return 1
+	case c.sample()&mask == 0:
+		return uint64(mask) + 1
+	}
+	return 0
 }
 
 // holds reports whether the call has more to end at Exit than its

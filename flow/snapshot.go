@@ -32,9 +32,10 @@ type ResourceStats struct {
 	Errors             uint64 // Exit(WithError(err)) with err != nil, Guard fn errors
 	InFlight           int64  // entered and not yet exited, now
 	// RTSum and RTHist are over measured calls, each standing for the
-	// sampling factor n (WithRTSampling: default 1 in 8 on the real clock,
-	// every call on other clocks): estimates, with RTHist's counts adding up
-	// to about Completed; exact when n is 1.
+	// calls it was sampled from (WithRTSampling: under load 1 in 32 on the
+	// real clock; light traffic, and every call on other clocks, measured
+	// whole): estimates, with RTHist's counts adding up to about
+	// Completed; exact when every call is measured.
 	RTSum    time.Duration // sum of response times (Entry to Exit)
 	WaitSum  time.Duration // sum of queueing times of Waited calls
 	RTHist   Histogram     // response times of completed calls

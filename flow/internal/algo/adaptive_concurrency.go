@@ -37,9 +37,9 @@ import (
 // Hot path: Entry is one CAS (as concurrency); Exit adds a sample with two
 // atomic adds. The Exit that completes a window closes it under a TryLock:
 // no call ever waits for the update, and a sample landing between the two
-// swaps is counted in the next window (a rounding, not a loss). Exits
-// sample like the statistics: on the real clock 1 in 8 (the engine's
-// WithRTSampling), so a window then spans more calls.
+// swaps is counted in the next window (a rounding, not a loss). The engine
+// measures every call that holds this limit, whatever its response-time
+// sampling (WithRTSampling), so a window spans windowSamples calls.
 type adaptiveConcurrency struct {
 	inFlight  atomic.Int64
 	limit     atomic.Int64  // the current whole limit
