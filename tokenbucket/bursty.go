@@ -145,33 +145,33 @@ func (c *rateConfig) partial(d int64) float64 {
 }
 
 // grant is Guava's reserveEarliestAvailable on the word at t: the new word,
-// the instant the call may go at, and the permits the new word stores at t
-// (storedAt(next, t)).
-func (c *rateConfig) grant(e, t int64, permits int) (next, at int64, left float64) {
+// and the instant the call may go at. What the new word stores at t is
+// storedAt(next, t), left for the caller to compute once the word is
+// written, so that nothing runs between reading the word and writing it
+// but what the decision needs.
+func (c *rateConfig) grant(e, t int64, permits int) (next, at int64) {
 	n := float64(permits)
 	switch {
 	case c.interval == 0:
 		// +Inf: permits cost nothing; a debt from a finite rate is still owed.
-		return e, max(e, t), c.maxP
+		return e, max(e, t)
 	case e >= t:
 		// Nothing stored: all fresh. The call goes at e; the next one pays.
-		return saturatedAdd(e, c.freshCost(n)), e, 0
+		return saturatedAdd(e, c.freshCost(n)), e
 	}
 	base := max(e, t-c.burstNs) // resync: idle time credited up to maxPermits
-	stored := c.storedAt(base, t)
-	if n <= stored {
+	if n <= c.storedAt(base, t) {
 		// All from the store: free, and nextFree stays at now, so e stays
 		// at or before now (even were the float to round up).
 		if d := c.span(n); d < t-base {
-			next = base + d // < t: what is left is stored
-			return next, t, c.storedAt(next, t)
+			return base + d, t // < t: what is left is stored
 		}
-		return t, t, 0
+		return t, t
 	}
 	// The store emptied, the rest fresh from now on: Guava's
 	// (long)((n-stored)*stable), computed on the time the permits stand
 	// for, exact in nanoseconds where the float of stored is not.
-	return saturatedAdd(t, wholeMicros(n*c.interval-float64(t-base))), t, 0
+	return saturatedAdd(t, wholeMicros(n*c.interval-float64(t-base))), t
 }
 
 // refund gives permits back to the word at t: fresh ones first, never
@@ -223,10 +223,11 @@ func (l *Limiter) reserve(now int64, permits int, timeout time.Duration) (Reserv
 			return Reservation{Wait: waitFor(e, t)}, nil
 		}
 		c := l.rate.Load() // after the word: see above
-		next, at, stored := c.grant(e, t, permits)
+		next, at := c.grant(e, t, permits)
 		if next == e || l.word.CompareAndSwap(e, next) {
 			// Granted: nothing to write (a +Inf rate, or permits worth
 			// less than a nanosecond), or the word was still e.
+			stored := c.storedAt(next, t)
 			return Reservation{OK: true, Wait: waitFor(at, t), Stored: stored,
 				Refill: refill(c.maxP-stored, c.stable)}, nil
 		}
