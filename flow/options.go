@@ -38,8 +38,9 @@ type config struct {
 // together, so under load the real clock measures one call in 32. Light
 // traffic is measured whole: every call is measured while the statistics
 // bucket its Entry counted in has counted no more than 8 calls in its
-// lane (the lanes spread a resource's counters over the CPUs: about 8 × 2
-// × GOMAXPROCS calls per bucket, at most 128), and so is every call an
+// lane (the lanes spread a resource's counters over the CPUs: a goroutine
+// calling again and again mostly counts in one lane, many goroutines in up
+// to 2 × GOMAXPROCS lanes, at most 16), and so is every call an
 // adaptive_concurrency limit learns from. The counts stay exact (Passed,
 // Completed, InFlight, Errors, Blocked, in the lifetime totals and the
 // recent window); what is sampled is the response time: a call measured
