@@ -62,6 +62,13 @@ function median(key,   m, i, j, t, arr) {
   m = n[key]; for (i = 1; i <= m; i++) arr[i] = v[key, i]
   for (i = 1; i <= m; i++) for (j = i + 1; j <= m; j++) if (arr[j] < arr[i]) { t = arr[i]; arr[i] = arr[j]; arr[j] = t }
   return (m % 2) ? arr[(m + 1) / 2] : (arr[m / 2] + arr[m / 2 + 1]) / 2 }
+function spread(x, bench,   num, den, k, m, r, lo, hi) {
+  num = x SUBSEP bench "/flowgate"; den = x SUBSEP bench "/xrate"
+  m = n[num]; if (n[den] < m) m = n[den]
+  if (m == 0) return "-"
+  for (k = 1; k <= m; k++) { r = v[num, k] / v[den, k]
+    if (k == 1 || r < lo) lo = r; if (k == 1 || r > hi) hi = r }
+  return sprintf("%.2f-%.2f", lo, hi) }
 END {
   printf "%-52s %10s %10s %8s %8s\n", "benchmark (median ns/op)", "base", "work", "allocs", "work/base"
   for (name in names) { b = median("base" SUBSEP name); w = median("work" SUBSEP name)
@@ -78,6 +85,11 @@ END {
     d = med["BenchmarkPeersBlock/flowgate-decide", x]; r6[x] = (d > 0 ? d / med["BenchmarkPeersBlock/xrate", x] : 0) }
   printf "%-44s %8.2f %8.2f %8s\n", "one rule pass / x/time/rate Allow", r1["base"], r1["work"], "<= 1.0"
   printf "%-44s %8.2f %8.2f %8s\n", "parallel pass / parallel Allow", r2["base"], r2["work"], "<= 1.0"
+  # The same two ratios round by round (the k-th run of each side against
+  # the k-th of x/time/rate, minutes apart at most): the spread says how
+  # far one median can be trusted.
+  printf "%-44s %9s %9s\n", "  pass, each round (lowest-highest)", spread("base", "BenchmarkPeersPass"), spread("work", "BenchmarkPeersPass")
+  printf "%-44s %9s %9s\n", "  parallel, each round (lowest-highest)", spread("base", "BenchmarkPeersPassParallel"), spread("work", "BenchmarkPeersPassParallel")
   printf "%-44s %8.2f %8.2f %8s\n", "refusal / refusing Allow", r3["base"], r3["work"], "<= 1.5"
   printf "%-44s %8.2f %8.2f %8s\n", "refusal by Decide / refusing Allow", r6["base"], r6["work"], "(0 allocs)"
   printf "%-44s %8.2f %8.2f %8s\n", "ip+user+global / three Allow", r4["base"], r4["work"], "<= 0.9"
