@@ -46,7 +46,7 @@ test: deps
 test-norace: deps
 	@GOWORK=off GO=$(GO) sh scripts/test-norace.sh
 
-## fuzz: each reader of outside input fuzzed for FUZZTIME (default 20000x, 3-5 s here): the rules
+## fuzz: each reader of outside input fuzzed for FUZZTIME (default 20000x, 2-4 s here): the rules
 ## document parser (also what the watcher, etcd source and admin PUT read) and the Sentinel importer,
 ## JSON and YAML. The seed corpora are the f.Add lines and testdata/fuzz/; a failing input is written
 ## there. The default is a count of executions, not a duration: with a duration, Go 1.26's fuzzing

@@ -23,6 +23,14 @@ type resourceRules struct {
 	guard [2]Refuser
 }
 
+// newResourceRules is name's rules, with none yet, counted in st.
+func newResourceRules(name string, st *resourceStats) *resourceRules {
+	return &resourceRules{name: name, stats: st, guard: [2]Refuser{
+		{Resource: name, Level: LevelSystem, Reason: ReasonSystemOverload},
+		{Resource: name, Level: LevelSystem, Reason: ReasonPriority},
+	}}
+}
+
 // checkKind is what a check asks.
 type checkKind uint8
 
@@ -160,8 +168,7 @@ func (st *entryState) local(cr *compiledRule, lim limiter, key string) bool {
 	if cr.holds {
 		if h, ok := lim.(algo.Holder); ok {
 			c.held = append(c.held, h)
-			_, learns := h.(algo.RTTObserver)
-			c.learns = c.learns || learns
+			c.learns = c.learns || cr.learns
 		}
 	}
 	st.note(cr, d.Wait, d.Remaining, d.Reset)

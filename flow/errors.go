@@ -151,11 +151,3 @@ func (rr *resourceRules) systemRefuser(resource, reason string) *Refuser {
 	}
 	return &Refuser{Resource: resource, Level: LevelSystem, Reason: reason}
 }
-
-// newResourceRules is name's rules, with none yet, counted in st.
-func newResourceRules(name string, st *resourceStats) *resourceRules {
-	return &resourceRules{name: name, stats: st, guard: [2]Refuser{
-		{Resource: name, Level: LevelSystem, Reason: ReasonSystemOverload},
-		{Resource: name, Level: LevelSystem, Reason: ReasonPriority},
-	}}
-}

@@ -16,7 +16,7 @@ func (e *Engine) compileItems(cr *compiledRule, factor float64, instances int, n
 	for value, limit := range cr.rule.Items {
 		r := cr.rule.withItemLimit(limit)
 		it := &compiledRule{rule: r, clk: cr.clk, cluster: cr.cluster, refusers: cr.refusers, dynamic: cr.dynamic,
-			classed: cr.classed, holds: cr.holds, shares: cr.shares, parent: cr}
+			classed: cr.classed, holds: cr.holds, learns: cr.learns, shares: cr.shares, parent: cr}
 		it.limitBits.Store(math.Float64bits(math.NaN())) // so recompute always sets it
 		it.recompute(factor, instances)
 		it.gen.Store(0)

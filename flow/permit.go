@@ -150,9 +150,9 @@ func (p Permit) Exit(opts ...ExitOption) {
 const exactPerLane = 8
 
 // rtWeight is how many calls the response time this Exit measures stands
-// for, 0 when it measures none (see WithRTSampling): the clock read is
-// most of an unmeasured Exit's cost, so under load only a random 1 in
-// mask+1 calls pays it, each standing for mask+1. Every call is measured,
+// for, 0 when it measures none (see WithRTSampling): measuring reads the
+// clock a second time, so under load only a random 1 in mask+1 calls pays
+// for it, each standing for mask+1. Every call is measured,
 // standing for itself, when the clock is cheap (mask 0), when an adaptive
 // limit learns from it (learns), and while its Entry's lane bucket has
 // counted no more than exactPerLane passes, so that light traffic, where

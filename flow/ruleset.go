@@ -40,7 +40,11 @@ type compiledRule struct {
 	// holds: the algorithm's limiters are holders (concurrency caps, the
 	// cluster ones' local fallback too), known here so that takeLocal asks
 	// no type assertion of the others.
-	holds  bool
+	holds bool
+	// learns: the algorithm's limiters learn from response times
+	// (adaptive_concurrency), so a call holding one is always measured at
+	// Exit (see call.rtWeight).
+	learns bool
 	shares [numPriorities]float64 // of the limit each class may fill, low first (see Reserve)
 	// gen counts changes of the effective limit; a limiter whose recorded
 	// generation differs is set to limit() before use. One atomic load per
@@ -354,6 +358,7 @@ func (e *Engine) newCompiled(r Rule, factor float64, now int64) (*compiledRule, 
 	case AlgoConcurrency, AlgoAdaptiveConcurrency:
 		cr.classed = !cr.cluster
 		cr.holds = true
+		cr.learns = r.Algorithm == AlgoAdaptiveConcurrency // never a cluster rule: validation refuses it
 		cr.shares = reserveOf(&r).shares()
 	case AlgoCircuitBreaker:
 		cr.cluster = false // validation refuses a Cluster spec on a breaker
