@@ -38,10 +38,11 @@ func localWork(n int, x uint64) uint64 {
 //   - add: one atomic add, which needs no read first (an update whose new
 //     value never depends on the old one but by a constant).
 //
-// Under contention each way costs the cache line's trips between the
-// cores; a read followed by a write costs two, as a lock and its unlock
-// do, and a lone add one. The local work is given at 0 and at about a
-// pass's own time on the machine bench/README names.
+// Under contention each way pays for the cache line moving between the
+// cores; comparing them tells whether a read before the write (the bucket,
+// the mutex) costs more than an add that needs none. The local work is
+// given at 0 and at about a pass's own time on the machine bench/README
+// names.
 func BenchmarkFloorContended(b *testing.B) {
 	for _, n := range []int{0, 70} {
 		b.Run(fmt.Sprintf("work=%d/local", n), func(b *testing.B) {
